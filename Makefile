@@ -1,0 +1,88 @@
+# challenge-operator: build, generate, test and demo. Tool versions are pinned
+# here and installed into ./bin; the Kubernetes control plane used by the tests
+# and the demo is built once into a cache that survives fresh clones.
+
+CONTROLLER_TOOLS_VERSION ?= v0.20.0
+KUSTOMIZE_VERSION ?= v5.7.1
+IMG ?= ghcr.io/challenge-operator/challenge-operator:latest
+
+LOCALBIN ?= $(CURDIR)/bin
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+TEST_BINS = $(shell hack/test-bins.sh)
+
+GO_TEST_FLAGS ?= -count=1
+SHELL := /usr/bin/env bash -o pipefail
+
+.PHONY: all
+all: build
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate the deepcopy methods.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+
+.PHONY: fmt
+fmt: ## Run gofmt.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: verify
+verify: manifests generate ## Fail if gofmt, go vet or regeneration would change anything.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	go vet ./...
+	@git diff --exit-code -- config api || { echo "generated files are stale: run make generate manifests"; exit 1; }
+
+.PHONY: test-bins
+test-bins: ## Build the local control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok) into the cache.
+	@hack/test-bins.sh >/dev/null
+
+.PHONY: test
+test: verify test-bins ## Run every test against a real control plane.
+	KUBEBUILDER_ASSETS="$(TEST_BINS)" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: test-bins ## Run the benchmarks.
+	KUBEBUILDER_ASSETS="$(TEST_BINS)" go test -run '^$$' -bench . -benchmem ./...
+
+##@ Build
+
+.PHONY: build
+build: ## Build the manager binary.
+	go build -o bin/manager .
+
+.PHONY: run
+run: manifests ## Run the operator against the current kubeconfig.
+	go run . --watches-file=watches.yaml
+
+.PHONY: demo
+demo: test-bins $(KUSTOMIZE) ## Start a local control plane, run the operator and a sample Challenge.
+	KUBEBUILDER_ASSETS="$(TEST_BINS)" KUSTOMIZE="$(KUSTOMIZE)" hack/demo.sh
+
+.PHONY: docker-build
+docker-build: ## Build the operator image (needs a Docker engine).
+	docker build -t $(IMG) .
+
+##@ Tools
+
+$(CONTROLLER_GEN):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	mv $(LOCALBIN)/controller-gen $@
+
+$(KUSTOMIZE):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv $(LOCALBIN)/kustomize $@
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)

@@ -1,0 +1,253 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Protocol is the transport protocol of a challenge port.
+// +kubebuilder:validation:Enum=TCP;UDP
+type Protocol string
+
+const (
+	// ProtocolTCP is a TCP port; most challenges (web, netcat) use it.
+	ProtocolTCP Protocol = "TCP"
+	// ProtocolUDP is a UDP port, for the rare challenge that needs datagrams.
+	ProtocolUDP Protocol = "UDP"
+)
+
+// ExposeType says how participants reach an instance.
+// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer;Ingress
+type ExposeType string
+
+const (
+	// ExposeClusterIP keeps the instance inside the cluster, e.g. behind the platform's own proxy.
+	ExposeClusterIP ExposeType = "ClusterIP"
+	// ExposeNodePort opens a port on every node.
+	ExposeNodePort ExposeType = "NodePort"
+	// ExposeLoadBalancer asks the cloud for an external address.
+	ExposeLoadBalancer ExposeType = "LoadBalancer"
+	// ExposeIngress publishes the first port as HTTP on spec.expose.host.
+	ExposeIngress ExposeType = "Ingress"
+)
+
+// Phase is the lifecycle stage of a Challenge instance as a CTF platform sees it.
+// +kubebuilder:validation:Enum=None;Pending;Running;Error;Deleted
+type Phase string
+
+const (
+	// PhaseNone means accepted, nothing installed yet.
+	PhaseNone Phase = "None"
+	// PhasePending means the release is being installed or its workloads are not yet ready.
+	PhasePending Phase = "Pending"
+	// PhaseRunning means every workload is ready and the endpoint is known.
+	PhaseRunning Phase = "Running"
+	// PhaseError means the instance failed; reason and message say why.
+	PhaseError Phase = "Error"
+	// PhaseDeleted means the instance is being torn down.
+	PhaseDeleted Phase = "Deleted"
+)
+
+// ChallengePort is one port the challenge container listens on.
+type ChallengePort struct {
+	// Name identifies the port in the Service (an IANA service name).
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Port is the container port, also used as the Service port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+
+	// Protocol is TCP (default) or UDP.
+	// +kubebuilder:default=TCP
+	// +optional
+	Protocol Protocol `json:"protocol,omitempty"`
+}
+
+// EnvVar is a plain environment variable for the challenge container. Secret
+// references are deliberately not offered: flags are handled by the operator.
+type EnvVar struct {
+	// Name of the variable.
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z][-._a-zA-Z0-9]*$`
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name"`
+
+	// Value of the variable.
+	// +optional
+	Value string `json:"value,omitempty"`
+}
+
+// Expose says how the instance is reached from outside its pod.
+// +kubebuilder:validation:XValidation:rule="self.type != 'Ingress' || (has(self.host) && self.host.size() > 0)",message="spec.expose.host is required when spec.expose.type is Ingress"
+type Expose struct {
+	// Type of exposure; ClusterIP by default.
+	// +kubebuilder:default=ClusterIP
+	// +optional
+	Type ExposeType `json:"type,omitempty"`
+
+	// Host is the DNS name of the Ingress (type Ingress only).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	Host string `json:"host,omitempty"`
+
+	// IngressClassName selects the ingress controller (type Ingress only).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	IngressClassName string `json:"ingressClassName,omitempty"`
+}
+
+// ChallengeSpec is what the platform asks for: one instance of a challenge for one participant.
+// +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",message="spec.ports names must be unique"
+// +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.port == p.port && q.protocol == p.protocol))",message="spec.ports must not repeat a port and protocol"
+type ChallengeSpec struct {
+	// Participant is the team or user id the instance belongs to (a DNS label).
+	// It labels every object of the instance and cannot change.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.participant is immutable"
+	Participant string `json:"participant"`
+
+	// Image is the challenge container image.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.contains(' ')",message="spec.image must not contain spaces"
+	Image string `json:"image"`
+
+	// Ports the challenge listens on; the first is the primary endpoint.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Ports []ChallengePort `json:"ports"`
+
+	// Env is extra environment for the challenge container.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Env []EnvVar `json:"env,omitempty"`
+
+	// Resources of the challenge container; the chart's defaults apply when empty.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Expose says how participants reach the instance.
+	// +optional
+	Expose *Expose `json:"expose,omitempty"`
+
+	// Lifetime is how long the instance lives after it starts, e.g. "30m" or "2h".
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +optional
+	Lifetime *metav1.Duration `json:"lifetime,omitempty"`
+
+	// Values are Helm values for charts/challenge that override the chart's
+	// defaults for this instance; typed fields above take precedence over them.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+}
+
+// Endpoint is where a participant connects to one port of an instance.
+type Endpoint struct {
+	// Name of the port this endpoint serves.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Host is a DNS name or IP address.
+	Host string `json:"host"`
+	// Port is the port to connect to on Host.
+	Port int32 `json:"port"`
+	// Protocol is TCP or UDP.
+	Protocol Protocol `json:"protocol"`
+	// Address is host:port, ready to paste into nc.
+	Address string `json:"address"`
+	// URL is set for HTTP endpoints (Ingress).
+	// +optional
+	URL string `json:"url,omitempty"`
+}
+
+// DeployedRelease names the Helm release of the instance. The rendered
+// manifest that helm-operator would copy here is dropped on purpose: it
+// would make every Challenge as large as its chart.
+type DeployedRelease struct {
+	// Name of the Helm release (the Challenge name).
+	Name string `json:"name"`
+}
+
+// ChallengeStatus is the truth about the instance, for the platform to show.
+type ChallengeStatus struct {
+	// Phase is None, Pending, Running, Error or Deleted.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// Reason is a CamelCase word explaining the phase.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message is a human-readable explanation of the phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Endpoint is where to connect to the primary (first) port.
+	// +optional
+	Endpoint *Endpoint `json:"endpoint,omitempty"`
+
+	// Endpoints lists where to connect for every port.
+	// +optional
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+
+	// StartedAt is when the release was first installed.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
+	// ReadyAt is when the instance first became Running.
+	// +optional
+	ReadyAt *metav1.Time `json:"readyAt,omitempty"`
+
+	// ObservedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// DeployedRelease names the Helm release once installed.
+	// +optional
+	DeployedRelease *DeployedRelease `json:"deployedRelease,omitempty"`
+
+	// Conditions hold Ready plus the Helm reconciler's own conditions
+	// (Initialized, Deployed, ReleaseFailed, Irreconcilable).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Challenge is one participant's private instance of a CTF challenge.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=chal,categories=ctf
+// +kubebuilder:printcolumn:name="Participant",type=string,JSONPath=`.spec.participant`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint.address`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 53 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label of at most 53 characters (it names the Helm release)"
+type Challenge struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ChallengeSpec   `json:"spec"`
+	Status ChallengeStatus `json:"status,omitempty"`
+}
+
+// ChallengeList is a list of Challenges.
+// +kubebuilder:object:root=true
+type ChallengeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Challenge `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Challenge{}, &ChallengeList{})
+}

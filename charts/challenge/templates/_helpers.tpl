@@ -1,0 +1,20 @@
+{{/* Labels that select the instance's pods. */}}
+{{- define "challenge.selectorLabels" -}}
+app.kubernetes.io/name: challenge
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels on every object of the instance: who it belongs to and what it is. */}}
+{{- define "challenge.labels" -}}
+{{ include "challenge.selectorLabels" . }}
+app.kubernetes.io/managed-by: challenge-operator
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+ctf.challenge-operator.io/instance: {{ .Release.Name }}
+ctf.challenge-operator.io/participant: {{ required "participant is required" .Values.participant | quote }}
+ctf.challenge-operator.io/challenge: {{ default .Release.Name .Values.challenge | quote }}
+{{- end }}
+
+{{/* The Service type for an exposure type: an Ingress fronts a ClusterIP Service. */}}
+{{- define "challenge.serviceType" -}}
+{{- if eq .Values.expose.type "Ingress" }}ClusterIP{{ else }}{{ .Values.expose.type }}{{ end }}
+{{- end }}

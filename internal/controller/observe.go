@@ -1,0 +1,119 @@
+// Package controller holds the Go side of the hybrid operator: the status
+// writer that every status update of a Challenge goes through, and the
+// controller that keeps the status true when only the workloads change.
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/endpoint"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+)
+
+// InstanceLabel is set by charts/challenge on every object of an instance to the Challenge name.
+const InstanceLabel = "ctf.challenge-operator.io/instance"
+
+// Observer gathers what the lifecycle of a Challenge depends on.
+type Observer struct {
+	// Reader reads the release's objects, usually the manager's cache.
+	Reader client.Reader
+	// NodeAddress, when set, is the host of NodePort endpoints instead of a node's IP.
+	NodeAddress string
+}
+
+// Observe reads the Challenge's workloads, Service, Ingress and nodes.
+func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (lifecycle.Observation, error) {
+	obs := lifecycle.Observation{
+		Deleting:   !ch.DeletionTimestamp.IsZero(),
+		Conditions: ch.Status.Conditions,
+	}
+	workloads, err := o.workloads(ctx, ch)
+	if err != nil {
+		return obs, err
+	}
+	obs.Workloads = workloads
+	obs.Endpoints, err = o.endpoints(ctx, ch)
+	return obs, err
+}
+
+func (o *Observer) workloads(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]lifecycle.Workload, error) {
+	var list appsv1.DeploymentList
+	if err := o.Reader.List(ctx, &list, client.InNamespace(ch.Namespace), client.MatchingLabels{InstanceLabel: ch.Name}); err != nil {
+		return nil, fmt.Errorf("listing Deployments of %s/%s: %w", ch.Namespace, ch.Name, err)
+	}
+	out := make([]lifecycle.Workload, 0, len(list.Items))
+	for i := range list.Items {
+		w, err := workloadOf("Deployment", &list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// workloadOf asks kstatus whether obj has reached its desired state.
+func workloadOf(kind string, obj client.Object) (lifecycle.Workload, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return lifecycle.Workload{}, fmt.Errorf("converting %s %s: %w", kind, obj.GetName(), err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetKind(kind)
+	u.SetAPIVersion("apps/v1")
+	res, err := kstatus.Compute(u)
+	if err != nil {
+		return lifecycle.Workload{}, fmt.Errorf("computing status of %s %s: %w", kind, obj.GetName(), err)
+	}
+	return lifecycle.Workload{Kind: kind, Name: obj.GetName(), Status: res.Status, Message: res.Message}, nil
+}
+
+func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]ctfv1alpha1.Endpoint, error) {
+	key := client.ObjectKeyFromObject(ch)
+	var in endpoint.Inputs
+	svc := &corev1.Service{}
+	if err := o.Reader.Get(ctx, key, svc); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	in.Service = svc
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeNodePort:
+		addr, err := o.nodeAddress(ctx)
+		if err != nil {
+			return nil, err
+		}
+		in.NodeAddress = addr
+	case corev1.ServiceTypeClusterIP:
+		ing := &networkingv1.Ingress{}
+		err := o.Reader.Get(ctx, key, ing)
+		switch {
+		case err == nil:
+			in.Ingress = ing
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading Ingress %s: %w", key, err)
+		}
+	}
+	return endpoint.For(in), nil
+}
+
+func (o *Observer) nodeAddress(ctx context.Context) (string, error) {
+	if o.NodeAddress != "" {
+		return o.NodeAddress, nil
+	}
+	var nodes corev1.NodeList
+	if err := o.Reader.List(ctx, &nodes); err != nil {
+		return "", fmt.Errorf("listing nodes: %w", err)
+	}
+	return endpoint.NodeAddress(nodes.Items), nil
+}

@@ -1,0 +1,56 @@
+package controller
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// StatusReconciler keeps a Challenge's status true when only its workloads
+// change: the Helm reconciler's dependent watches ignore status-only changes,
+// so a Deployment becoming Available would otherwise never reach the phase.
+type StatusReconciler struct {
+	Client client.Client
+	Writer *StatusWriter
+}
+
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile recomputes the status of one Challenge and writes it if it changed.
+func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ch := &ctfv1alpha1.Challenge{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	changed, err := r.Writer.Compute(ctx, ch)
+	if err != nil || !changed {
+		return ctrl.Result{}, err
+	}
+	if err := r.Client.Status().Update(ctx, ch); err != nil && !apierrors.IsNotFound(err) {
+		// A conflict means another write got there first; the next event recomputes.
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager watches Challenges and the objects of their releases.
+func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("challenge-status").
+		For(&ctfv1alpha1.Challenge{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&networkingv1.Ingress{}).
+		Complete(r)
+}

@@ -1,0 +1,38 @@
+package controller
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// StatusClient is the client given to the Helm reconciler. helm-operator-plugins
+// rebuilds status as {conditions, deployedRelease} and writes it whole, which
+// would erase phase and endpoint; routing that write through the StatusWriter
+// makes every status the reconciler writes complete.
+type StatusClient struct {
+	client.Client
+	Writer *StatusWriter
+}
+
+// Status returns a writer that completes Challenge statuses before writing them.
+func (c *StatusClient) Status() client.SubResourceWriter {
+	return &challengeStatus{SubResourceWriter: c.Client.Status(), writer: c.Writer}
+}
+
+type challengeStatus struct {
+	client.SubResourceWriter
+	writer *StatusWriter
+}
+
+// Update completes the status of an unstructured Challenge; other objects pass through.
+func (s *challengeStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GroupVersionKind() != ctfv1alpha1.GroupVersion.WithKind("Challenge") {
+		return s.SubResourceWriter.Update(ctx, obj, opts...)
+	}
+	return s.writer.updateFromHelm(ctx, u, opts...)
+}

@@ -1,0 +1,153 @@
+// Package endpoint says where a participant connects to an instance, from its
+// Service, its Ingress and the nodes' addresses.
+package endpoint
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// Inputs are the objects endpoints are read from. Ingress is nil unless the
+// instance is exposed through one; NodeAddress is empty when no node has one.
+type Inputs struct {
+	Service     *corev1.Service
+	Ingress     *networkingv1.Ingress
+	NodeAddress string
+}
+
+// For returns one endpoint per Service port, the primary port first, or nil
+// while an address is still missing (no cluster IP, node port, load balancer
+// address or ingress host yet): a platform must never be handed half an address.
+func For(in Inputs) []ctfv1alpha1.Endpoint {
+	svc := in.Service
+	if svc == nil || len(svc.Spec.Ports) == 0 {
+		return nil
+	}
+	out := make([]ctfv1alpha1.Endpoint, 0, len(svc.Spec.Ports))
+	for i, p := range svc.Spec.Ports {
+		e, ok := forPort(in, p, i == 0)
+		if !ok {
+			return nil
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func forPort(in Inputs, p corev1.ServicePort, primary bool) (ctfv1alpha1.Endpoint, bool) {
+	svc := in.Service
+	switch {
+	case primary && in.Ingress != nil:
+		return ingressEndpoint(in.Ingress, p)
+	case svc.Spec.Type == corev1.ServiceTypeNodePort:
+		if in.NodeAddress == "" || p.NodePort == 0 {
+			return ctfv1alpha1.Endpoint{}, false
+		}
+		return build(p, in.NodeAddress, p.NodePort), true
+	case svc.Spec.Type == corev1.ServiceTypeLoadBalancer:
+		host := loadBalancerHost(svc)
+		if host == "" {
+			return ctfv1alpha1.Endpoint{}, false
+		}
+		return build(p, host, p.Port), true
+	default:
+		if svc.Spec.ClusterIP == "" {
+			return ctfv1alpha1.Endpoint{}, false
+		}
+		return build(p, fmt.Sprintf("%s.%s.svc", svc.Name, svc.Namespace), p.Port), true
+	}
+}
+
+func ingressEndpoint(ing *networkingv1.Ingress, p corev1.ServicePort) (ctfv1alpha1.Endpoint, bool) {
+	if len(ing.Spec.Rules) == 0 || ing.Spec.Rules[0].Host == "" {
+		return ctfv1alpha1.Endpoint{}, false
+	}
+	host := ing.Spec.Rules[0].Host
+	scheme, port := "http", int32(80)
+	if len(ing.Spec.TLS) > 0 {
+		scheme, port = "https", 443
+	}
+	e := build(p, host, port)
+	e.Protocol = ctfv1alpha1.ProtocolTCP
+	e.URL = fmt.Sprintf("%s://%s/", scheme, host)
+	return e, true
+}
+
+func loadBalancerHost(svc *corev1.Service) string {
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" {
+			return ing.IP
+		}
+		if ing.Hostname != "" {
+			return ing.Hostname
+		}
+	}
+	return ""
+}
+
+// build makes an endpoint; ports named like http get a URL too.
+func build(p corev1.ServicePort, host string, port int32) ctfv1alpha1.Endpoint {
+	proto := ctfv1alpha1.Protocol(p.Protocol)
+	if proto == "" {
+		proto = ctfv1alpha1.ProtocolTCP
+	}
+	e := ctfv1alpha1.Endpoint{
+		Name:     p.Name,
+		Host:     host,
+		Port:     port,
+		Protocol: proto,
+		Address:  net.JoinHostPort(host, strconv.Itoa(int(port))),
+	}
+	if scheme, ok := httpScheme(p.Name); ok && proto == ctfv1alpha1.ProtocolTCP {
+		e.URL = fmt.Sprintf("%s://%s/", scheme, e.Address)
+	}
+	return e
+}
+
+func httpScheme(portName string) (string, bool) {
+	switch {
+	case strings.HasPrefix(portName, "https"):
+		return "https", true
+	case strings.HasPrefix(portName, "http"), strings.HasPrefix(portName, "web"):
+		return "http", true
+	}
+	return "", false
+}
+
+// NodeAddress picks the address NodePort endpoints point at: the first ready
+// node's external IP, else its internal IP.
+func NodeAddress(nodes []corev1.Node) string {
+	var internal string
+	for _, n := range nodes {
+		if !nodeReady(n) {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			switch a.Type {
+			case corev1.NodeExternalIP, corev1.NodeExternalDNS:
+				return a.Address
+			case corev1.NodeInternalIP:
+				if internal == "" {
+					internal = a.Address
+				}
+			}
+		}
+	}
+	return internal
+}
+
+func nodeReady(n corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,121 @@
+// Package lifecycle decides what a Challenge's status says: a pure function of
+// what was observed in the cluster, so that every writer computes the same truth.
+package lifecycle
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// Condition types written by the embedded helm-operator reconciler.
+const (
+	ConditionInitialized    = "Initialized"
+	ConditionDeployed       = "Deployed"
+	ConditionReleaseFailed  = "ReleaseFailed"
+	ConditionIrreconcilable = "Irreconcilable"
+)
+
+// ConditionReady summarises the phase: True exactly when the phase is Running,
+// so that `kubectl wait --for=condition=Ready` works.
+const ConditionReady = "Ready"
+
+// Reasons of the phases this package decides itself; failures of the release
+// carry the reconciler's own reasons (InstallError, UpgradeError, ...).
+const (
+	ReasonNotInstalled      = "NotInstalled"
+	ReasonWorkloadsNotReady = "WorkloadsNotReady"
+	ReasonWorkloadFailed    = "WorkloadFailed"
+	ReasonEndpointPending   = "EndpointPending"
+	ReasonReady             = "Ready"
+	ReasonUninstalling      = "Uninstalling"
+)
+
+// Workload is the readiness of one object the release rendered, as kstatus sees it.
+type Workload struct {
+	Kind    string
+	Name    string
+	Status  kstatus.Status
+	Message string
+}
+
+// Observation is everything the phase depends on.
+type Observation struct {
+	// Deleting is true once the Challenge has a deletion timestamp.
+	Deleting bool
+	// Conditions are the Challenge's current conditions, the reconciler's among them.
+	Conditions []metav1.Condition
+	// Workloads are the release's objects that have a readiness of their own.
+	Workloads []Workload
+	// Endpoints are where participants connect; empty until addresses are known.
+	Endpoints []ctfv1alpha1.Endpoint
+}
+
+// Verdict is the phase with the reason and message that explain it.
+type Verdict struct {
+	Phase   ctfv1alpha1.Phase
+	Reason  string
+	Message string
+}
+
+// PhaseFor decides the phase. Order matters: deletion wins over everything,
+// a failed release over workload state, and Running needs every workload ready
+// and an endpoint.
+func PhaseFor(o Observation) Verdict {
+	if o.Deleting {
+		return Verdict{ctfv1alpha1.PhaseDeleted, ReasonUninstalling, "the instance is being removed"}
+	}
+	for _, t := range []string{ConditionReleaseFailed, ConditionIrreconcilable} {
+		if c := meta.FindStatusCondition(o.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
+			return Verdict{ctfv1alpha1.PhaseError, c.Reason, c.Message}
+		}
+	}
+	if !meta.IsStatusConditionTrue(o.Conditions, ConditionDeployed) {
+		return Verdict{ctfv1alpha1.PhaseNone, ReasonNotInstalled, "the instance has not been installed yet"}
+	}
+	if failed := workloadsIn(o.Workloads, kstatus.FailedStatus); len(failed) > 0 {
+		return Verdict{ctfv1alpha1.PhaseError, ReasonWorkloadFailed, describe(failed)}
+	}
+	if notReady := workloadsNotIn(o.Workloads, kstatus.CurrentStatus); len(notReady) > 0 {
+		return Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, describe(notReady)}
+	}
+	if len(o.Endpoints) == 0 {
+		return Verdict{ctfv1alpha1.PhasePending, ReasonEndpointPending, "waiting for an address to connect to"}
+	}
+	return Verdict{ctfv1alpha1.PhaseRunning, ReasonReady, "the instance is ready at " + o.Endpoints[0].Address}
+}
+
+func workloadsIn(ws []Workload, s kstatus.Status) []Workload {
+	var out []Workload
+	for _, w := range ws {
+		if w.Status == s {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func workloadsNotIn(ws []Workload, s kstatus.Status) []Workload {
+	var out []Workload
+	for _, w := range ws {
+		if w.Status != s {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// describe says which workloads are in question and why, e.g.
+// "Deployment web: Available: 0/1".
+func describe(ws []Workload) string {
+	parts := make([]string, 0, len(ws))
+	for _, w := range ws {
+		parts = append(parts, fmt.Sprintf("%s %s: %s", w.Kind, w.Name, w.Message))
+	}
+	return strings.Join(parts, "; ")
+}

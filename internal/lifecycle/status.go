@@ -1,0 +1,81 @@
+package lifecycle
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// maxMessage is the limit the API server puts on a condition message.
+const maxMessage = 32768
+
+// defaultReason fills the reasons the Helm reconciler leaves empty, which
+// metav1.Condition does not allow.
+const defaultReason = "AsExpected"
+
+// Apply writes the whole status of a Challenge of the given generation from
+// the observation: phase, reason, message, endpoints, the Ready condition and
+// the once-only timestamps. It is the single place where status is decided.
+func Apply(st *ctfv1alpha1.ChallengeStatus, generation int64, o Observation, now metav1.Time) {
+	o.Conditions = normalise(o.Conditions, generation)
+	v := PhaseFor(o)
+
+	st.Phase, st.Reason, st.Message = v.Phase, v.Reason, truncate(v.Message)
+	st.ObservedGeneration = generation
+	st.Conditions = o.Conditions
+	meta.SetStatusCondition(&st.Conditions, readyCondition(v, generation))
+
+	st.Endpoints = o.Endpoints
+	st.Endpoint = nil
+	if len(o.Endpoints) > 0 {
+		st.Endpoint = o.Endpoints[0].DeepCopy()
+	}
+	if st.StartedAt == nil && meta.IsStatusConditionTrue(st.Conditions, ConditionDeployed) {
+		st.StartedAt = &now
+	}
+	if st.ReadyAt == nil && v.Phase == ctfv1alpha1.PhaseRunning {
+		st.ReadyAt = &now
+	}
+}
+
+func readyCondition(v Verdict, generation int64) metav1.Condition {
+	c := metav1.Condition{
+		Type:               ConditionReady,
+		Status:             metav1.ConditionFalse,
+		Reason:             v.Reason,
+		Message:            truncate(v.Message),
+		ObservedGeneration: generation,
+	}
+	if v.Phase == ctfv1alpha1.PhaseRunning {
+		c.Status = metav1.ConditionTrue
+	}
+	if c.Reason == "" {
+		c.Reason = defaultReason
+	}
+	return c
+}
+
+// normalise makes the reconciler's conditions valid metav1.Conditions of this generation.
+func normalise(in []metav1.Condition, generation int64) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(in))
+	for _, c := range in {
+		if c.Reason == "" {
+			c.Reason = defaultReason
+		}
+		if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = metav1.Now()
+		}
+		c.Message = truncate(c.Message)
+		c.ObservedGeneration = generation
+		out = append(out, c)
+	}
+	return out
+}
+
+func truncate(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return s[:maxMessage-3] + "..."
+}

@@ -1,0 +1,46 @@
+package operator
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/challenge-operator/challenge-operator/internal/controller"
+)
+
+// CacheOptions limit the manager's cache to the given namespaces (all when
+// empty) and, for the kinds a release renders, to objects of instances, so
+// the operator never holds every Deployment or Secret of the cluster in memory.
+func CacheOptions(namespaces []string) cache.Options {
+	instances := labels.NewSelector().Add(mustRequirement(controller.InstanceLabel, selection.Exists))
+	helmReleases := labels.SelectorFromSet(labels.Set{"owner": "helm"})
+	opts := cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&appsv1.Deployment{}:          {Label: instances},
+			&corev1.Service{}:             {Label: instances},
+			&corev1.ServiceAccount{}:      {Label: instances},
+			&networkingv1.Ingress{}:       {Label: instances},
+			&networkingv1.NetworkPolicy{}: {Label: instances},
+			&corev1.Secret{}:              {Label: helmReleases},
+		},
+	}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
+
+func mustRequirement(key string, op selection.Operator) labels.Requirement {
+	r, err := labels.NewRequirement(key, op, nil)
+	if err != nil {
+		panic(err)
+	}
+	return *r
+}

@@ -1,0 +1,84 @@
+// Package operator wires the embedded helm-operator reconciler and the Go
+// controllers into one manager.
+package operator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/values"
+)
+
+// The kinds charts/challenge renders, and the release Secrets Helm stores.
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;serviceaccounts;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;watch;create;update;patch;delete
+
+// Options configure the operator beside the manager's own options.
+type Options struct {
+	// WatchesFile is the helm-operator watches.yaml naming the chart per kind.
+	WatchesFile string
+	// NodeAddress overrides the host of NodePort endpoints.
+	NodeAddress string
+	// MaxConcurrentReconciles is the default number of Challenges reconciled at once.
+	MaxConcurrentReconciles int
+}
+
+// Setup adds a Helm reconciler per watch, and the status controller, to mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	ws, err := watches.Load(opts.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("loading watches file %s: %w", opts.WatchesFile, err)
+	}
+	writer := &controller.StatusWriter{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Observer:  &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress},
+	}
+	statusClient := &controller.StatusClient{Client: mgr.GetClient(), Writer: writer}
+	for _, w := range ws {
+		if w.GroupVersionKind != ctfv1alpha1.GroupVersion.WithKind("Challenge") {
+			return fmt.Errorf("watches file %s: unsupported kind %s: this operator reconciles only Challenges", opts.WatchesFile, w.GroupVersionKind)
+		}
+		r, err := reconciler.New(reconcilerOptions(w, opts, statusClient)...)
+		if err != nil {
+			return fmt.Errorf("creating reconciler for %s: %w", w.GroupVersionKind, err)
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
+		}
+	}
+	return (&controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer}).SetupWithManager(mgr)
+}
+
+func reconcilerOptions(w watches.Watch, opts Options, cl *controller.StatusClient) []reconciler.Option {
+	concurrency := opts.MaxConcurrentReconciles
+	if w.MaxConcurrentReconciles != nil {
+		concurrency = *w.MaxConcurrentReconciles
+	}
+	var period time.Duration
+	if w.ReconcilePeriod != nil {
+		period = w.ReconcilePeriod.Duration
+	}
+	return []reconciler.Option{
+		reconciler.WithGroupVersionKind(w.GroupVersionKind),
+		reconciler.WithChart(*w.Chart),
+		reconciler.WithOverrideValues(w.OverrideValues),
+		reconciler.WithSelector(*w.Selector),
+		reconciler.WithReconcilePeriod(period),
+		reconciler.WithMaxConcurrentReconciles(max(concurrency, 1)),
+		// watches.Load defaults this to true; the stock helm-operator's
+		// SkipDependentWatches(*w.WatchDependentResources) inverts it.
+		reconciler.SkipDependentWatches(!*w.WatchDependentResources),
+		// The typed API is registered in the scheme; keep it there.
+		reconciler.SkipPrimaryGVKSchemeRegistration(true),
+		reconciler.WithValueTranslator(values.Translator{}),
+		reconciler.WithClient(cl),
+	}
+}

@@ -1,0 +1,100 @@
+// Command challenge-operator runs the Helm-hybrid operator: the embedded
+// helm-operator reconciler renders charts/challenge per Challenge, and Go
+// controllers beside it keep the Challenge's lifecycle status true.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/operator"
+)
+
+// options are the command-line flags.
+type options struct {
+	metricsAddr      string
+	probeAddr        string
+	leaderElect      bool
+	leaderElectionNS string
+	operator         operator.Options
+	zap              zap.Options
+}
+
+func (o *options) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
+	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the operator's own.")
+	fs.StringVar(&o.operator.WatchesFile, "watches-file", "watches.yaml", "helm-operator watches file naming the chart for Challenges.")
+	fs.StringVar(&o.operator.NodeAddress, "node-address", "", "Host published as the endpoint of NodePort instances; defaults to a ready node's IP.")
+	fs.IntVar(&o.operator.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Challenges reconciled at once, unless watches.yaml says otherwise.")
+	o.zap.BindFlags(fs)
+}
+
+func main() {
+	var opts options
+	opts.bind(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
+
+	if err := run(opts); err != nil {
+		ctrl.Log.Error(err, "challenge-operator failed")
+		os.Exit(1)
+	}
+}
+
+func run(opts options) error {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:  opts.probeAddr,
+		LeaderElection:          opts.leaderElect,
+		LeaderElectionID:        "challenge-operator.ctf.challenge-operator.io",
+		LeaderElectionNamespace: opts.leaderElectionNS,
+		Cache:                   operator.CacheOptions(watchNamespaces()),
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := operator.Setup(mgr, opts.operator); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("starting challenge-operator", "watchesFile", opts.operator.WatchesFile, "namespaces", watchNamespaces())
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// watchNamespaces reads WATCH_NAMESPACE, a comma-separated list as OLM sets it
+// for its install modes; empty means all namespaces.
+func watchNamespaces() []string {
+	var out []string
+	for _, ns := range strings.Split(os.Getenv("WATCH_NAMESPACE"), ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
