@@ -236,7 +236,12 @@ type Challenge struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ChallengeSpec   `json:"spec"`
+	Spec ChallengeSpec `json:"spec"`
+
+	// Status starts as phase None, so a platform sees "accepted, nothing
+	// installed yet" from the moment the Challenge exists.
+	// +kubebuilder:default={phase: None}
+	// +optional
 	Status ChallengeStatus `json:"status,omitempty"`
 }
 

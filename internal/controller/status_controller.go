@@ -7,10 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
 // StatusReconciler keeps a Challenge's status true when only its workloads
@@ -32,6 +35,11 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	ch := &ctfv1alpha1.Challenge{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !meta.IsStatusConditionPresentAndEqual(ch.Status.Conditions, lifecycle.ConditionInitialized, metav1.ConditionTrue) {
+		// Until the Helm reconciler has written once, the schema's default
+		// (phase None) is the truth; writing now would only race its finalizer.
+		return ctrl.Result{}, nil
 	}
 	changed, err := r.Writer.Compute(ctx, ch)
 	if err != nil || !changed {
