@@ -1,0 +1,104 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+func cond(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()}
+}
+
+var (
+	deployed   = cond(ConditionDeployed, metav1.ConditionTrue, "InstallSuccessful", "")
+	undeployed = cond(ConditionDeployed, metav1.ConditionFalse, "", "")
+	installErr = cond(ConditionReleaseFailed, metav1.ConditionTrue, "InstallError", "values don't meet the schema")
+	notFailed  = cond(ConditionReleaseFailed, metav1.ConditionFalse, "", "")
+	irrecon    = cond(ConditionIrreconcilable, metav1.ConditionTrue, "ReconcileError", "boom")
+	ready      = Workload{Kind: "Deployment", Name: "web", Status: kstatus.CurrentStatus, Message: "Deployment is available. Replicas: 1"}
+	rolling    = Workload{Kind: "Deployment", Name: "web", Status: kstatus.InProgressStatus, Message: "Available: 0/1"}
+	failed     = Workload{Kind: "Deployment", Name: "web", Status: kstatus.FailedStatus, Message: "Progress deadline exceeded"}
+	ep         = []ctfv1alpha1.Endpoint{{Host: "web.ctf.svc", Port: 8080, Protocol: "TCP", Address: "web.ctf.svc:8080"}}
+)
+
+func TestPhaseFor(t *testing.T) {
+	tests := []struct {
+		name       string
+		obs        Observation
+		wantPhase  ctfv1alpha1.Phase
+		wantReason string
+	}{
+		{"nothing yet", Observation{}, ctfv1alpha1.PhaseNone, ReasonNotInstalled},
+		{"not deployed", Observation{Conditions: []metav1.Condition{undeployed}}, ctfv1alpha1.PhaseNone, ReasonNotInstalled},
+		{"install failed", Observation{Conditions: []metav1.Condition{undeployed, installErr}}, ctfv1alpha1.PhaseError, "InstallError"},
+		{"upgrade failed while deployed", Observation{Conditions: []metav1.Condition{deployed, installErr}, Workloads: []Workload{ready}, Endpoints: ep}, ctfv1alpha1.PhaseError, "InstallError"},
+		{"irreconcilable", Observation{Conditions: []metav1.Condition{deployed, irrecon}, Workloads: []Workload{ready}, Endpoints: ep}, ctfv1alpha1.PhaseError, "ReconcileError"},
+		{"deployed, rolling out", Observation{Conditions: []metav1.Condition{deployed, notFailed}, Workloads: []Workload{rolling}, Endpoints: ep}, ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady},
+		{"deployed, workload failed", Observation{Conditions: []metav1.Condition{deployed}, Workloads: []Workload{failed}, Endpoints: ep}, ctfv1alpha1.PhaseError, ReasonWorkloadFailed},
+		{"deployed, ready, no endpoint", Observation{Conditions: []metav1.Condition{deployed}, Workloads: []Workload{ready}}, ctfv1alpha1.PhasePending, ReasonEndpointPending},
+		{"deployed, ready, endpoint", Observation{Conditions: []metav1.Condition{deployed, notFailed}, Workloads: []Workload{ready}, Endpoints: ep}, ctfv1alpha1.PhaseRunning, ReasonReady},
+		{"one of two workloads rolling", Observation{Conditions: []metav1.Condition{deployed}, Workloads: []Workload{ready, rolling}, Endpoints: ep}, ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady},
+		{"deleting wins over running", Observation{Deleting: true, Conditions: []metav1.Condition{deployed}, Workloads: []Workload{ready}, Endpoints: ep}, ctfv1alpha1.PhaseDeleted, ReasonUninstalling},
+		{"deleting wins over error", Observation{Deleting: true, Conditions: []metav1.Condition{installErr}}, ctfv1alpha1.PhaseDeleted, ReasonUninstalling},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			v := PhaseFor(tt.obs)
+			g.Expect(v.Phase).To(Equal(tt.wantPhase))
+			g.Expect(v.Reason).To(Equal(tt.wantReason))
+			g.Expect(v.Message).NotTo(BeEmpty())
+		})
+	}
+}
+
+func TestApplyWritesTheWholeStatus(t *testing.T) {
+	g := NewWithT(t)
+	st := &ctfv1alpha1.ChallengeStatus{}
+	t0 := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	helmCond := metav1.Condition{Type: ConditionInitialized, Status: metav1.ConditionTrue, LastTransitionTime: t0}
+
+	Apply(st, 3, Observation{Conditions: []metav1.Condition{helmCond, deployed}, Workloads: []Workload{rolling}, Endpoints: ep}, t0)
+	g.Expect(st.Phase).To(Equal(ctfv1alpha1.PhasePending))
+	g.Expect(st.ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(st.StartedAt).To(Equal(&t0))
+	g.Expect(st.ReadyAt).To(BeNil())
+	g.Expect(meta.FindStatusCondition(st.Conditions, ConditionInitialized).Reason).To(Equal(defaultReason), "empty Helm reasons are filled")
+	readyCond := meta.FindStatusCondition(st.Conditions, ConditionReady)
+	g.Expect(readyCond.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(readyCond.ObservedGeneration).To(Equal(int64(3)))
+	for _, c := range st.Conditions {
+		g.Expect(c.ObservedGeneration).To(Equal(int64(3)), c.Type)
+	}
+
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	Apply(st, 3, Observation{Conditions: st.Conditions, Workloads: []Workload{ready}, Endpoints: ep}, t1)
+	g.Expect(st.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
+	g.Expect(st.Endpoint).To(Equal(&ep[0]))
+	g.Expect(st.StartedAt).To(Equal(&t0), "startedAt is set once")
+	g.Expect(st.ReadyAt).To(Equal(&t1))
+	g.Expect(meta.IsStatusConditionTrue(st.Conditions, ConditionReady)).To(BeTrue())
+
+	t2 := metav1.NewTime(t1.Add(time.Minute))
+	Apply(st, 4, Observation{Conditions: st.Conditions, Workloads: []Workload{rolling}, Endpoints: ep}, t2)
+	g.Expect(st.ReadyAt).To(Equal(&t1), "readyAt is set once")
+	g.Expect(meta.IsStatusConditionFalse(st.Conditions, ConditionReady)).To(BeTrue())
+}
+
+func TestApplyTruncatesHugeMessages(t *testing.T) {
+	g := NewWithT(t)
+	huge := cond(ConditionReleaseFailed, metav1.ConditionTrue, "InstallError", string(make([]byte, 100000)))
+	st := &ctfv1alpha1.ChallengeStatus{}
+	Apply(st, 1, Observation{Conditions: []metav1.Condition{huge}}, metav1.Now())
+	g.Expect(len(st.Message)).To(BeNumerically("<=", maxMessage))
+	for _, c := range st.Conditions {
+		g.Expect(len(c.Message)).To(BeNumerically("<=", maxMessage))
+	}
+}

@@ -1,0 +1,147 @@
+package values
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+func challenge(mutate func(*ctfv1alpha1.ChallengeSpec)) *ctfv1alpha1.Challenge {
+	c := &ctfv1alpha1.Challenge{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ctf"},
+		Spec: ctfv1alpha1.ChallengeSpec{
+			Participant: "team-1",
+			Image:       "registry.example/web:1",
+			Ports:       []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
+		},
+	}
+	if mutate != nil {
+		mutate(&c.Spec)
+	}
+	return c
+}
+
+func raw(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+
+func TestForChallenge(t *testing.T) {
+	tests := []struct {
+		name string
+		spec func(*ctfv1alpha1.ChallengeSpec)
+		want map[string]any
+	}{
+		{
+			name: "typed fields only",
+			want: map[string]any{
+				"participant": "team-1", "challenge": "web", "image": "registry.example/web:1",
+				"ports": []any{map[string]any{"name": "http", "port": float64(8080), "protocol": "TCP"}},
+			},
+		},
+		{
+			name: "spec.values pass through where no typed field is set",
+			spec: func(s *ctfv1alpha1.ChallengeSpec) {
+				s.Values = raw(`{"replicas": 2, "podAnnotations": {"a": "b"}}`)
+			},
+			want: map[string]any{"replicas": float64(2), "podAnnotations": map[string]any{"a": "b"}},
+		},
+		{
+			name: "typed fields win over spec.values",
+			spec: func(s *ctfv1alpha1.ChallengeSpec) {
+				s.Values = raw(`{"image": "other:2", "ports": [{"name": "x", "port": 1}]}`)
+			},
+			want: map[string]any{
+				"image": "registry.example/web:1",
+				"ports": []any{map[string]any{"name": "http", "port": float64(8080), "protocol": "TCP"}},
+			},
+		},
+		{
+			name: "the operator's identity values win over everything",
+			spec: func(s *ctfv1alpha1.ChallengeSpec) {
+				s.Values = raw(`{"participant": "someone-else", "challenge": "other"}`)
+			},
+			want: map[string]any{"participant": "team-1", "challenge": "web"},
+		},
+		{
+			name: "expose merges key by key with spec.values",
+			spec: func(s *ctfv1alpha1.ChallengeSpec) {
+				s.Values = raw(`{"expose": {"annotations": {"lb": "internal"}, "type": "NodePort"}}`)
+				s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, Host: "web.ctf.example"}
+			},
+			want: map[string]any{"expose": map[string]any{
+				"annotations": map[string]any{"lb": "internal"}, "type": "Ingress", "host": "web.ctf.example",
+			}},
+		},
+		{
+			name: "typed resources override only what they set",
+			spec: func(s *ctfv1alpha1.ChallengeSpec) {
+				s.Values = raw(`{"resources": {"requests": {"cpu": "10m"}, "limits": {"cpu": "1"}}}`)
+				s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+			},
+			want: map[string]any{"resources": map[string]any{
+				"requests": map[string]any{"cpu": "10m"},
+				"limits":   map[string]any{"cpu": "1", "memory": "1Gi"},
+			}},
+		},
+		{
+			name: "env from the typed spec",
+			spec: func(s *ctfv1alpha1.ChallengeSpec) { s.Env = []ctfv1alpha1.EnvVar{{Name: "A", Value: "1"}} },
+			want: map[string]any{"env": []any{map[string]any{"name": "A", "value": "1"}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := ForChallenge(challenge(tt.spec))
+			g.Expect(err).NotTo(HaveOccurred())
+			for k, v := range tt.want {
+				g.Expect(got).To(HaveKeyWithValue(k, v))
+			}
+		})
+	}
+}
+
+func TestForChallengeDoesNotModifyTheChallenge(t *testing.T) {
+	g := NewWithT(t)
+	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) { s.Values = raw(`{"expose": {"type": "NodePort"}}`) })
+	before := c.DeepCopy()
+	_, err := ForChallenge(c)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c).To(Equal(before))
+}
+
+func TestSpecValuesMustBeAnObject(t *testing.T) {
+	g := NewWithT(t)
+	_, err := ForChallenge(challenge(func(s *ctfv1alpha1.ChallengeSpec) { s.Values = raw(`[1, 2]`) }))
+	g.Expect(err).To(MatchError(ContainSubstring("spec.values must be an object")))
+}
+
+func TestTranslatorDecodesUnstructured(t *testing.T) {
+	g := NewWithT(t)
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(challenge(nil))
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err := Translator{}.Translate(t.Context(), &unstructured.Unstructured{Object: m})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(HaveKeyWithValue("participant", "team-1"))
+}
+
+func FuzzForChallenge(f *testing.F) {
+	f.Add(`{"replicas": 2}`)
+	f.Add(`{"expose": {"type": "NodePort", "annotations": {"a": "b"}}}`)
+	f.Add(`null`)
+	f.Fuzz(func(t *testing.T, values string) {
+		got, err := ForChallenge(challenge(func(s *ctfv1alpha1.ChallengeSpec) { s.Values = raw(values) }))
+		if err != nil {
+			return
+		}
+		if got["participant"] != "team-1" || got["image"] != "registry.example/web:1" {
+			t.Fatalf("enforced or typed value lost for spec.values %q: %v", values, got)
+		}
+	})
+}
