@@ -39,15 +39,25 @@ vet: ## Run go vet.
 verify: manifests generate ## Fail if gofmt, go vet or regeneration would change anything.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
-	@git diff --exit-code -- config api || { echo "generated files are stale: run make generate manifests"; exit 1; }
+	@test -z "$$(git status --porcelain -- config api)" || { echo "generated files are stale: run make generate manifests"; git status --porcelain -- config api; exit 1; }
 
 .PHONY: test-bins
 test-bins: ## Build the local control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok) into the cache.
 	@hack/test-bins.sh >/dev/null
 
 .PHONY: test
-test: verify test-bins ## Run every test against a real control plane.
+test: verify test-bins ## Run every test against a real control plane, then a short fuzz smoke run.
 	KUBEBUILDER_ASSETS="$(TEST_BINS)" go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) fuzz FUZZTIME=5s
+
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME.
+	@for target in $$(grep -rhoE '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' internal | sed 's/^func //'); do \
+		pkg=$$(dirname $$(grep -rlE "^func $$target\(" --include='*_test.go' internal)); \
+		echo "fuzzing $$target in ./$$pkg for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; \
+	done
 
 .PHONY: bench
 bench: test-bins ## Run the benchmarks.
