@@ -43,6 +43,11 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 		return obs, err
 	}
 	obs.Workloads = workloads
+	var pods corev1.PodList
+	if err := o.Reader.List(ctx, &pods, client.InNamespace(ch.Namespace), client.MatchingLabels{InstanceLabel: ch.Name}); err != nil {
+		return obs, fmt.Errorf("listing pods of %s/%s: %w", ch.Namespace, ch.Name, err)
+	}
+	obs.PodProblems = lifecycle.PodProblems(pods.Items)
 	obs.Endpoints, err = o.endpoints(ctx, ch)
 	return obs, err
 }

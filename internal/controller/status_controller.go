@@ -9,8 +9,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
@@ -27,8 +30,9 @@ type StatusReconciler struct {
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes;pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile recomputes the status of one Challenge and writes it if it changed.
 func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -41,12 +45,8 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// (phase None) is the truth; writing now would only race its finalizer.
 		return ctrl.Result{}, nil
 	}
-	changed, err := r.Writer.Compute(ctx, ch)
-	if err != nil || !changed {
-		return ctrl.Result{}, err
-	}
-	if err := r.Client.Status().Update(ctx, ch); err != nil && !apierrors.IsNotFound(err) {
-		// A conflict means another write got there first; the next event recomputes.
+	// A conflict means another write got there first: requeue and recompute.
+	if err := r.Writer.Refresh(ctx, ch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
@@ -60,5 +60,16 @@ func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
+		// Pods belong to ReplicaSets, not to the Challenge: map them by the
+		// instance label so that a pull error or crash loop shows at once.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(challengeOfPod)).
 		Complete(r)
+}
+
+func challengeOfPod(_ context.Context, obj client.Object) []reconcile.Request {
+	name, ok := obj.GetLabels()[InstanceLabel]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }

@@ -34,5 +34,5 @@ func (s *challengeStatus) Update(ctx context.Context, obj client.Object, opts ..
 	if !ok || u.GroupVersionKind() != ctfv1alpha1.GroupVersion.WithKind("Challenge") {
 		return s.SubResourceWriter.Update(ctx, obj, opts...)
 	}
-	return s.writer.updateFromHelm(ctx, u, opts...)
+	return s.writer.updateFromHelm(ctx, u)
 }

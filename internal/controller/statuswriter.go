@@ -4,19 +4,23 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/metrics"
 )
 
 // StatusWriter computes the whole status of a Challenge and writes it. It is
 // the only code that writes Challenge status: the Helm reconciler's writes
-// reach it through StatusClient, the StatusReconciler's directly.
+// reach it through StatusClient and the pre-release hook, the StatusReconciler's
+// directly. Every write recomputes everything, so no field can go missing.
 type StatusWriter struct {
 	// Client writes the status.
 	Client client.Client
@@ -25,43 +29,111 @@ type StatusWriter struct {
 	APIReader client.Reader
 	// Observer reads what the status depends on.
 	Observer *Observer
+	// Recorder emits an Event on every phase change.
+	Recorder events.EventRecorder
 }
 
-// Compute fills ch.Status from what is observed now. It reports whether the status changed.
-func (w *StatusWriter) Compute(ctx context.Context, ch *ctfv1alpha1.Challenge) (bool, error) {
-	obs, err := w.Observer.Observe(ctx, ch)
+// Refresh recomputes the status of ch without advancing observedGeneration,
+// and writes it if it changed.
+func (w *StatusWriter) Refresh(ctx context.Context, ch *ctfv1alpha1.Challenge) error {
+	op := lifecycle.OperationFor(ch.Generation, ch.Status.ObservedGeneration, ch.Status.Conditions)
+	return w.write(ctx, ch, ch.Status.ObservedGeneration, op, false)
+}
+
+// MarkReleasing writes that op is starting on the release of obj, so that a
+// platform sees Pending for the whole install or upgrade, not only after it.
+func (w *StatusWriter) MarkReleasing(ctx context.Context, obj *unstructured.Unstructured, op lifecycle.Operation) error {
+	ch, err := w.decodeWithLast(ctx, obj)
 	if err != nil {
-		return false, err
+		return err
 	}
-	next := ch.Status.DeepCopy()
-	lifecycle.Apply(next, ch.Generation, obs, metav1.Now())
-	if equality.Semantic.DeepEqual(&ch.Status, next) {
-		return false, nil
+	if err := w.write(ctx, ch, ch.Status.ObservedGeneration, op, true); err != nil {
+		return err
 	}
-	ch.Status = *next
-	return true, nil
+	return encodeInto(ch, obj)
 }
 
 // updateFromHelm completes a status written by the Helm reconciler (which
-// holds only its conditions and deployedRelease) and writes it.
-func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Unstructured, opts ...client.SubResourceUpdateOption) error {
-	ch := &ctfv1alpha1.Challenge{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ch); err != nil {
-		return fmt.Errorf("decoding Challenge %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
-	}
-	last := &ctfv1alpha1.Challenge{}
-	if err := w.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), last); err != nil {
+// holds only its conditions and deployedRelease), records that the reconciler
+// has handled this generation, and writes it.
+func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Unstructured) error {
+	ch, err := w.decodeWithLast(ctx, obj)
+	if err != nil {
 		return err
 	}
-	keepOnceOnly(&ch.Status, &last.Status)
-	if _, err := w.Compute(ctx, ch); err != nil {
-		return err
-	}
-	if err := w.Client.Status().Update(ctx, ch, opts...); err != nil {
+	if err := w.write(ctx, ch, ch.Generation, lifecycle.NoOperation, true); err != nil {
 		return err
 	}
 	// Hand the new resourceVersion and status back to the Helm reconciler,
 	// which may go on to update the object (its finalizer).
+	return encodeInto(ch, obj)
+}
+
+// decodeWithLast reads the Challenge the Helm reconciler holds and restores
+// what its status rewrite dropped from the last written status. It writes
+// over the latest resourceVersion: only status changes, the reconciler's
+// conditions are its own, and the rest is recomputed.
+func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Unstructured) (*ctfv1alpha1.Challenge, error) {
+	ch := &ctfv1alpha1.Challenge{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ch); err != nil {
+		return nil, fmt.Errorf("decoding Challenge %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	last := &ctfv1alpha1.Challenge{}
+	if err := w.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), last); err != nil {
+		return nil, err
+	}
+	ch.ResourceVersion = last.ResourceVersion
+	ch.DeletionTimestamp = last.DeletionTimestamp
+	ch.Status.StartedAt = last.Status.StartedAt
+	ch.Status.ReadyAt = last.Status.ReadyAt
+	ch.Status.ObservedGeneration = last.Status.ObservedGeneration
+	ch.Status.Phase, ch.Status.Reason = last.Status.Phase, last.Status.Reason
+	if ch.Status.Conditions == nil {
+		ch.Status.Conditions = last.Status.Conditions
+	}
+	return ch, nil
+}
+
+// write recomputes ch.Status and writes it when it changed (or always, when
+// force is set, so that the caller gets the latest resourceVersion back).
+func (w *StatusWriter) write(ctx context.Context, ch *ctfv1alpha1.Challenge, observedGeneration int64, op lifecycle.Operation, force bool) error {
+	obs, err := w.Observer.Observe(ctx, ch)
+	if err != nil {
+		return err
+	}
+	obs.Operation = op
+	before := ch.Status.DeepCopy()
+	lifecycle.Apply(&ch.Status, observedGeneration, obs, metav1.Now())
+	if !force && equality.Semantic.DeepEqual(before, &ch.Status) {
+		return nil
+	}
+	if err := w.Client.Status().Update(ctx, ch); err != nil {
+		return err
+	}
+	w.report(ch, before)
+	return nil
+}
+
+// report turns a written status change into an Event and metrics.
+func (w *StatusWriter) report(ch *ctfv1alpha1.Challenge, before *ctfv1alpha1.ChallengeStatus) {
+	st := &ch.Status
+	if st.Phase == before.Phase && st.Reason == before.Reason {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if st.Phase == ctfv1alpha1.PhaseError {
+		eventType = corev1.EventTypeWarning
+		metrics.ObserveError(st.Reason)
+	}
+	if w.Recorder != nil {
+		w.Recorder.Eventf(ch, nil, eventType, st.Reason, string(st.Phase), "%s: %s", st.Phase, st.Message)
+	}
+	if before.ReadyAt == nil && st.ReadyAt != nil {
+		metrics.ObserveTimeToReady(st.ReadyAt.Sub(ch.CreationTimestamp.Time))
+	}
+}
+
+func encodeInto(ch *ctfv1alpha1.Challenge, obj *unstructured.Unstructured) error {
 	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ch)
 	if err != nil {
 		return err
@@ -70,14 +142,4 @@ func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Uns
 	obj.Object = out
 	obj.SetGroupVersionKind(gvk)
 	return nil
-}
-
-// keepOnceOnly carries over what is set once and never recomputed.
-func keepOnceOnly(st, last *ctfv1alpha1.ChallengeStatus) {
-	if st.StartedAt == nil {
-		st.StartedAt = last.StartedAt
-	}
-	if st.ReadyAt == nil {
-		st.ReadyAt = last.ReadyAt
-	}
 }

@@ -36,6 +36,18 @@ const (
 	ReasonUninstalling      = "Uninstalling"
 )
 
+// Operation is a release action that has been asked for but has not finished.
+type Operation string
+
+const (
+	// NoOperation means the release reflects the Challenge's current generation.
+	NoOperation Operation = ""
+	// Installing means the first install of the release is under way.
+	Installing Operation = "Installing"
+	// Upgrading means a changed spec is being rolled out to an installed release.
+	Upgrading Operation = "Upgrading"
+)
+
 // Workload is the readiness of one object the release rendered, as kstatus sees it.
 type Workload struct {
 	Kind    string
@@ -54,6 +66,10 @@ type Observation struct {
 	Workloads []Workload
 	// Endpoints are where participants connect; empty until addresses are known.
 	Endpoints []ctfv1alpha1.Endpoint
+	// Operation is the release action in flight, if any.
+	Operation Operation
+	// PodProblems are reasons the release's pods cannot become ready.
+	PodProblems []PodProblem
 }
 
 // Verdict is the phase with the reason and message that explain it.
@@ -70,6 +86,12 @@ func PhaseFor(o Observation) Verdict {
 	if o.Deleting {
 		return Verdict{ctfv1alpha1.PhaseDeleted, ReasonUninstalling, "the instance is being removed"}
 	}
+	switch o.Operation {
+	case Installing:
+		return Verdict{ctfv1alpha1.PhasePending, string(Installing), "the instance is being installed"}
+	case Upgrading:
+		return Verdict{ctfv1alpha1.PhasePending, string(Upgrading), "a changed spec is being rolled out"}
+	}
 	for _, t := range []string{ConditionReleaseFailed, ConditionIrreconcilable} {
 		if c := meta.FindStatusCondition(o.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
 			return Verdict{ctfv1alpha1.PhaseError, c.Reason, c.Message}
@@ -82,12 +104,32 @@ func PhaseFor(o Observation) Verdict {
 		return Verdict{ctfv1alpha1.PhaseError, ReasonWorkloadFailed, describe(failed)}
 	}
 	if notReady := workloadsNotIn(o.Workloads, kstatus.CurrentStatus); len(notReady) > 0 {
+		// A pod that cannot start explains why; a ready workload does not
+		// need one (e.g. a broken new pod behind a serving old one).
+		if len(o.PodProblems) > 0 {
+			p := o.PodProblems[0]
+			return Verdict{ctfv1alpha1.PhaseError, p.Reason, fmt.Sprintf("pod %s: %s", p.Pod, p.Message)}
+		}
 		return Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, describe(notReady)}
 	}
 	if len(o.Endpoints) == 0 {
 		return Verdict{ctfv1alpha1.PhasePending, ReasonEndpointPending, "waiting for an address to connect to"}
 	}
 	return Verdict{ctfv1alpha1.PhaseRunning, ReasonReady, "the instance is ready at " + o.Endpoints[0].Address}
+}
+
+// OperationFor says which release action is outstanding: none once the Helm
+// reconciler has written the status of this generation (whatever the
+// outcome), otherwise an install until the release is deployed, else an upgrade.
+func OperationFor(generation, observedGeneration int64, conditions []metav1.Condition) Operation {
+	switch {
+	case observedGeneration == generation:
+		return NoOperation
+	case meta.IsStatusConditionTrue(conditions, ConditionDeployed):
+		return Upgrading
+	default:
+		return Installing
+	}
 }
 
 func workloadsIn(ws []Workload, s kstatus.Status) []Workload {

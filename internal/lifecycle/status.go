@@ -14,17 +14,21 @@ const maxMessage = 32768
 // metav1.Condition does not allow.
 const defaultReason = "AsExpected"
 
-// Apply writes the whole status of a Challenge of the given generation from
-// the observation: phase, reason, message, endpoints, the Ready condition and
-// the once-only timestamps. It is the single place where status is decided.
-func Apply(st *ctfv1alpha1.ChallengeStatus, generation int64, o Observation, now metav1.Time) {
-	o.Conditions = normalise(o.Conditions, generation)
+// Apply writes the whole status of a Challenge from the observation: phase,
+// reason, message, endpoints, the Ready condition and the once-only
+// timestamps. It is the single place where status is decided.
+//
+// observedGeneration is the generation the Helm reconciler has handled; only
+// its own writes advance it, so Ready.observedGeneration never claims a spec
+// that has not been rolled out.
+func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observation, now metav1.Time) {
+	o.Conditions = normalise(o.Conditions, observedGeneration)
 	v := PhaseFor(o)
 
 	st.Phase, st.Reason, st.Message = v.Phase, v.Reason, truncate(v.Message)
-	st.ObservedGeneration = generation
+	st.ObservedGeneration = observedGeneration
 	st.Conditions = o.Conditions
-	meta.SetStatusCondition(&st.Conditions, readyCondition(v, generation))
+	meta.SetStatusCondition(&st.Conditions, readyCondition(v, observedGeneration))
 
 	st.Endpoints = o.Endpoints
 	st.Endpoint = nil

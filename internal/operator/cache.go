@@ -22,6 +22,7 @@ func CacheOptions(namespaces []string) cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}:          {Label: instances},
 			&corev1.Service{}:             {Label: instances},
+			&corev1.Pod{}:                 {Label: instances},
 			&corev1.ServiceAccount{}:      {Label: instances},
 			&networkingv1.Ingress{}:       {Label: instances},
 			&networkingv1.NetworkPolicy{}: {Label: instances},

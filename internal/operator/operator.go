@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"time"
 
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"github.com/operator-framework/helm-operator-plugins/pkg/hook"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/metrics"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
@@ -28,6 +32,8 @@ type Options struct {
 	NodeAddress string
 	// MaxConcurrentReconciles is the default number of Challenges reconciled at once.
 	MaxConcurrentReconciles int
+	// UninstallTimeout bounds how long an uninstall waits for the release's objects to go.
+	UninstallTimeout time.Duration
 }
 
 // Setup adds a Helm reconciler per watch, and the status controller, to mgr.
@@ -36,17 +42,36 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("loading watches file %s: %w", opts.WatchesFile, err)
 	}
+	recorder := mgr.GetEventRecorder("challenge-operator")
 	writer := &controller.StatusWriter{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Observer:  &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress},
+		Recorder:  recorder,
 	}
-	statusClient := &controller.StatusClient{Client: mgr.GetClient(), Writer: writer}
+	metrics.Register(mgr.GetClient())
+	actionConfig, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper())
+	if err != nil {
+		return fmt.Errorf("creating Helm action config getter: %w", err)
+	}
+	uninstallTimeout := opts.UninstallTimeout
+	if uninstallTimeout == 0 {
+		uninstallTimeout = 2 * time.Minute
+	}
+	actions, err := action.NewClientGetter(actionConfig, recorder, uninstallTimeout)
+	if err != nil {
+		return fmt.Errorf("creating Helm action client getter: %w", err)
+	}
+	wiring := reconcilerWiring{
+		client:  &controller.StatusClient{Client: mgr.GetClient(), Writer: writer},
+		actions: actions,
+		preHook: controller.MarkReleasingHook(writer),
+	}
 	for _, w := range ws {
 		if w.GroupVersionKind != ctfv1alpha1.GroupVersion.WithKind("Challenge") {
 			return fmt.Errorf("watches file %s: unsupported kind %s: this operator reconciles only Challenges", opts.WatchesFile, w.GroupVersionKind)
 		}
-		r, err := reconciler.New(reconcilerOptions(w, opts, statusClient)...)
+		r, err := reconciler.New(reconcilerOptions(w, opts, wiring)...)
 		if err != nil {
 			return fmt.Errorf("creating reconciler for %s: %w", w.GroupVersionKind, err)
 		}
@@ -57,7 +82,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	return (&controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer}).SetupWithManager(mgr)
 }
 
-func reconcilerOptions(w watches.Watch, opts Options, cl *controller.StatusClient) []reconciler.Option {
+// reconcilerWiring is what connects the Helm reconciler to the Go side.
+type reconcilerWiring struct {
+	client  *controller.StatusClient
+	actions *action.ClientGetter
+	preHook hook.PreHook
+}
+
+func reconcilerOptions(w watches.Watch, opts Options, wiring reconcilerWiring) []reconciler.Option {
 	concurrency := opts.MaxConcurrentReconciles
 	if w.MaxConcurrentReconciles != nil {
 		concurrency = *w.MaxConcurrentReconciles
@@ -79,6 +111,8 @@ func reconcilerOptions(w watches.Watch, opts Options, cl *controller.StatusClien
 		// The typed API is registered in the scheme; keep it there.
 		reconciler.SkipPrimaryGVKSchemeRegistration(true),
 		reconciler.WithValueTranslator(values.Translator{}),
-		reconciler.WithClient(cl),
+		reconciler.WithClient(wiring.client),
+		reconciler.WithActionClientGetter(wiring.actions),
+		reconciler.WithPreHook(wiring.preHook),
 	}
 }

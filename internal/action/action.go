@@ -1,0 +1,128 @@
+// Package action gives the Helm reconciler its Helm action clients: releases
+// left pending by a crash are unlocked before anything else touches them, and
+// uninstalls wait until every object of the release is gone.
+package action
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// ReasonReleaseUnlocked is the Event reason when a stale pending release is unlocked.
+const ReasonReleaseUnlocked = "ReleaseUnlocked"
+
+// ClientGetter wraps helm-operator-plugins' getter.
+type ClientGetter struct {
+	inner    helmclient.ActionClientGetter
+	recorder events.EventRecorder
+	inFlight *inFlight
+}
+
+// NewClientGetter returns a getter whose uninstalls wait (up to
+// uninstallTimeout) for the release's objects, dependents included, to be gone.
+func NewClientGetter(cfg helmclient.ActionConfigGetter, recorder events.EventRecorder, uninstallTimeout time.Duration) (*ClientGetter, error) {
+	inner, err := helmclient.NewActionClientGetter(cfg,
+		helmclient.AppendUninstallOptions(func(u *action.Uninstall) error {
+			u.Wait = true
+			u.Timeout = uninstallTimeout
+			u.DeletionPropagation = "foreground"
+			return nil
+		}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &ClientGetter{inner: inner, recorder: recorder, inFlight: &inFlight{names: map[string]bool{}}}, nil
+}
+
+// ActionClientFor returns the action client for obj after unlocking its
+// release if a crashed operation left it pending.
+func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
+	ac, err := g.inner.ActionClientFor(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	key := obj.GetNamespace() + "/" + obj.GetName()
+	if err := g.unlockStale(ctx, ac, key, obj); err != nil {
+		return nil, err
+	}
+	return &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight}, nil
+}
+
+// unlockStale marks a pending release that no operation of this process owns
+// as failed, as Flux's helm-controller does with its Locked state: Helm refuses
+// every action on a pending release, and a failed one is simply upgraded.
+// Reconciles of one Challenge never overlap and only the leader reconciles,
+// so a pending release nobody here is working on was left by a crash.
+func (g *ClientGetter) unlockStale(ctx context.Context, ac helmclient.ActionInterface, key string, obj client.Object) error {
+	rel, err := ac.Config().Releases.Last(obj.GetName())
+	if err != nil || !rel.Info.Status.IsPending() || g.inFlight.has(key) {
+		return nil
+	}
+	from := rel.Info.Status
+	rel.SetStatus(release.StatusFailed, fmt.Sprintf("unlocked by challenge-operator: release was left %s with no operation in progress", from))
+	if err := ac.Config().Releases.Update(rel); err != nil {
+		return fmt.Errorf("unlocking release %s left %s: %w", key, from, err)
+	}
+	log.FromContext(ctx).Info("unlocked stale pending release", "release", key, "status", from, "version", rel.Version)
+	g.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonReleaseUnlocked, "Unlock",
+		"release revision %d was left %s by an interrupted operation; marked failed so it can be upgraded", rel.Version, from)
+	return nil
+}
+
+// trackedClient records which releases have an operation in progress.
+type trackedClient struct {
+	helmclient.ActionInterface
+	key      string
+	inFlight *inFlight
+}
+
+func (c *trackedClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*release.Release, error) {
+	defer c.inFlight.start(c.key)()
+	return c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+}
+
+func (c *trackedClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
+	defer c.inFlight.start(c.key)()
+	return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+}
+
+func (c *trackedClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
+	defer c.inFlight.start(c.key)()
+	return c.ActionInterface.Uninstall(name, opts...)
+}
+
+// inFlight is the set of releases with an operation running in this process.
+type inFlight struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (f *inFlight) start(key string) (done func()) {
+	f.mu.Lock()
+	f.names[key] = true
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		delete(f.names, key)
+		f.mu.Unlock()
+	}
+}
+
+func (f *inFlight) has(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.names[key]
+}
+

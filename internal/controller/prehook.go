@@ -1,0 +1,40 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/operator-framework/helm-operator-plugins/pkg/hook"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+)
+
+// MarkReleasingHook runs just before the Helm reconciler installs or upgrades:
+// when the Challenge's generation has not been handled yet, it writes Pending
+// (Installing or Upgrading) so that the platform never sees a gap between None
+// and the outcome. The reconciler only logs hook errors; the status written
+// after the release is complete on its own.
+func MarkReleasingHook(w *StatusWriter) hook.PreHook {
+	return hook.PreHookFunc(func(obj *unstructured.Unstructured, _ chartutil.Values, log logr.Logger) error {
+		var st struct {
+			Status ctfv1alpha1.ChallengeStatus `json:"status"`
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &st); err != nil {
+			return fmt.Errorf("decoding status: %w", err)
+		}
+		op := lifecycle.OperationFor(obj.GetGeneration(), st.Status.ObservedGeneration, st.Status.Conditions)
+		if op == lifecycle.NoOperation || !obj.GetDeletionTimestamp().IsZero() {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		log.V(1).Info("marking release operation", "operation", op)
+		return w.MarkReleasing(ctx, obj, op)
+	})
+}
