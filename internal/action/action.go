@@ -125,4 +125,3 @@ func (f *inFlight) has(key string) bool {
 	defer f.mu.Unlock()
 	return f.names[key]
 }
-

@@ -1,0 +1,295 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	helmtime "helm.sh/helm/v3/pkg/time"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+)
+
+// recorder keeps every status a Challenge is seen in through a watch.
+type recorder struct {
+	mu       sync.Mutex
+	statuses []ctfv1alpha1.ChallengeStatus
+	deleted  bool
+}
+
+// record watches the Challenge named name in ns until the test ends.
+func record(t *testing.T, ns, name string) *recorder {
+	t.Helper()
+	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: k8s.Scheme()})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(context.Background(), &ctfv1alpha1.ChallengeList{}, client.InNamespace(ns),
+		client.MatchingFields{"metadata.name": name})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(w.Stop)
+	r := &recorder{}
+	go func() {
+		for ev := range w.ResultChan() {
+			ch, ok := ev.Object.(*ctfv1alpha1.Challenge)
+			if !ok {
+				continue
+			}
+			r.mu.Lock()
+			if ev.Type == watch.Deleted {
+				r.deleted = true
+			} else {
+				r.statuses = append(r.statuses, ch.Status)
+			}
+			r.mu.Unlock()
+		}
+	}()
+	return r
+}
+
+func (r *recorder) seen() ([]ctfv1alpha1.ChallengeStatus, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]ctfv1alpha1.ChallengeStatus(nil), r.statuses...), r.deleted
+}
+
+// phases returns the phases seen, consecutive repeats folded.
+func (r *recorder) phases() []ctfv1alpha1.Phase {
+	statuses, _ := r.seen()
+	var out []ctfv1alpha1.Phase
+	for _, st := range statuses {
+		if len(out) == 0 || out[len(out)-1] != st.Phase {
+			out = append(out, st.Phase)
+		}
+	}
+	return out
+}
+
+func TestPhasesGoNonePendingRunningWithoutGaps(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	rec := record(t, ns, "seq")
+	ch := newChallenge(ns, "seq", "team-seq")
+	g.Expect(k8s.Create(context.Background(), ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	g.Eventually(rec.phases, timeout, interval).Should(Equal(
+		[]ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhasePending, ctfv1alpha1.PhaseRunning}))
+	statuses, _ := rec.seen()
+	for _, st := range statuses {
+		ready := meta.FindStatusCondition(st.Conditions, "Ready")
+		if st.Phase == ctfv1alpha1.PhaseNone {
+			g.Expect(ready).To(BeNil(), "nothing claims readiness before the first reconcile")
+			continue
+		}
+		g.Expect(ready).NotTo(BeNil(), "phase %s has a Ready condition", st.Phase)
+		g.Expect(ready.Status == metav1.ConditionTrue).To(Equal(st.Phase == ctfv1alpha1.PhaseRunning),
+			"Ready agrees with phase %s", st.Phase)
+		if st.Phase == ctfv1alpha1.PhaseRunning {
+			g.Expect(st.Endpoint).NotTo(BeNil(), "Running always comes with an endpoint")
+		}
+	}
+	expectEvents(t, ns, "seq", "Installing", "Ready")
+}
+
+func TestUpgradesNeverLoseThePhase(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	ch := newChallenge(ns, "upg", "team-upg")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	rec := record(t, ns, "upg")
+
+	for i := range 10 {
+		patch := client.MergeFrom(ch.DeepCopy())
+		ch.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "ROUND", Value: fmt.Sprint(i)}}
+		g.Expect(k8s.Patch(ctx, ch, patch)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			got := &ctfv1alpha1.Challenge{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+			ready := meta.FindStatusCondition(got.Status.Conditions, "Ready")
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.ObservedGeneration).To(Equal(got.Generation))
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+			g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
+		}, timeout, interval).Should(Succeed(), "round %d", i)
+	}
+
+	dep := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), dep)).To(Succeed())
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ROUND", Value: "9"}))
+	statuses, _ := rec.seen()
+	g.Expect(len(statuses)).To(BeNumerically(">=", 10))
+	for _, st := range statuses {
+		g.Expect(st.Phase).To(BeElementOf(ctfv1alpha1.PhasePending, ctfv1alpha1.PhaseRunning), "no phase is ever lost")
+		g.Expect(st.Conditions).NotTo(BeEmpty())
+	}
+	g.Expect(rec.phases()).To(ContainElement(ctfv1alpha1.PhasePending), "an upgrade shows as Pending while it rolls out")
+}
+
+func TestUnpullableImageGivesErrorAndRecovers(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	ch := newChallenge(ns, "pull", "team-pull")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	// KWOK runs no images: simulate the kubelet's report of a failed pull.
+	pod := instancePod(t, ns, "pull")
+	running := pod.Status.DeepCopy()
+	pod.Status.ContainerStatuses[0].Ready = false
+	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "ImagePullBackOff", Message: `Back-off pulling image "registry.example/ctf/web-intro:1.0"`,
+	}}
+	setPodCondition(&pod.Status, corev1.PodReady, corev1.ConditionFalse)
+	setPodCondition(&pod.Status, corev1.ContainersReady, corev1.ConditionFalse)
+	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("ImagePullBackOff"))
+	g.Expect(got.Status.Message).To(ContainSubstring(pod.Name))
+	g.Expect(got.Status.Message).To(ContainSubstring("Back-off pulling image"))
+	expectEvents(t, ns, "pull", "ImagePullBackOff")
+
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	pod.Status = *running
+	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+}
+
+func TestStalePendingReleaseIsUnlocked(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	// A crash during the first install leaves the release pending-install.
+	releases := helmStorage(t, ns)
+	chrt, err := loader.Load(filepath.Join(testcluster.RepoRoot(), "charts", "challenge"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(releases.Create(&release.Release{
+		Name: "locked", Namespace: ns, Version: 1, Chart: chrt, Config: map[string]any{},
+		Info: &release.Info{Status: release.StatusPendingInstall, FirstDeployed: helmtime.Now(), LastDeployed: helmtime.Now()},
+	})).To(Succeed())
+
+	ch := newChallenge(ns, "locked", "team-locked")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	last, err := releases.Last("locked")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(last.Info.Status).To(Equal(release.StatusDeployed))
+	g.Expect(last.Version).To(Equal(2))
+	expectEvents(t, ns, "locked", "ReleaseUnlocked")
+}
+
+func TestDeletedLastsUntilEveryObjectIsGone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	ch := newChallenge(ns, "bye", "team-bye")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	rec := record(t, ns, "bye")
+
+	g.Expect(k8s.Delete(ctx, ch)).To(Succeed())
+	g.Eventually(func() bool { _, deleted := rec.seen(); return deleted }, timeout, interval).Should(BeTrue())
+	// The moment the Challenge is gone, everything it ran is gone too.
+	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}, &corev1.ServiceList{}} {
+		g.Expect(k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": "bye"})).To(Succeed())
+		g.Expect(meta.LenList(list)).To(BeZero(), "%T", list)
+	}
+	g.Expect(releaseSecrets(ctx, g, ns, "bye")).To(BeEmpty())
+	phases := rec.phases()
+	g.Expect(phases[len(phases)-1]).To(Equal(ctfv1alpha1.PhaseDeleted), "seen: %v", phases)
+	expectEvents(t, ns, "bye", "Uninstalling")
+}
+
+func TestMetricsCountPhasesAndTimeToReady(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	ch := newChallenge(ns, "metered", "team-metrics")
+	g.Expect(k8s.Create(context.Background(), ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	families, err := crmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	byName := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += "/" + l.GetValue()
+			}
+			switch {
+			case m.GetGauge() != nil:
+				byName[key] = m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				byName[key] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	g.Expect(byName).To(HaveKeyWithValue("challenge_phase_count/Running", BeNumerically(">=", 1)))
+	g.Expect(byName).To(HaveKey("challenge_phase_count/Error"))
+	g.Expect(byName).To(HaveKeyWithValue("challenge_time_to_ready_seconds", BeNumerically(">=", 1)))
+}
+
+// instancePod returns the one pod of an instance once it runs.
+func instancePod(t *testing.T, ns, instance string) *corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": instance})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1))
+		g.Expect(pods.Items[0].Status.ContainerStatuses).NotTo(BeEmpty())
+	}, timeout, interval).Should(Succeed())
+	return &pods.Items[0]
+}
+
+func setPodCondition(st *corev1.PodStatus, t corev1.PodConditionType, s corev1.ConditionStatus) {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			st.Conditions[i].Status = s
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, corev1.PodCondition{Type: t, Status: s})
+}
+
+// expectEvents waits for Events with the given reasons about a Challenge.
+func expectEvents(t *testing.T, ns, name string, reasons ...string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		var events eventsv1.EventList
+		g.Expect(k8s.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
+		var seen []string
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "Challenge" && e.Regarding.Name == name {
+				seen = append(seen, e.Reason)
+			}
+		}
+		g.Expect(seen).To(ContainElements(reasons))
+	}, timeout, interval).Should(Succeed())
+}
+
+func helmStorage(t *testing.T, ns string) *storage.Storage {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cluster.Config)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(ns)))
+}
