@@ -6,8 +6,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -39,6 +42,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.operator.WatchesFile, "watches-file", "watches.yaml", "helm-operator watches file naming the chart for Challenges.")
 	fs.StringVar(&o.operator.NodeAddress, "node-address", "", "Host published as the endpoint of NodePort instances; defaults to a ready node's IP.")
 	fs.IntVar(&o.operator.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Challenges reconciled at once, unless watches.yaml says otherwise.")
+	fs.Var(int32Value{&o.operator.MaxInstancesPerParticipant}, "max-instances-per-participant", "Active instances one participant may have, unless the template says otherwise; 0 means no limit.")
+	fs.Var(cidrsValue{&o.operator.Values.InternalCIDRs}, "internal-cidrs", "Comma-separated pod, service and private ranges instances may not reach (the chart's defaults when empty).")
+	fs.BoolVar(&o.operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")
+	fs.DurationVar(&o.operator.UninstallTimeout, "uninstall-timeout", 2*time.Minute, "How long an uninstall waits for the instance's objects to be gone.")
 	o.zap.BindFlags(fs)
 }
 
@@ -85,6 +92,48 @@ func run(opts options) error {
 	}
 	ctrl.Log.Info("starting challenge-operator", "watchesFile", opts.operator.WatchesFile, "namespaces", watchNamespaces())
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// int32Value is a flag.Value for an int32.
+type int32Value struct{ p *int32 }
+
+func (v int32Value) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(int(*v.p))
+}
+
+func (v int32Value) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err == nil {
+		*v.p = int32(n)
+	}
+	return err
+}
+
+// cidrsValue is a flag.Value for a comma-separated list of CIDRs.
+type cidrsValue struct{ p *[]string }
+
+func (v cidrsValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strings.Join(*v.p, ",")
+}
+
+func (v cidrsValue) Set(s string) error {
+	*v.p = nil
+	for _, c := range strings.Split(s, ",") {
+		if c = strings.TrimSpace(c); c == "" {
+			continue
+		}
+		if _, _, err := net.ParseCIDR(c); err != nil {
+			return err
+		}
+		*v.p = append(*v.p, c)
+	}
+	return nil
 }
 
 // watchNamespaces reads WATCH_NAMESPACE, a comma-separated list as OLM sets it

@@ -101,9 +101,24 @@ type Expose struct {
 }
 
 // ChallengeSpec is what the platform asks for: one instance of a challenge for one participant.
-// +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",message="spec.ports names must be unique"
-// +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.port == p.port && q.protocol == p.protocol))",message="spec.ports must not repeat a port and protocol"
+// +kubebuilder:validation:XValidation:rule="has(self.template) || (has(self.image) && has(self.ports))",message="spec.image and spec.ports are required unless spec.template names a ChallengeTemplate"
+// +kubebuilder:validation:XValidation:rule="!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",message="spec.ports names must be unique"
+// +kubebuilder:validation:XValidation:rule="!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.port == p.port && q.protocol == p.protocol))",message="spec.ports must not repeat a port and protocol"
+// +kubebuilder:validation:XValidation:rule="has(self.template) == has(oldSelf.template)",message="spec.template cannot be added or removed"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.renewedAt) || (has(self.renewedAt) && self.renewedAt >= oldSelf.renewedAt)",message="spec.renewedAt can only move forward"
 type ChallengeSpec struct {
+	// Template names the ChallengeTemplate this is an instance of; its
+	// settings apply unless this Challenge overrides them where allowed.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.template is immutable"
+	// +optional
+	Template string `json:"template,omitempty"`
+
+	// RenewedAt extends the instance: it then expires a lifetime after this
+	// time. Set it to now to renew; the template caps how often.
+	// +optional
+	RenewedAt *metav1.Time `json:"renewedAt,omitempty"`
+
 	// Participant is the team or user id the instance belongs to (a DNS label).
 	// It labels every object of the instance and cannot change.
 	// +kubebuilder:validation:MinLength=1
@@ -112,16 +127,19 @@ type ChallengeSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.participant is immutable"
 	Participant string `json:"participant"`
 
-	// Image is the challenge container image.
+	// Image is the challenge container image; required without a template.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.contains(' ')",message="spec.image must not contain spaces"
-	Image string `json:"image"`
+	// +optional
+	Image string `json:"image,omitempty"`
 
 	// Ports the challenge listens on; the first is the primary endpoint.
+	// Required without a template.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
-	Ports []ChallengePort `json:"ports"`
+	// +optional
+	Ports []ChallengePort `json:"ports,omitempty"`
 
 	// Env is extra environment for the challenge container.
 	// +kubebuilder:validation:MaxItems=64
@@ -198,6 +216,23 @@ type ChallengeStatus struct {
 	// +optional
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
 
+	// ExpiresAt is when the instance will be deleted; unset without a lifetime.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+
+	// Renewals counts the accepted renewals.
+	// +optional
+	Renewals int32 `json:"renewals,omitempty"`
+
+	// RenewedAt is the last accepted spec.renewedAt.
+	// +optional
+	RenewedAt *metav1.Time `json:"renewedAt,omitempty"`
+
+	// FlagSecretName names the Secret (in the Challenge's namespace) holding
+	// the instance's flag under the key "flag". The flag itself never appears here.
+	// +optional
+	FlagSecretName string `json:"flagSecretName,omitempty"`
+
 	// StartedAt is when the release was first installed.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
@@ -229,7 +264,9 @@ type ChallengeStatus struct {
 // +kubebuilder:printcolumn:name="Participant",type=string,JSONPath=`.spec.participant`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint.address`
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expiresAt`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
+// +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.template`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 53 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label of at most 53 characters (it names the Helm release)"
 type Challenge struct {

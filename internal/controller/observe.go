@@ -19,6 +19,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 // InstanceLabel is set by charts/challenge on every object of an instance to the Challenge name.
@@ -30,6 +31,16 @@ type Observer struct {
 	Reader client.Reader
 	// NodeAddress, when set, is the host of NodePort endpoints instead of a node's IP.
 	NodeAddress string
+	// NamespacePerInstance says instances run in namespaces of their own.
+	NamespacePerInstance bool
+}
+
+// namespace is where the instance's objects live.
+func (o *Observer) namespace(ch *ctfv1alpha1.Challenge) string {
+	if o.NamespacePerInstance {
+		return values.InstanceNamespace(ch)
+	}
+	return ch.Namespace
 }
 
 // Observe reads the Challenge's workloads, Service, Ingress and nodes.
@@ -37,6 +48,11 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 	obs := lifecycle.Observation{
 		Deleting:   !ch.DeletionTimestamp.IsZero(),
 		Conditions: ch.Status.Conditions,
+		Created:    ch.CreationTimestamp,
+		RenewedAt:  ch.Spec.RenewedAt,
+	}
+	if err := o.lifetime(ctx, ch, &obs); err != nil {
+		return obs, err
 	}
 	workloads, err := o.workloads(ctx, ch)
 	if err != nil {
@@ -44,7 +60,7 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 	}
 	obs.Workloads = workloads
 	var pods corev1.PodList
-	if err := o.Reader.List(ctx, &pods, client.InNamespace(ch.Namespace), client.MatchingLabels{InstanceLabel: ch.Name}); err != nil {
+	if err := o.Reader.List(ctx, &pods, client.InNamespace(o.namespace(ch)), client.MatchingLabels{InstanceLabel: ch.Name}); err != nil {
 		return obs, fmt.Errorf("listing pods of %s/%s: %w", ch.Namespace, ch.Name, err)
 	}
 	obs.PodProblems = lifecycle.PodProblems(pods.Items)
@@ -54,7 +70,7 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 
 func (o *Observer) workloads(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]lifecycle.Workload, error) {
 	var list appsv1.DeploymentList
-	if err := o.Reader.List(ctx, &list, client.InNamespace(ch.Namespace), client.MatchingLabels{InstanceLabel: ch.Name}); err != nil {
+	if err := o.Reader.List(ctx, &list, client.InNamespace(o.namespace(ch)), client.MatchingLabels{InstanceLabel: ch.Name}); err != nil {
 		return nil, fmt.Errorf("listing Deployments of %s/%s: %w", ch.Namespace, ch.Name, err)
 	}
 	out := make([]lifecycle.Workload, 0, len(list.Items))
@@ -85,7 +101,7 @@ func workloadOf(kind string, obj client.Object) (lifecycle.Workload, error) {
 }
 
 func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]ctfv1alpha1.Endpoint, error) {
-	key := client.ObjectKeyFromObject(ch)
+	key := client.ObjectKey{Namespace: o.namespace(ch), Name: ch.Name}
 	var in endpoint.Inputs
 	svc := &corev1.Service{}
 	if err := o.Reader.Get(ctx, key, svc); err != nil {
@@ -110,6 +126,31 @@ func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]
 		}
 	}
 	return endpoint.For(in), nil
+}
+
+// lifetime reads the instance's lifetime and renewal limit, from the
+// Challenge or its template.
+func (o *Observer) lifetime(ctx context.Context, ch *ctfv1alpha1.Challenge, obs *lifecycle.Observation) error {
+	if ch.Spec.Lifetime != nil {
+		obs.Lifetime = ch.Spec.Lifetime.Duration
+	}
+	if ch.Spec.Template == "" {
+		return nil
+	}
+	tmpl := &ctfv1alpha1.ChallengeTemplate{}
+	if err := o.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if lt := tmpl.Spec.Lifetime; lt != nil {
+		if obs.Lifetime == 0 && lt.Default != nil {
+			obs.Lifetime = lt.Default.Duration
+		}
+		obs.MaxRenewals = lt.MaxRenewals
+	}
+	if tmpl.Spec.Flag != nil {
+		obs.FlagSecretName = values.FlagSecretName(ch.Name)
+	}
+	return nil
 }
 
 func (o *Observer) nodeAddress(ctx context.Context) (string, error) {

@@ -57,19 +57,29 @@ func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("challenge-status").
 		For(&ctfv1alpha1.Challenge{}).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&networkingv1.Ingress{}).
-		// Pods belong to ReplicaSets, not to the Challenge: map them by the
-		// instance label so that a pull error or crash loop shows at once.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(challengeOfPod)).
+		// Map the instance's objects by their labels rather than owner
+		// references: pods belong to ReplicaSets, and an instance in a
+		// namespace of its own cannot be owned across namespaces.
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
+		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
 		Complete(r)
 }
 
-func challengeOfPod(_ context.Context, obj client.Object) []reconcile.Request {
-	name, ok := obj.GetLabels()[InstanceLabel]
+// InstanceNamespaceLabel is set by charts/challenge to the Challenge's namespace.
+const InstanceNamespaceLabel = "ctf.challenge-operator.io/instance-namespace"
+
+// ChallengeOfInstanceObject maps an object of an instance to its Challenge.
+func ChallengeOfInstanceObject(_ context.Context, obj client.Object) []reconcile.Request {
+	labels := obj.GetLabels()
+	name, ok := labels[InstanceLabel]
 	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+	ns := labels[InstanceNamespaceLabel]
+	if ns == "" {
+		ns = obj.GetNamespace()
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,6 +88,7 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 	ch.Status.StartedAt = last.Status.StartedAt
 	ch.Status.ReadyAt = last.Status.ReadyAt
 	ch.Status.ObservedGeneration = last.Status.ObservedGeneration
+	ch.Status.Renewals, ch.Status.RenewedAt = last.Status.Renewals, last.Status.RenewedAt
 	ch.Status.Phase, ch.Status.Reason = last.Status.Phase, last.Status.Reason
 	if ch.Status.Conditions == nil {
 		ch.Status.Conditions = last.Status.Conditions
@@ -117,6 +119,7 @@ func (w *StatusWriter) write(ctx context.Context, ch *ctfv1alpha1.Challenge, obs
 // report turns a written status change into an Event and metrics.
 func (w *StatusWriter) report(ch *ctfv1alpha1.Challenge, before *ctfv1alpha1.ChallengeStatus) {
 	st := &ch.Status
+	w.reportRenewal(ch, before)
 	if st.Phase == before.Phase && st.Reason == before.Reason {
 		return
 	}
@@ -131,6 +134,22 @@ func (w *StatusWriter) report(ch *ctfv1alpha1.Challenge, before *ctfv1alpha1.Cha
 	if before.ReadyAt == nil && st.ReadyAt != nil {
 		metrics.ObserveTimeToReady(st.ReadyAt.Sub(ch.CreationTimestamp.Time))
 	}
+}
+
+func (w *StatusWriter) reportRenewal(ch *ctfv1alpha1.Challenge, before *ctfv1alpha1.ChallengeStatus) {
+	if w.Recorder == nil {
+		return
+	}
+	now := meta.FindStatusCondition(ch.Status.Conditions, lifecycle.ConditionRenewed)
+	was := meta.FindStatusCondition(before.Conditions, lifecycle.ConditionRenewed)
+	if now == nil || (was != nil && was.Message == now.Message && was.Status == now.Status) {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if now.Status != metav1.ConditionTrue {
+		eventType = corev1.EventTypeWarning
+	}
+	w.Recorder.Eventf(ch, nil, eventType, now.Reason, "Renew", "%s", now.Message)
 }
 
 func encodeInto(ch *ctfv1alpha1.Challenge, obj *unstructured.Unstructured) error {

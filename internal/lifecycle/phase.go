@@ -5,6 +5,7 @@ package lifecycle
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,6 +71,16 @@ type Observation struct {
 	Operation Operation
 	// PodProblems are reasons the release's pods cannot become ready.
 	PodProblems []PodProblem
+	// Created is when the Challenge was created; lifetimes count from it.
+	Created metav1.Time
+	// Lifetime is how long the instance lives; 0 means until deleted.
+	Lifetime time.Duration
+	// RenewedAt is the Challenge's spec.renewedAt.
+	RenewedAt *metav1.Time
+	// MaxRenewals caps accepted renewals; nil means no cap.
+	MaxRenewals *int32
+	// FlagSecretName names the instance's flag Secret, if it has a flag.
+	FlagSecretName string
 }
 
 // Verdict is the phase with the reason and message that explain it.
@@ -94,6 +105,9 @@ func PhaseFor(o Observation) Verdict {
 	}
 	for _, t := range []string{ConditionReleaseFailed, ConditionIrreconcilable} {
 		if c := meta.FindStatusCondition(o.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
+			if reason, msg, ok := splitReason(c.Message); ok {
+				return Verdict{ctfv1alpha1.PhaseError, reason, msg}
+			}
 			return Verdict{ctfv1alpha1.PhaseError, c.Reason, c.Message}
 		}
 	}

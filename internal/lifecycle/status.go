@@ -41,6 +41,8 @@ func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observat
 	if st.ReadyAt == nil && v.Phase == ctfv1alpha1.PhaseRunning {
 		st.ReadyAt = &now
 	}
+	st.FlagSecretName = o.FlagSecretName
+	applyExpiry(st, o, observedGeneration, now)
 }
 
 func readyCondition(v Verdict, generation int64) metav1.Condition {

@@ -27,6 +27,9 @@ func CacheOptions(namespaces []string) cache.Options {
 			&networkingv1.Ingress{}:       {Label: instances},
 			&networkingv1.NetworkPolicy{}: {Label: instances},
 			&corev1.Secret{}:              {Label: helmReleases},
+			&corev1.Namespace{}:           {Label: instances},
+			&corev1.ResourceQuota{}:       {Label: instances},
+			&corev1.LimitRange{}:          {Label: instances},
 		},
 	}
 	if len(namespaces) > 0 {

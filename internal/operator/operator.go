@@ -23,6 +23,8 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;watch;create;update;patch;delete
+// Namespace per instance (optional): the namespace, its quota and default limits.
+// +kubebuilder:rbac:groups="",resources=namespaces;resourcequotas;limitranges,verbs=get;list;watch;create;update;patch;delete
 
 // Options configure the operator beside the manager's own options.
 type Options struct {
@@ -34,6 +36,11 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// UninstallTimeout bounds how long an uninstall waits for the release's objects to go.
 	UninstallTimeout time.Duration
+	// MaxInstancesPerParticipant is the operator-wide cap on one participant's
+	// active instances; a template's own limit wins; 0 means none.
+	MaxInstancesPerParticipant int32
+	// Values are enforced on every instance.
+	Values values.Settings
 }
 
 // Setup adds a Helm reconciler per watch, and the status controller, to mgr.
@@ -42,12 +49,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("loading watches file %s: %w", opts.WatchesFile, err)
 	}
+	if err := addIndexes(mgr); err != nil {
+		return err
+	}
 	recorder := mgr.GetEventRecorder("challenge-operator")
 	writer := &controller.StatusWriter{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Observer:  &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress},
-		Recorder:  recorder,
+		Observer: &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress,
+			NamespacePerInstance: opts.Values.NamespacePerInstance},
+		Recorder: recorder,
 	}
 	metrics.Register(mgr.GetClient())
 	actionConfig, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper())
@@ -66,6 +77,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		client:  &controller.StatusClient{Client: mgr.GetClient(), Writer: writer},
 		actions: actions,
 		preHook: controller.MarkReleasingHook(writer),
+		translator: values.Translator{
+			Reader:       mgr.GetClient(),
+			SecretReader: mgr.GetAPIReader(),
+			Quota:        &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant},
+			Settings:     opts.Values,
+		},
+		extraWatches: extraWatches(mgr),
 	}
 	for _, w := range ws {
 		if w.GroupVersionKind != ctfv1alpha1.GroupVersion.WithKind("Challenge") {
@@ -79,14 +97,22 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
 		}
 	}
-	return (&controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer}).SetupWithManager(mgr)
+	if err := (&controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&controller.ExpiryReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&controller.TemplateStatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 }
 
 // reconcilerWiring is what connects the Helm reconciler to the Go side.
 type reconcilerWiring struct {
-	client  *controller.StatusClient
-	actions *action.ClientGetter
-	preHook hook.PreHook
+	client       *controller.StatusClient
+	actions      *action.ClientGetter
+	preHook      hook.PreHook
+	translator   values.Translator
+	extraWatches reconciler.ControllerSetupFunc
 }
 
 func reconcilerOptions(w watches.Watch, opts Options, wiring reconcilerWiring) []reconciler.Option {
@@ -110,7 +136,8 @@ func reconcilerOptions(w watches.Watch, opts Options, wiring reconcilerWiring) [
 		reconciler.SkipDependentWatches(!*w.WatchDependentResources),
 		// The typed API is registered in the scheme; keep it there.
 		reconciler.SkipPrimaryGVKSchemeRegistration(true),
-		reconciler.WithValueTranslator(values.Translator{}),
+		reconciler.WithValueTranslator(wiring.translator),
+		reconciler.WithControllerSetupFunc(wiring.extraWatches),
 		reconciler.WithClient(wiring.client),
 		reconciler.WithActionClientGetter(wiring.actions),
 		reconciler.WithPreHook(wiring.preHook),

@@ -10,29 +10,98 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"strings"
+
 	"helm.sh/helm/v3/pkg/chartutil"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/flag"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
+// Settings are operator-wide values every instance is rendered with.
+type Settings struct {
+	// InternalCIDRs are the cluster's internal ranges (pods, services,
+	// metadata): instances may neither reach them nor count as "outside".
+	InternalCIDRs []string
+	// NamespacePerInstance, when set, renders each instance into a namespace of its own.
+	NamespacePerInstance bool
+}
+
 // Translator is the helm-operator value translator for Challenges.
-type Translator struct{}
+type Translator struct {
+	// Reader reads ChallengeTemplates and Challenges, usually the manager's cache.
+	Reader client.Reader
+	// SecretReader reads the Secrets flags come from, uncached.
+	SecretReader client.Reader
+	// Quota decides whether a Challenge may be installed.
+	Quota *Quota
+	// Settings are enforced on every instance.
+	Settings Settings
+}
 
 // Translate implements values.Translator of helm-operator-plugins.
-func (Translator) Translate(_ context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {
+func (t Translator) Translate(ctx context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {
 	var c ctfv1alpha1.Challenge
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
 		return nil, fmt.Errorf("decoding Challenge %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	return ForChallenge(&c)
+	var tmpl *ctfv1alpha1.ChallengeTemplate
+	if c.Spec.Template != "" {
+		tmpl = &ctfv1alpha1.ChallengeTemplate{}
+		err := t.Reader.Get(ctx, client.ObjectKey{Name: c.Spec.Template}, tmpl)
+		if apierrors.IsNotFound(err) {
+			return nil, lifecycle.Errorf(lifecycle.ReasonTemplateNotFound, "ChallengeTemplate %q does not exist", c.Spec.Template)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading ChallengeTemplate %q: %w", c.Spec.Template, err)
+		}
+	}
+	if t.Quota != nil && !installed(u) {
+		if err := t.Quota.Check(ctx, &c, tmpl); err != nil {
+			return nil, err
+		}
+	}
+	vals, err := Compose(&c, tmpl, t.Settings)
+	if err != nil || tmpl == nil || tmpl.Spec.Flag == nil {
+		return vals, err
+	}
+	value, err := flag.Resolve(ctx, t.SecretReader, tmpl, c.Spec.Participant)
+	if err != nil {
+		return nil, err
+	}
+	vals["flag"].(map[string]any)["value"] = value
+	return vals, nil
 }
 
-// ForChallenge returns the chart values for c, without the chart defaults.
+// installed reports whether the Challenge's release is deployed: quotas
+// decide admission, never take down a running instance.
+func installed(u *unstructured.Unstructured) bool {
+	var st struct {
+		Status ctfv1alpha1.ChallengeStatus `json:"status"`
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st); err != nil {
+		return false
+	}
+	return st.Status.StartedAt != nil
+}
+
+// ForChallenge returns the chart values for a Challenge without a template.
 func ForChallenge(c *ctfv1alpha1.Challenge) (chartutil.Values, error) {
-	vals, err := userValues(c.Spec.Values)
+	return Compose(c, nil, Settings{})
+}
+
+// Compose returns the chart values for c, an instance of tmpl (nil when c has
+// no template), without the chart defaults. Precedence, lowest first: the
+// template's values, c's spec.values, the typed fields (c's over tmpl's),
+// the values the operator enforces.
+func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings) (chartutil.Values, error) {
+	user, err := userValues(c.Spec.Values)
 	if err != nil {
 		return nil, err
 	}
@@ -40,9 +109,34 @@ func ForChallenge(c *ctfv1alpha1.Challenge) (chartutil.Values, error) {
 	if err != nil {
 		return nil, err
 	}
+	vals := map[string]any{}
+	if tmpl != nil {
+		if err := checkAllowed(tmpl, user, typed); err != nil {
+			return nil, err
+		}
+		if err := checkLifetime(c, tmpl); err != nil {
+			return nil, err
+		}
+		if vals, err = userValues(tmpl.Spec.Values); err != nil {
+			return nil, fmt.Errorf("ChallengeTemplate %s: %w", tmpl.Name, err)
+		}
+		tmplTyped, err := typedValues(templateAsSpec(tmpl))
+		if err != nil {
+			return nil, err
+		}
+		merge(tmplTyped, typed)
+		typed = tmplTyped
+	}
+	merge(vals, user)
 	merge(vals, typed)
-	merge(vals, enforcedValues(c))
+	merge(vals, enforcedValues(c, tmpl, settings))
 	return vals, nil
+}
+
+// templateAsSpec views a template's typed fields as a Challenge's.
+func templateAsSpec(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1.ChallengeSpec {
+	t := &tmpl.Spec
+	return &ctfv1alpha1.ChallengeSpec{Image: t.Image, Ports: t.Ports, Env: t.Env, Resources: t.Resources, Expose: t.Expose}
 }
 
 // userValues decodes spec.values; a copy, so merging never touches the object.
@@ -73,12 +167,58 @@ func typedValues(spec *ctfv1alpha1.ChallengeSpec) (map[string]any, error) {
 	return toMap(typed)
 }
 
-// enforcedValues are the instance's identity, which no override may change.
-func enforcedValues(c *ctfv1alpha1.Challenge) map[string]any {
-	return map[string]any{
+// enforcedValues are what no override may change: the instance's identity,
+// its flag and its network boundaries.
+func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings) map[string]any {
+	out := map[string]any{
 		"participant": c.Spec.Participant,
 		"challenge":   c.Name,
 	}
+	netpol := map[string]any{}
+	if len(settings.InternalCIDRs) > 0 {
+		netpol["internalCIDRs"] = toAny(settings.InternalCIDRs)
+	}
+	if tmpl != nil {
+		out["challenge"] = tmpl.Name
+		if f := tmpl.Spec.Flag; f != nil {
+			out["flag"] = map[string]any{
+				"enabled": true, "secretName": FlagSecretName(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
+			}
+		}
+		if len(tmpl.Spec.Egress) > 0 {
+			rules, _ := toMap(struct {
+				R []ctfv1alpha1.EgressRule `json:"r"`
+			}{tmpl.Spec.Egress})
+			netpol["egress"] = rules["r"]
+		}
+	}
+	if len(netpol) > 0 {
+		out["networkPolicy"] = netpol
+	}
+	if settings.NamespacePerInstance {
+		out["namespacePerInstance"] = map[string]any{"enabled": true, "name": InstanceNamespace(c)}
+	}
+	return out
+}
+
+// FlagSecretName is the Secret holding an instance's flag, in the Challenge's namespace.
+func FlagSecretName(challenge string) string { return challenge + "-flag" }
+
+// InstanceNamespace is the namespace an instance runs in when each has its own.
+func InstanceNamespace(c *ctfv1alpha1.Challenge) string {
+	name := c.Namespace + "-" + c.Name
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-")
+	}
+	return name
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // toMap round-trips v through JSON so that the values hold only plain JSON types,

@@ -10,6 +10,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: challenge-operator
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 ctf.challenge-operator.io/instance: {{ .Release.Name }}
+ctf.challenge-operator.io/instance-namespace: {{ .Release.Namespace }}
 ctf.challenge-operator.io/participant: {{ required "participant is required" .Values.participant | quote }}
 ctf.challenge-operator.io/challenge: {{ default .Release.Name .Values.challenge | quote }}
 {{- end }}
@@ -17,4 +18,9 @@ ctf.challenge-operator.io/challenge: {{ default .Release.Name .Values.challenge 
 {{/* The Service type for an exposure type: an Ingress fronts a ClusterIP Service. */}}
 {{- define "challenge.serviceType" -}}
 {{- if eq .Values.expose.type "Ingress" }}ClusterIP{{ else }}{{ .Values.expose.type }}{{ end }}
+{{- end }}
+
+{{/* The namespace the instance's objects live in. */}}
+{{- define "challenge.namespace" -}}
+{{- if .Values.namespacePerInstance.enabled }}{{ required "namespacePerInstance.name is required" .Values.namespacePerInstance.name }}{{ else }}{{ .Release.Namespace }}{{ end }}
 {{- end }}

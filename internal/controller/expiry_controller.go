@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// ReasonExpired is the Event reason when an instance is deleted at expiry.
+const ReasonExpired = "Expired"
+
+// ExpiryReconciler deletes a Challenge when status.expiresAt passes. Each
+// Challenge carries its own timer (RequeueAfter), so nothing polls all of them;
+// a renewal moves expiresAt, which requeues it.
+type ExpiryReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Reconcile deletes the Challenge if it has expired, or waits until it does.
+func (r *ExpiryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ch := &ctfv1alpha1.Challenge{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ch.Status.ExpiresAt == nil || !ch.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	if left := ch.Status.ExpiresAt.Sub(now()); left > 0 {
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	// The UID precondition keeps a timer from deleting a re-created namesake.
+	err := r.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID}, client.PropagationPolicy("Foreground"))
+	if err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.Recorder.Eventf(ch, nil, corev1.EventTypeNormal, ReasonExpired, "Delete",
+		"the instance expired at %s and is being deleted", ch.Status.ExpiresAt.UTC().Format(time.RFC3339))
+	return ctrl.Result{}, nil
+}
+
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=delete
+
+// SetupWithManager watches Challenges.
+func (r *ExpiryReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("challenge-expiry").For(&ctfv1alpha1.Challenge{}).Complete(r)
+}

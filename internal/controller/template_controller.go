@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// TemplateField indexes Challenges by spec.template in the manager's cache.
+const TemplateField = "spec.template"
+
+// TemplateStatusReconciler keeps ChallengeTemplate.status.activeInstances true.
+type TemplateStatusReconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challengetemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challengetemplates/status,verbs=get;update;patch
+
+// Reconcile counts the template's Challenges that are not being deleted.
+func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	tmpl := &ctfv1alpha1.ChallengeTemplate{}
+	if err := r.Client.Get(ctx, req.NamespacedName, tmpl); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	var list ctfv1alpha1.ChallengeList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{TemplateField: tmpl.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	var active int32
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp.IsZero() {
+			active++
+		}
+	}
+	if tmpl.Status.ActiveInstances == active {
+		return ctrl.Result{}, nil
+	}
+	patch := client.MergeFrom(tmpl.DeepCopy())
+	tmpl.Status.ActiveInstances = active
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, tmpl, patch))
+}
+
+// SetupWithManager watches templates and the Challenges that use them.
+func (r *TemplateStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("challengetemplate-status").
+		For(&ctfv1alpha1.ChallengeTemplate{}).
+		Watches(&ctfv1alpha1.Challenge{}, handler.EnqueueRequestsFromMapFunc(templateOf)).
+		Complete(r)
+}
+
+func templateOf(_ context.Context, obj client.Object) []reconcile.Request {
+	ch, ok := obj.(*ctfv1alpha1.Challenge)
+	if !ok || ch.Spec.Template == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ch.Spec.Template}}}
+}

@@ -1,0 +1,61 @@
+// Package flag derives and resolves the flag of a challenge instance. A
+// dynamic flag is an HMAC, so a platform verifies a submission by recomputing
+// it from the same key, the template name and the participant.
+package flag
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// Derive returns format with its %s replaced by the first length hex
+// characters of HMAC-SHA256(key, challenge + "\x00" + participant). The NUL
+// separator keeps ("ab", "c") and ("a", "bc") apart.
+func Derive(key []byte, challenge, participant, format string, length int) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(challenge + "\x00" + participant))
+	digest := hex.EncodeToString(mac.Sum(nil))
+	if length > 0 && length < len(digest) {
+		digest = digest[:length]
+	}
+	return fmt.Sprintf(format, digest)
+}
+
+// Resolve returns the flag of participant's instance of tmpl, reading the
+// Secrets the template names with reader (uncached: flag keys are not kept
+// in the operator's cache).
+func Resolve(ctx context.Context, reader client.Reader, tmpl *ctfv1alpha1.ChallengeTemplate, participant string) (string, error) {
+	f := tmpl.Spec.Flag
+	switch {
+	case f.Static != nil:
+		value, err := secretValue(ctx, reader, f.Static)
+		return string(value), err
+	case f.Dynamic != nil:
+		key, err := secretValue(ctx, reader, &f.Dynamic.SecretKey)
+		if err != nil {
+			return "", err
+		}
+		return Derive(key, tmpl.Name, participant, f.Dynamic.Format, int(f.Dynamic.Length)), nil
+	}
+	return "", fmt.Errorf("ChallengeTemplate %s: flag has neither static nor dynamic", tmpl.Name)
+}
+
+func secretValue(ctx context.Context, reader client.Reader, ref *ctfv1alpha1.SecretKeyRef) ([]byte, error) {
+	var s corev1.Secret
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &s); err != nil {
+		return nil, fmt.Errorf("reading flag Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	v, ok := s.Data[ref.Key]
+	if !ok || len(v) == 0 {
+		return nil, fmt.Errorf("flag Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
+	}
+	return v, nil
+}

@@ -1,0 +1,53 @@
+package lifecycle
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// ConditionRenewed says whether the last spec.renewedAt was accepted.
+const ConditionRenewed = "Renewed"
+
+// Reasons of the Renewed condition.
+const (
+	ReasonRenewed             = "Renewed"
+	ReasonRenewalLimitReached = "RenewalLimitReached"
+)
+
+// applyExpiry accepts a new renewal within the limit and sets expiresAt: a
+// lifetime after the last accepted renewal, or after creation. A renewal
+// dated in the future counts from now, so nobody renews in advance.
+func applyExpiry(st *ctfv1alpha1.ChallengeStatus, o Observation, generation int64, now metav1.Time) {
+	if r := o.RenewedAt; r != nil && (st.RenewedAt == nil || r.After(st.RenewedAt.Time)) {
+		if o.MaxRenewals == nil || st.Renewals < *o.MaxRenewals {
+			at := *r
+			if at.After(now.Time) {
+				at = now
+			}
+			st.RenewedAt = &at
+			st.Renewals++
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+				Type: ConditionRenewed, Status: metav1.ConditionTrue, Reason: ReasonRenewed, ObservedGeneration: generation,
+				Message: fmt.Sprintf("renewal %d accepted at %s", st.Renewals, at.UTC().Format("2006-01-02T15:04:05Z")),
+			})
+		} else {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+				Type: ConditionRenewed, Status: metav1.ConditionFalse, Reason: ReasonRenewalLimitReached, ObservedGeneration: generation,
+				Message: fmt.Sprintf("renewal refused: the limit of %d renewals is reached", *o.MaxRenewals),
+			})
+		}
+	}
+	st.ExpiresAt = nil
+	if o.Lifetime > 0 {
+		base := o.Created
+		if st.RenewedAt != nil {
+			base = *st.RenewedAt
+		}
+		at := metav1.NewTime(base.Add(o.Lifetime))
+		st.ExpiresAt = &at
+	}
+}

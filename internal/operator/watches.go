@@ -1,0 +1,83 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/values"
+)
+
+// addIndexes lets Challenges be listed by template and by participant.
+func addIndexes(mgr ctrl.Manager) error {
+	indexer := mgr.GetFieldIndexer()
+	ctx := context.Background()
+	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, controller.TemplateField, func(o client.Object) []string {
+		return []string{o.(*ctfv1alpha1.Challenge).Spec.Template}
+	}); err != nil {
+		return fmt.Errorf("indexing Challenges by template: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, values.ParticipantField, func(o client.Object) []string {
+		return []string{o.(*ctfv1alpha1.Challenge).Spec.Participant}
+	}); err != nil {
+		return fmt.Errorf("indexing Challenges by participant: %w", err)
+	}
+	return nil
+}
+
+// extraWatches make the Helm reconciler retry what its own watches cannot
+// see: a Challenge waiting for a template when the template appears or
+// changes, and a Challenge refused by quota when another instance of the
+// participant goes away.
+func extraWatches(mgr ctrl.Manager) reconciler.ControllerSetupFunc {
+	cl := mgr.GetClient()
+	return func(c reconciler.ControllerSetup) error {
+		byTemplate := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate) []reconcile.Request {
+			return challengeRequests(ctx, cl, client.MatchingFields{controller.TemplateField: t.Name}, false)
+		})
+		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.ChallengeTemplate{}, byTemplate)); err != nil {
+			return err
+		}
+		siblings := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, ch *ctfv1alpha1.Challenge) []reconcile.Request {
+			return challengeRequests(ctx, cl, client.MatchingFields{values.ParticipantField: ch.Spec.Participant}, true)
+		})
+		leaving := predicate.TypedFuncs[*ctfv1alpha1.Challenge]{
+			CreateFunc:  func(event.TypedCreateEvent[*ctfv1alpha1.Challenge]) bool { return false },
+			GenericFunc: func(event.TypedGenericEvent[*ctfv1alpha1.Challenge]) bool { return false },
+			UpdateFunc: func(e event.TypedUpdateEvent[*ctfv1alpha1.Challenge]) bool {
+				return e.ObjectOld.DeletionTimestamp.IsZero() && !e.ObjectNew.DeletionTimestamp.IsZero()
+			},
+		}
+		return c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, siblings, leaving))
+	}
+}
+
+// challengeRequests lists Challenges matching sel; notInstalled keeps only
+// those whose release is not installed yet.
+func challengeRequests(ctx context.Context, cl client.Reader, sel client.MatchingFields, notInstalled bool) []reconcile.Request {
+	var list ctfv1alpha1.ChallengeList
+	if err := cl.List(ctx, &list, sel); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Challenges to requeue")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		ch := &list.Items[i]
+		if notInstalled && ch.Status.StartedAt != nil {
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ch)})
+	}
+	return out
+}

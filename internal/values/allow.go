@@ -1,0 +1,73 @@
+package values
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+)
+
+// checkAllowed refuses any value path a Challenge sets, through spec.values
+// or its typed fields, that its template does not list as overridable.
+func checkAllowed(tmpl *ctfv1alpha1.ChallengeTemplate, user, typed map[string]any) error {
+	var refused []string
+	for _, p := range append(leafPaths("", user), leafPaths("", typed)...) {
+		if !allowed(p, tmpl.Spec.OverridableValues) {
+			refused = append(refused, p)
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	sort.Strings(refused)
+	refused = slices.Compact(refused)
+	return lifecycle.Errorf(lifecycle.ReasonValueNotAllowed,
+		"ChallengeTemplate %s does not allow overriding %s (overridable: %s)",
+		tmpl.Name, strings.Join(refused, ", "), describeAllowed(tmpl.Spec.OverridableValues))
+}
+
+// leafPaths lists the dotted paths of the values set in m; lists are leaves.
+func leafPaths(prefix string, m map[string]any) []string {
+	var out []string
+	for k, v := range m {
+		p := k
+		if prefix != "" {
+			p = prefix + "." + k
+		}
+		if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
+			out = append(out, leafPaths(p, sub)...)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// allowed reports whether path is an allowlisted path or lies below one.
+func allowed(path string, allow []string) bool {
+	for _, a := range allow {
+		if path == a || strings.HasPrefix(path, a+".") {
+			return true
+		}
+	}
+	return false
+}
+
+func describeAllowed(allow []string) string {
+	if len(allow) == 0 {
+		return "none"
+	}
+	return strings.Join(allow, ", ")
+}
+
+// checkLifetime refuses a lifetime longer than the template's maximum.
+func checkLifetime(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) error {
+	lt := tmpl.Spec.Lifetime
+	if c.Spec.Lifetime == nil || lt == nil || lt.Max == nil || c.Spec.Lifetime.Duration <= lt.Max.Duration {
+		return nil
+	}
+	return lifecycle.Errorf(lifecycle.ReasonLifetimeTooLong, "spec.lifetime %s exceeds the maximum %s of ChallengeTemplate %s",
+		c.Spec.Lifetime.Duration, lt.Max.Duration, tmpl.Name)
+}
