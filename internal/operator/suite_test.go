@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -22,12 +23,16 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 const (
 	timeout  = 30 * time.Second
 	interval = 50 * time.Millisecond
 )
+
+// internalCIDRs are the test cluster's pod and service ranges and the metadata address.
+var internalCIDRs = []string{"10.244.0.0/16", "10.96.0.0/12", "169.254.169.254/32"}
 
 var (
 	k8s     client.Client
@@ -54,7 +59,9 @@ func run(m *testing.M) int {
 	defer cluster.Stop()
 	operatorLog, err := os.Create(filepath.Join(cluster.LogDir, "operator.log"))
 	must(err)
-	ctrl.SetLogger(zap.New(zap.WriteTo(operatorLog), zap.UseDevMode(true)))
+	logger := zap.New(zap.WriteTo(operatorLog), zap.UseDevMode(true))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
 	fmt.Fprintln(os.Stderr, "control plane and operator logs:", cluster.LogDir)
 
 	scheme := runtime.NewScheme()
@@ -67,7 +74,10 @@ func run(m *testing.M) int {
 		Cache:                  operator.CacheOptions(nil),
 	})
 	must(err)
-	must(operator.Setup(mgr, operator.Options{WatchesFile: watchesFile(root), MaxConcurrentReconciles: 4}))
+	must(operator.Setup(mgr, operator.Options{
+		WatchesFile: watchesFile(root), MaxConcurrentReconciles: 4,
+		Values: values.Settings{InternalCIDRs: internalCIDRs},
+	}))
 	k8s, err = client.New(cluster.Config, client.Options{Scheme: scheme})
 	must(err)
 

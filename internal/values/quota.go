@@ -41,7 +41,11 @@ func Admit(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, others
 	var ahead int32
 	for i := range others {
 		o := &others[i]
-		if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || o.Spec.Participant != c.Spec.Participant || !before(o, c) {
+		if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || o.Spec.Participant != c.Spec.Participant {
+			continue
+		}
+		// An installed instance always counts; the others queue in creation order.
+		if o.Status.StartedAt == nil && !before(o, c) {
 			continue
 		}
 		if c.Spec.Template != "" && o.Spec.Template == c.Spec.Template {

@@ -1,0 +1,346 @@
+package operator_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/flag"
+)
+
+// newTemplate creates a ChallengeTemplate, deleted when the test ends.
+func newTemplate(t *testing.T, name string, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) *ctfv1alpha1.ChallengeTemplate {
+	t.Helper()
+	tmpl := &ctfv1alpha1.ChallengeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{
+			Image: "registry.example/ctf/" + name + ":1",
+			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
+		},
+	}
+	if mutate != nil {
+		mutate(&tmpl.Spec)
+	}
+	NewWithT(t).Expect(k8s.Create(context.Background(), tmpl)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), tmpl) })
+	return tmpl
+}
+
+func fromTemplate(ns, name, participant, template string) *ctfv1alpha1.Challenge {
+	return &ctfv1alpha1.Challenge{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       ctfv1alpha1.ChallengeSpec{Participant: participant, Template: template},
+	}
+}
+
+func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	newTemplate(t, "tpl-prec", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Values = &apiextensionsv1.JSON{Raw: []byte(`{"podAnnotations": {"tier": "template", "who": "template"},
+			"image": "ignored.example/values-image:1", "resources": {"limits": {"memory": "300Mi"}}}`)}
+		s.OverridableValues = []string{"podAnnotations", "env"}
+	})
+
+	ch := fromTemplate(ns, "prec", "team-a", "tpl-prec")
+	ch.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"podAnnotations": {"who": "challenge"}}`)}
+	ch.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "2"}}
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	dep := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), dep)).To(Succeed())
+	pod := dep.Spec.Template
+	g.Expect(pod.Annotations).To(HaveKeyWithValue("tier", "template"), "template values over chart defaults")
+	g.Expect(pod.Annotations).To(HaveKeyWithValue("who", "challenge"), "Challenge spec.values over template values")
+	g.Expect(pod.Spec.Containers[0].Image).To(Equal("registry.example/ctf/tpl-prec:1"), "typed template fields over values")
+	g.Expect(pod.Spec.Containers[0].Resources.Limits.Memory().String()).To(Equal("300Mi"))
+	g.Expect(pod.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "LEVEL", Value: "2"}))
+	g.Expect(pod.Labels).To(HaveKeyWithValue("ctf.challenge-operator.io/challenge", "tpl-prec"))
+	g.Expect(pod.Labels).To(HaveKeyWithValue(participantLabel, "team-a"), "enforced values over everything")
+
+	refused := fromTemplate(ns, "refused", "team-b", "tpl-prec")
+	refused.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"replicas": 3, "podAnnotations": {"ok": "yes"}}`)}
+	refused.Spec.Image = "attacker.example/own-image:1"
+	g.Expect(k8s.Create(ctx, refused)).To(Succeed())
+	got := eventuallyPhase(t, refused, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("ValueNotAllowed"))
+	g.Expect(got.Status.Message).To(ContainSubstring("does not allow overriding image, replicas"))
+	g.Expect(got.Status.Message).NotTo(ContainSubstring("podAnnotations.ok"))
+	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(refused), &appsv1.Deployment{}))).To(BeTrue(), "nothing installed")
+
+	g.Eventually(func(g Gomega) {
+		tmpl := &ctfv1alpha1.ChallengeTemplate{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "tpl-prec"}, tmpl)).To(Succeed())
+		g.Expect(tmpl.Status.ActiveInstances).To(Equal(int32(2)))
+	}, timeout, interval).Should(Succeed())
+}
+
+func TestMissingTemplateHealsWhenItAppears(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	ch := fromTemplate(ns, "early", "team-c", "tpl-later")
+	g.Expect(k8s.Create(context.Background(), ch)).To(Succeed())
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("TemplateNotFound"))
+	g.Expect(got.Status.Message).To(ContainSubstring(`ChallengeTemplate "tpl-later" does not exist`))
+
+	newTemplate(t, "tpl-later", nil)
+	got = eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	g.Expect(got.Status.Endpoint.Port).To(Equal(int32(1337)))
+}
+
+func TestExpiryDeletesAndRenewalMovesIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	newTemplate(t, "tpl-short", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: 4 * time.Second}, MaxRenewals: ptr.To[int32](1)}
+	})
+	ch := fromTemplate(ns, "short", "team-d", "tpl-short")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	g.Expect(got.Status.ExpiresAt).NotTo(BeNil())
+	g.Expect(got.Status.ExpiresAt.Time).To(Equal(got.CreationTimestamp.Add(4 * time.Second)))
+
+	// Renew: expiry moves to a lifetime after the renewal.
+	renewedAt := metav1.NewTime(time.Now().Add(time.Second).Truncate(time.Second))
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.RenewedAt = &renewedAt
+	g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		g.Expect(got.Status.Renewals).To(Equal(int32(1)))
+		g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally(">", got.CreationTimestamp.Add(4*time.Second)))
+		g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("<=", renewedAt.Add(4*time.Second)))
+	}, timeout, interval).Should(Succeed())
+	movedTo := got.Status.ExpiresAt.Time
+
+	// A second renewal is beyond the template's limit.
+	later := metav1.NewTime(renewedAt.Add(time.Second))
+	patch = client.MergeFrom(got.DeepCopy())
+	got.Spec.RenewedAt = &later
+	g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, "Renewed")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal("RenewalLimitReached"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(got.Status.ExpiresAt.Time).To(Equal(movedTo), "a refused renewal does not move expiry")
+	g.Expect(got.Status.Renewals).To(Equal(int32(1)))
+
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}))
+	}, timeout, 20*time.Millisecond).Should(BeTrue())
+	gone := time.Now()
+	g.Expect(gone).To(BeTemporally(">=", movedTo), "not before expiry")
+	g.Expect(gone).To(BeTemporally("<", movedTo.Add(5*time.Second)), "within seconds of expiry")
+	expectEvents(t, ns, "short", "Expired", "Renewed", "RenewalLimitReached")
+}
+
+func TestQuotaAndDuplicateWithoutWebhook(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	newTemplate(t, "tpl-once", nil)
+	newTemplate(t, "tpl-capped", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.MaxInstancesPerParticipant = ptr.To[int32](1) })
+
+	first := fromTemplate(ns, "first", "team-q", "tpl-once")
+	g.Expect(k8s.Create(ctx, first)).To(Succeed())
+	eventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
+
+	dup := fromTemplate(ns, "dup", "team-q", "tpl-once")
+	g.Expect(k8s.Create(ctx, dup)).To(Succeed())
+	got := eventuallyPhase(t, dup, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("QuotaExceeded"))
+	g.Expect(got.Status.Message).To(ContainSubstring("already has an instance of tpl-once: " + ns + "/first"))
+
+	over := fromTemplate(ns, "over", "team-q", "tpl-capped")
+	g.Expect(k8s.Create(ctx, over)).To(Succeed())
+	got = eventuallyPhase(t, over, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("QuotaExceeded"))
+	g.Expect(got.Status.Message).To(ContainSubstring("the limit is 1"))
+	for _, name := range []string{"dup", "over"} {
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &appsv1.Deployment{}))).To(BeTrue(), "%s installed nothing", name)
+		g.Expect(releaseSecrets(ctx, g, ns, name)).To(BeEmpty(), "%s has no release", name)
+	}
+
+	// Another participant is not affected.
+	other := fromTemplate(ns, "other", "team-r", "tpl-once")
+	g.Expect(k8s.Create(ctx, other)).To(Succeed())
+	eventuallyPhase(t, other, ctfv1alpha1.PhaseRunning)
+
+	// When the first instance goes, the duplicate is admitted by itself.
+	g.Expect(k8s.Delete(ctx, first)).To(Succeed())
+	eventuallyPhase(t, dup, ctfv1alpha1.PhaseRunning)
+}
+
+func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	organiser := namespace(t)
+	key := []byte("hmac-key-for-tests-0123456789")
+	g.Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "flag-key", Namespace: organiser},
+		Data:       map[string][]byte{"key": key},
+	})).To(Succeed())
+	newTemplate(t, "tpl-flag", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flag = &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{
+			SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: organiser, Name: "flag-key", Key: "key"},
+			Format:    "CTF{%s}", Length: 24,
+		}}
+	})
+	newTemplate(t, "tpl-flag-env", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flag = &ctfv1alpha1.FlagSpec{
+			Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: organiser, Name: "flag-key", Key: "key"}, Format: "CTF{%s}", Length: 24},
+			Mount:   ctfv1alpha1.FlagMountEnv, EnvName: "FLAG",
+		}
+	})
+
+	flags := map[string]string{}
+	for _, p := range []string{"team-x", "team-y"} {
+		ch := fromTemplate(ns, "flag-"+p, p, "tpl-flag")
+		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+		got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+		g.Expect(got.Status.FlagSecretName).To(Equal("flag-" + p + "-flag"))
+		flags[p] = flagOf(t, ns, got.Status.FlagSecretName)
+		g.Expect(flags[p]).To(Equal(flag.Derive(key, "tpl-flag", p, "CTF{%s}", 24)), "a platform can recompute it")
+
+		dep := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), dep)).To(Succeed())
+		g.Expect(dep.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", got.Status.FlagSecretName)))
+		g.Expect(dep.Spec.Template.Spec.Containers[0].VolumeMounts).To(ContainElement(And(
+			HaveField("MountPath", "/flag/flag.txt"), HaveField("ReadOnly", true))))
+	}
+	g.Expect(flags["team-x"]).NotTo(Equal(flags["team-y"]), "flags differ per participant")
+
+	// Stable across reconciles: an upgrade leaves the flag as it was.
+	ch := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flag-team-x"}, ch)).To(Succeed())
+	patch := client.MergeFrom(ch.DeepCopy())
+	ch.Spec.Lifetime = &metav1.Duration{Duration: time.Hour}
+	g.Expect(k8s.Patch(ctx, ch, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), ch)).To(Succeed())
+		g.Expect(ch.Status.ObservedGeneration).To(Equal(ch.Generation))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(flagOf(t, ns, "flag-team-x-flag")).To(Equal(flags["team-x"]))
+
+	envCh := fromTemplate(ns, "flag-env", "team-z", "tpl-flag-env")
+	g.Expect(k8s.Create(ctx, envCh)).To(Succeed())
+	eventuallyPhase(t, envCh, ctfv1alpha1.PhaseRunning)
+	dep := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(envCh), dep)).To(Succeed())
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Env).To(ContainElement(And(
+		HaveField("Name", "FLAG"), HaveField("ValueFrom.SecretKeyRef.Key", "flag"))))
+
+	// The flag appears in no Challenge, Event or log line.
+	var list ctfv1alpha1.ChallengeList
+	g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var events eventsv1.EventList
+	g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+	crs, _ := json.Marshal(list)
+	evs, _ := json.Marshal(events)
+	logs, err := os.ReadFile(filepath.Join(cluster.LogDir, "operator.log"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for p, f := range flags {
+		digest := strings.TrimSuffix(strings.TrimPrefix(f, "CTF{"), "}")
+		g.Expect(string(crs)).NotTo(ContainSubstring(digest), "flag of %s in a Challenge", p)
+		g.Expect(string(evs)).NotTo(ContainSubstring(digest), "flag of %s in an Event", p)
+		g.Expect(string(logs)).NotTo(ContainSubstring(digest), "flag of %s in the operator's log", p)
+	}
+}
+
+func flagOf(t *testing.T, ns, secret string) string {
+	t.Helper()
+	s := &corev1.Secret{}
+	NewWithT(t).Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: secret}, s)).To(Succeed())
+	return string(s.Data["flag"])
+}
+
+func TestNetworkPolicyIsolatesInstances(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	newTemplate(t, "tpl-net", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Ports = []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}, {Name: "dns", Port: 5353, Protocol: ctfv1alpha1.ProtocolUDP}}
+		s.Egress = []ctfv1alpha1.EgressRule{{Name: "checker", CIDR: "203.0.113.0/24", Ports: []ctfv1alpha1.ChallengePort{{Name: "https", Port: 443}}}}
+	})
+	ch := fromTemplate(ns, "net", "team-n", "tpl-net")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	np := &networkingv1.NetworkPolicy{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), np)).To(Succeed())
+	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+	port := func(p int, proto *corev1.Protocol) networkingv1.NetworkPolicyPort {
+		return networkingv1.NetworkPolicyPort{Port: ptr.To(intstr.FromInt(p)), Protocol: proto}
+	}
+	g.Expect(np.Spec.PodSelector.MatchLabels).To(Equal(map[string]string{
+		"app.kubernetes.io/name": "challenge", "app.kubernetes.io/instance": "net"}))
+	g.Expect(np.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress))
+	g.Expect(np.Spec.Ingress).To(Equal([]networkingv1.NetworkPolicyIngressRule{{
+		Ports: []networkingv1.NetworkPolicyPort{port(1337, &tcp), port(5353, &udp)},
+		From: []networkingv1.NetworkPolicyPeer{
+			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: internalCIDRs}},
+			{NamespaceSelector: &metav1.LabelSelector{}, PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "ctf.challenge-operator.io/instance", Operator: metav1.LabelSelectorOpDoesNotExist}}}},
+		},
+	}}), "only the instance's ports, from outside the cluster or from pods that are not instances")
+	g.Expect(np.Spec.Egress).To(Equal([]networkingv1.NetworkPolicyEgressRule{
+		{
+			Ports: []networkingv1.NetworkPolicyPort{port(53, &udp), port(53, &tcp)},
+			To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{},
+				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}}}},
+		},
+		{
+			Ports: []networkingv1.NetworkPolicyPort{port(443, &tcp)},
+			To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "203.0.113.0/24"}}},
+		},
+	}), "DNS and the template's named egress, nothing else")
+}
+
+func TestPodsPassTheRestrictedProfile(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	nsObj := &corev1.Namespace{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
+	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	nsObj.Labels["pod-security.kubernetes.io/enforce-version"] = "latest"
+	g.Expect(k8s.Update(ctx, nsObj)).To(Succeed())
+
+	// The admission check is real: a pod that is not restricted is refused here.
+	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	err := k8s.Create(ctx, bad)
+	g.Expect(err).To(MatchError(ContainSubstring("violates PodSecurity")))
+
+	ch := newChallenge(ns, "strict", "team-s")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	pod := instancePod(t, ns, "strict")
+	g.Expect(pod.Spec.AutomountServiceAccountToken).To(Equal(ptr.To(false)))
+	g.Expect(pod.Spec.Containers[0].Resources.Limits).NotTo(BeEmpty())
+}
