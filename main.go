@@ -45,6 +45,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(int32Value{&o.operator.MaxInstancesPerParticipant}, "max-instances-per-participant", "Active instances one participant may have, unless the template says otherwise; 0 means no limit.")
 	fs.Var(cidrsValue{&o.operator.Values.InternalCIDRs}, "internal-cidrs", "Comma-separated pod, service and private ranges instances may not reach (the chart's defaults when empty).")
 	fs.BoolVar(&o.operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")
+	fs.BoolVar(&o.operator.Webhook, "enable-webhook", false, "Serve the validating webhook that refuses duplicate and over-quota Challenges at admission (needs a serving certificate).")
 	fs.DurationVar(&o.operator.UninstallTimeout, "uninstall-timeout", 2*time.Minute, "How long an uninstall waits for the instance's objects to be gone.")
 	o.zap.BindFlags(fs)
 }

@@ -27,7 +27,7 @@ func TestExpiryAndRenewal(t *testing.T) {
 	o.RenewedAt = &r1
 	applyExpiry(st, o, 2, at(20*time.Minute))
 	g.Expect(st.Renewals).To(Equal(int32(1)))
-	g.Expect(st.ExpiresAt.Time).To(Equal(created.Add(50 * time.Minute)), "a lifetime after the renewal")
+	g.Expect(st.ExpiresAt.Time).To(Equal(created.Add(50*time.Minute)), "a lifetime after the renewal")
 	applyExpiry(st, o, 2, at(21*time.Minute))
 	g.Expect(st.Renewals).To(Equal(int32(1)), "the same renewal counts once")
 

@@ -17,6 +17,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/internal/webhook"
 )
 
 // The kinds charts/challenge renders, and the release Secrets Helm stores.
@@ -41,6 +42,8 @@ type Options struct {
 	MaxInstancesPerParticipant int32
 	// Values are enforced on every instance.
 	Values values.Settings
+	// Webhook serves the validating admission webhook for Challenges.
+	Webhook bool
 }
 
 // Setup adds a Helm reconciler per watch, and the status controller, to mgr.
@@ -73,6 +76,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
+	quota := &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
+	if opts.Webhook {
+		if err := webhook.Setup(mgr, quota); err != nil {
+			return fmt.Errorf("setting up the webhook: %w", err)
+		}
+	}
 	wiring := reconcilerWiring{
 		client:  &controller.StatusClient{Client: mgr.GetClient(), Writer: writer},
 		actions: actions,
@@ -80,7 +89,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		translator: values.Translator{
 			Reader:       mgr.GetClient(),
 			SecretReader: mgr.GetAPIReader(),
-			Quota:        &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant},
+			Quota:        quota,
 			Settings:     opts.Values,
 		},
 		extraWatches: extraWatches(mgr),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,31 +24,6 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/flag"
 )
-
-// newTemplate creates a ChallengeTemplate, deleted when the test ends.
-func newTemplate(t *testing.T, name string, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) *ctfv1alpha1.ChallengeTemplate {
-	t.Helper()
-	tmpl := &ctfv1alpha1.ChallengeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: ctfv1alpha1.ChallengeTemplateSpec{
-			Image: "registry.example/ctf/" + name + ":1",
-			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
-		},
-	}
-	if mutate != nil {
-		mutate(&tmpl.Spec)
-	}
-	NewWithT(t).Expect(k8s.Create(context.Background(), tmpl)).To(Succeed())
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), tmpl) })
-	return tmpl
-}
-
-func fromTemplate(ns, name, participant, template string) *ctfv1alpha1.Challenge {
-	return &ctfv1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       ctfv1alpha1.ChallengeSpec{Participant: participant, Template: template},
-	}
-}
 
 func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
 	g := NewWithT(t)
@@ -262,7 +236,7 @@ func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
 	g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
 	crs, _ := json.Marshal(list)
 	evs, _ := json.Marshal(events)
-	logs, err := os.ReadFile(filepath.Join(cluster.LogDir, "operator.log"))
+	logs, err := os.ReadFile(h.LogFile)
 	g.Expect(err).NotTo(HaveOccurred())
 	for p, f := range flags {
 		digest := strings.TrimSuffix(strings.TrimPrefix(f, "CTF{"), "}")

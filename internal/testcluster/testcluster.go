@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,9 @@ type Options struct {
 	CRDDirectoryPaths []string
 	// LogDir receives one log file per component; a temporary directory when empty.
 	LogDir string
+	// ValidatingWebhooks are installed pointing at a local webhook server
+	// (see Cluster.Webhook for where to serve them).
+	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
 }
 
 // Cluster is a running local control plane.
@@ -46,6 +50,13 @@ type Cluster struct {
 
 	env      *envtest.Environment
 	children []*exec.Cmd
+}
+
+// Webhook returns where the installed webhooks expect the server: host,
+// port and the directory of its serving certificate.
+func (c *Cluster) Webhook() (host string, port int, certDir string) {
+	o := c.env.WebhookInstallOptions
+	return o.LocalServingHost, o.LocalServingPort, o.LocalServingCertDir
 }
 
 // Start brings the control plane up and waits until the fake node is Ready.
@@ -64,6 +75,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
 		ErrorIfCRDPathMissing: len(opts.CRDDirectoryPaths) > 0,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			ValidatingWebhooks: opts.ValidatingWebhooks,
+			LocalServingHost:   "127.0.0.1",
+		},
 	}
 	configureAPIServer(c.env)
 	if c.Config, err = c.env.Start(); err != nil {

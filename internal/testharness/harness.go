@@ -1,0 +1,198 @@
+// Package testharness runs the operator on the local control plane for
+// integration tests: one Harness per test package, started from TestMain.
+package testharness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/operator"
+	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+)
+
+// Polling of Eventually in integration tests.
+const (
+	Timeout  = 30 * time.Second
+	Interval = 50 * time.Millisecond
+)
+
+// Harness is a control plane with the operator running against it.
+type Harness struct {
+	Cluster *testcluster.Cluster
+	Client  client.Client
+	// LogFile is where the operator logs.
+	LogFile string
+
+	nsCount atomic.Int32
+}
+
+// Options configure the operator; WatchesFile is filled in.
+type Options struct {
+	Operator operator.Options
+	// ValidatingWebhooks are installed and served by the operator.
+	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+}
+
+// Run starts the cluster and the operator, runs the tests and stops both.
+// It is meant to be TestMain's body: os.Exit(testharness.Run(m, opts, &h, ready)),
+// where ready (may be nil) runs once h is set, before the tests.
+func Run(m *testing.M, opts Options, h **Harness, ready func()) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root := testcluster.RepoRoot()
+	cluster, err := testcluster.Start(ctx, testcluster.Options{
+		CRDDirectoryPaths:  []string{filepath.Join(root, "config", "crd", "bases")},
+		ValidatingWebhooks: opts.ValidatingWebhooks,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting control plane:", err)
+		return 1
+	}
+	defer cluster.Stop()
+	*h = &Harness{Cluster: cluster, LogFile: filepath.Join(cluster.LogDir, "operator.log")}
+	if err := (*h).startOperator(ctx, root, opts); err != nil {
+		fmt.Fprintln(os.Stderr, "starting operator:", err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "control plane and operator logs:", cluster.LogDir)
+	if ready != nil {
+		ready()
+	}
+	return m.Run()
+}
+
+func (h *Harness) startOperator(ctx context.Context, root string, opts Options) error {
+	logFile, err := os.Create(h.LogFile)
+	if err != nil {
+		return err
+	}
+	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	host, port, certDir := h.Cluster.Webhook()
+	mgr, err := ctrl.NewManager(h.Cluster.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  operator.CacheOptions(nil),
+		WebhookServer:          webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir}),
+	})
+	if err != nil {
+		return err
+	}
+	opts.Operator.WatchesFile, err = watchesFile(root)
+	if err != nil {
+		return err
+	}
+	opts.Operator.Webhook = len(opts.ValidatingWebhooks) > 0
+	if err := operator.Setup(mgr, opts.Operator); err != nil {
+		return err
+	}
+	if h.Client, err = client.New(h.Cluster.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return nil
+}
+
+// watchesFile is the project's watches.yaml with the chart path made
+// absolute, since tests run in their package directory.
+func watchesFile(root string) (string, error) {
+	f, err := os.CreateTemp("", "watches-*.yaml")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	_, err = fmt.Fprintf(f, "- group: ctf.challenge-operator.io\n  version: v1alpha1\n  kind: Challenge\n  chart: %s\n",
+		filepath.Join(root, "charts", "challenge"))
+	return f.Name(), err
+}
+
+// Namespace creates a namespace of the test's own, deleted when it ends.
+func (h *Harness) Namespace(t *testing.T, labels map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", h.nsCount.Add(1)), Labels: labels}}
+	NewWithT(t).Expect(h.Client.Create(context.Background(), ns)).To(Succeed())
+	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// EventuallyPhase waits until the Challenge reports phase and returns it.
+func (h *Harness) EventuallyPhase(t *testing.T, ch *ctfv1alpha1.Challenge, phase ctfv1alpha1.Phase) *ctfv1alpha1.Challenge {
+	t.Helper()
+	got := &ctfv1alpha1.Challenge{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(h.Client.Get(context.Background(), client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(phase), "reason %s: %s", got.Status.Reason, got.Status.Message)
+	}, Timeout, Interval).Should(Succeed())
+	return got
+}
+
+// NewChallenge returns a valid Challenge without a template.
+func NewChallenge(ns, name, participant string) *ctfv1alpha1.Challenge {
+	return &ctfv1alpha1.Challenge{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: ctfv1alpha1.ChallengeSpec{
+			Participant: participant,
+			Image:       "registry.example/ctf/web-intro:1.0",
+			Ports:       []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}},
+		},
+	}
+}
+
+// FromTemplate returns a Challenge instantiating a template.
+func FromTemplate(ns, name, participant, template string) *ctfv1alpha1.Challenge {
+	return &ctfv1alpha1.Challenge{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       ctfv1alpha1.ChallengeSpec{Participant: participant, Template: template},
+	}
+}
+
+// Template creates a ChallengeTemplate, deleted when the test ends.
+func (h *Harness) Template(t *testing.T, name string, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) *ctfv1alpha1.ChallengeTemplate {
+	t.Helper()
+	tmpl := &ctfv1alpha1.ChallengeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{
+			Image: "registry.example/ctf/" + name + ":1",
+			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
+		},
+	}
+	if mutate != nil {
+		mutate(&tmpl.Spec)
+	}
+	NewWithT(t).Expect(h.Client.Create(context.Background(), tmpl)).To(Succeed())
+	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), tmpl) })
+	return tmpl
+}

@@ -1,0 +1,80 @@
+// Package webhook refuses at admission what the operator would otherwise
+// refuse later with phase Error: duplicate and over-quota instances, values a
+// template does not allow, lifetimes over its maximum. It is optional: the
+// operator reaches the same verdicts without it.
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/values"
+)
+
+// ChallengeValidator validates new Challenges against their template and the quotas.
+type ChallengeValidator struct {
+	// Reader reads templates and Challenges (the manager's cache, with the participant index).
+	Reader client.Reader
+	// Quota is the same quota the operator applies.
+	Quota *values.Quota
+}
+
+// +kubebuilder:webhook:path=/validate-ctf-challenge-operator-io-v1alpha1-challenge,mutating=false,failurePolicy=fail,sideEffects=None,groups=ctf.challenge-operator.io,resources=challenges,verbs=create,versions=v1alpha1,name=vchallenge.ctf.challenge-operator.io,admissionReviewVersions=v1
+
+// ValidateCreate refuses a Challenge the operator would not install.
+func (v *ChallengeValidator) ValidateCreate(ctx context.Context, ch *ctfv1alpha1.Challenge) (admission.Warnings, error) {
+	var tmpl *ctfv1alpha1.ChallengeTemplate
+	if ch.Spec.Template != "" {
+		tmpl = &ctfv1alpha1.ChallengeTemplate{}
+		err := v.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl)
+		switch {
+		case apierrors.IsNotFound(err):
+			// Allowed: the Challenge waits in Error/TemplateNotFound until the template appears.
+			return admission.Warnings{fmt.Sprintf("ChallengeTemplate %q does not exist yet", ch.Spec.Template)}, nil
+		case err != nil:
+			return nil, err
+		}
+	}
+	if _, err := values.Compose(ch, tmpl, values.Settings{}); err != nil {
+		return nil, refusal(ch, err)
+	}
+	if err := v.Quota.Check(ctx, ch, tmpl); err != nil {
+		return nil, refusal(ch, err)
+	}
+	return nil, nil
+}
+
+// ValidateUpdate accepts every update: CEL rules in the schema guard updates.
+func (v *ChallengeValidator) ValidateUpdate(context.Context, *ctfv1alpha1.Challenge, *ctfv1alpha1.Challenge) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidateDelete accepts every deletion.
+func (v *ChallengeValidator) ValidateDelete(context.Context, *ctfv1alpha1.Challenge) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// refusal turns a spec error into a Forbidden admission error naming the reason.
+func refusal(ch *ctfv1alpha1.Challenge, err error) error {
+	var re *lifecycle.ReasonedError
+	if errors.As(err, &re) {
+		return apierrors.NewForbidden(ctfv1alpha1.GroupVersion.WithResource("challenges").GroupResource(), ch.Name, err)
+	}
+	return err
+}
+
+// Setup registers the validating webhook with the manager's webhook server.
+func Setup(mgr ctrl.Manager, quota *values.Quota) error {
+	return builder.WebhookManagedBy(mgr, &ctfv1alpha1.Challenge{}).
+		WithValidator(&ChallengeValidator{Reader: mgr.GetClient(), Quota: quota}).
+		Complete()
+}
