@@ -1,0 +1,99 @@
+package webhook_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/internal/values"
+)
+
+func TestWebhookRefusesDuplicateAndOverQuota(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := h.Namespace(t, map[string]string{webhookLabel: "on"})
+	h.Template(t, "wh-once", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.OverridableValues = []string{"env"} })
+
+	first := testharness.FromTemplate(ns, "first", "team-w", "wh-once")
+	g.Expect(h.Client.Create(ctx, first)).To(Succeed())
+	h.EventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
+
+	err := h.Client.Create(ctx, testharness.FromTemplate(ns, "dup", "team-w", "wh-once"))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("QuotaExceeded: participant team-w already has an instance of wh-once"))
+
+	// The operator-wide limit is 2: a second instance (another challenge) is fine, a third is not.
+	second := testharness.NewChallenge(ns, "second", "team-w")
+	g.Expect(h.Client.Create(ctx, second)).To(Succeed())
+	err = h.Client.Create(ctx, testharness.NewChallenge(ns, "third", "team-w"))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("the limit is 2"))
+
+	notAllowed := testharness.FromTemplate(ns, "values", "team-v", "wh-once")
+	notAllowed.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"replicas": 5}`)}
+	err = h.Client.Create(ctx, notAllowed)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("ValueNotAllowed"))
+	g.Expect(err.Error()).To(ContainSubstring("replicas"))
+
+	// A missing template is not refused: the Challenge waits for it.
+	g.Expect(h.Client.Create(ctx, testharness.FromTemplate(ns, "waits", "team-u", "wh-later"))).To(Succeed())
+}
+
+func TestWithoutWebhookTheOperatorRefusesInstead(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := h.Namespace(t, nil)
+	h.Template(t, "nowh-once", nil)
+	first := testharness.FromTemplate(ns, "first", "team-n", "nowh-once")
+	g.Expect(h.Client.Create(ctx, first)).To(Succeed())
+	h.EventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
+
+	dup := testharness.FromTemplate(ns, "dup", "team-n", "nowh-once")
+	g.Expect(h.Client.Create(ctx, dup)).To(Succeed(), "no webhook in this namespace")
+	got := h.EventuallyPhase(t, dup, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("QuotaExceeded"))
+	g.Expect(apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKey{Namespace: values.InstanceNamespace(dup), Name: "dup"}, &corev1.Namespace{}))).
+		To(BeTrue(), "nothing installed for the refused instance")
+}
+
+func TestNamespacePerInstance(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := h.Namespace(t, nil)
+	ch := testharness.NewChallenge(ns, "own", "team-o")
+	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	instanceNS := values.InstanceNamespace(ch)
+	g.Expect(got.Status.Endpoint.Host).To(Equal("own." + instanceNS + ".svc"))
+	nsObj := &corev1.Namespace{}
+	g.Expect(h.Client.Get(ctx, client.ObjectKey{Name: instanceNS}, nsObj)).To(Succeed())
+	g.Expect(nsObj.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
+	g.Expect(nsObj.Labels).To(HaveKeyWithValue("ctf.challenge-operator.io/participant", "team-o"))
+	key := client.ObjectKey{Namespace: instanceNS, Name: "own"}
+	quota := &corev1.ResourceQuota{}
+	g.Expect(h.Client.Get(ctx, key, quota)).To(Succeed())
+	g.Expect(quota.Spec.Hard).To(HaveKey(corev1.ResourceName("pods")))
+	g.Expect(h.Client.Get(ctx, key, &corev1.LimitRange{})).To(Succeed())
+	dep := &appsv1.Deployment{}
+	g.Expect(h.Client.Get(ctx, key, dep)).To(Succeed())
+	g.Expect(dep.Status.AvailableReplicas).To(Equal(int32(1)))
+	g.Expect(dep.Spec.Template.Spec.AutomountServiceAccountToken).To(Equal(ptr.To(false)))
+
+	g.Expect(h.Client.Delete(ctx, ch)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}))
+	}, testharness.Timeout, testharness.Interval).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKey{Name: instanceNS}, &corev1.Namespace{}))).
+		To(BeTrue(), "the instance's namespace is gone with it")
+}
