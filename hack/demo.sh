@@ -42,8 +42,9 @@ start=$(date +%s%N)
 "$kubectl" wait --for=condition=Ready challenge --all -A --timeout=120s
 echo "Ready after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 "$kubectl" get challenges -A -o wide
-"$kubectl" get challenge -n default web-intro-team-blue -o jsonpath='{.status.phase} {.status.endpoint.address} {.status.endpoint.url}{"\n"}'
-"$kubectl" get deploy,svc,networkpolicy,pods -n default -l ctf.challenge-operator.io/participant=team-blue
+"$kubectl" get challenges -n default -o jsonpath='{range .items[*]}{.metadata.name}: {.status.phase} {.status.endpoint.address} expires {.status.expiresAt} flag in Secret {.status.flagSecretName}{"\n"}{end}'
+"$kubectl" get challengetemplates
+"$kubectl" get deploy,svc,networkpolicy,pods -n default -l app.kubernetes.io/managed-by=challenge-operator
 
 if [[ "${KEEP:-0}" == "1" ]]; then
   step "left running: export KUBECONFIG=$KUBECONFIG; kubectl is $kubectl. Ctrl-C stops everything."
@@ -53,5 +54,5 @@ fi
 
 step "deleting the sample: the instance passes through Deleted and every object goes"
 "$kubectl" delete -k config/samples --wait=true --timeout=60s
-"$kubectl" get deploy,svc,networkpolicy,secrets -n default -l ctf.challenge-operator.io/participant=team-blue
+"$kubectl" get deploy,svc,networkpolicy,secrets -n default -l app.kubernetes.io/managed-by=challenge-operator
 step "done; stopping the operator and the control plane"

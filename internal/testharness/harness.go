@@ -69,10 +69,14 @@ func Run(m *testing.M, opts Options, h **Harness, ready func()) int {
 	}
 	defer cluster.Stop()
 	*h = &Harness{Cluster: cluster, LogFile: filepath.Join(cluster.LogDir, "operator.log")}
-	if err := (*h).startOperator(ctx, root, opts); err != nil {
+	stopped, err := (*h).startOperator(ctx, root, opts)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting operator:", err)
 		return 1
 	}
+	// Stop the operator before the control plane: an API server with open
+	// watches takes its full timeout to stop.
+	defer func() { cancel(); <-stopped }()
 	fmt.Fprintln(os.Stderr, "control plane and operator logs:", cluster.LogDir)
 	if ready != nil {
 		ready()
@@ -80,10 +84,10 @@ func Run(m *testing.M, opts Options, h **Harness, ready func()) int {
 	return m.Run()
 }
 
-func (h *Harness) startOperator(ctx context.Context, root string, opts Options) error {
+func (h *Harness) startOperator(ctx context.Context, root string, opts Options) (stopped <-chan struct{}, err error) {
 	logFile, err := os.Create(h.LogFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
 	ctrl.SetLogger(logger)
@@ -91,10 +95,10 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
+		return nil, err
 	}
 	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
-		return err
+		return nil, err
 	}
 	host, port, certDir := h.Cluster.Webhook()
 	mgr, err := ctrl.NewManager(h.Cluster.Config, ctrl.Options{
@@ -105,25 +109,27 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir}),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opts.Operator.WatchesFile, err = watchesFile(root)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opts.Operator.Webhook = len(opts.ValidatingWebhooks) > 0
 	if err := operator.Setup(mgr, opts.Operator); err != nil {
-		return err
+		return nil, err
 	}
 	if h.Client, err = client.New(h.Cluster.Config, client.Options{Scheme: scheme}); err != nil {
-		return err
+		return nil, err
 	}
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
-	return nil
+	return done, nil
 }
 
 // watchesFile is the project's watches.yaml with the chart path made
