@@ -4,7 +4,11 @@
 
 CONTROLLER_TOOLS_VERSION ?= v0.20.0
 KUSTOMIZE_VERSION ?= v5.7.1
-IMG ?= ghcr.io/challenge-operator/challenge-operator:latest
+VERSION ?= 0.1.0
+IMG ?= ghcr.io/challenge-operator/challenge-operator:v$(VERSION)
+# Pinned so that `make bundle` reproduces byte for byte; bump it with VERSION.
+BUNDLE_CREATED_AT ?= 2026-11-22T00:00:00Z
+CHANNELS ?= stable,candidate
 
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
@@ -36,10 +40,10 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: manifests generate ## Fail if gofmt, go vet or regeneration would change anything.
+verify: manifests generate bundle ## Fail if gofmt, go vet or regeneration (code, manifests, bundle) would change anything.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
-	@test -z "$$(git status --porcelain -- config api)" || { echo "generated files are stale: run make generate manifests"; git status --porcelain -- config api; exit 1; }
+	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile)" || { echo "generated files are stale: run make generate manifests bundle"; git status --porcelain -- config api bundle bundle.Dockerfile; exit 1; }
 
 .PHONY: test-bins
 test-bins: ## Build the local control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok) into the cache.
@@ -64,6 +68,15 @@ bench: test-bins ## Run the benchmarks.
 	KUBEBUILDER_ASSETS="$(TEST_BINS)" go test -run '^$$' -bench . -benchmem ./...
 
 ##@ Build
+
+.PHONY: bundle
+bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle (bundle/, bundle.Dockerfile) for VERSION.
+	$(KUSTOMIZE) build config/manifests | go run ./hack/bundle-gen --version=$(VERSION) --image=$(IMG) \
+		--created-at=$(BUNDLE_CREATED_AT) --channels=$(CHANNELS)
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image (needs a Docker engine).
+	docker build -f bundle.Dockerfile -t $(subst challenge-operator:,challenge-operator-bundle:,$(IMG)) .
 
 .PHONY: build
 build: ## Build the manager binary.

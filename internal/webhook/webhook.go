@@ -28,7 +28,7 @@ type ChallengeValidator struct {
 	Quota *values.Quota
 }
 
-// +kubebuilder:webhook:path=/validate-ctf-challenge-operator-io-v1alpha1-challenge,mutating=false,failurePolicy=fail,sideEffects=None,groups=ctf.challenge-operator.io,resources=challenges,verbs=create,versions=v1alpha1,name=vchallenge.ctf.challenge-operator.io,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-ctf-challenge-operator-io-v1alpha1-challenge,mutating=false,failurePolicy=ignore,timeoutSeconds=5,sideEffects=None,groups=ctf.challenge-operator.io,resources=challenges,verbs=create,versions=v1alpha1,name=vchallenge.ctf.challenge-operator.io,admissionReviewVersions=v1
 
 // ValidateCreate refuses a Challenge the operator would not install.
 func (v *ChallengeValidator) ValidateCreate(ctx context.Context, ch *ctfv1alpha1.Challenge) (admission.Warnings, error) {

@@ -1,0 +1,108 @@
+package bundle
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/operator-framework/api/pkg/manifests"
+	"github.com/operator-framework/api/pkg/validation"
+	"github.com/operator-framework/api/pkg/validation/errors"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+)
+
+var root = testcluster.RepoRoot()
+
+// TestBundleValidates runs operator-framework's validators on the committed
+// bundle: the defaults, OperatorHub, good practices, standard capabilities
+// and categories. Not one error or warning is tolerated.
+func TestBundleValidates(t *testing.T) {
+	g := NewWithT(t)
+	b, err := manifests.GetBundleFromDir(filepath.Join(root, "bundle"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(b.CSV).NotTo(BeNil())
+	g.Expect(b.V1CRDs).To(HaveLen(2))
+
+	validators := validation.DefaultBundleValidators.WithValidators(
+		validation.OperatorHubV2Validator,
+		validation.GoodPracticesValidator,
+		validation.StandardCapabilitiesValidator,
+		validation.StandardCategoriesValidator,
+	)
+	objs := append(b.ObjectsToValidate(), map[string]string{"k8s-version": "1.35"})
+	var problems []errors.Error
+	for _, res := range validators.Validate(objs...) {
+		problems = append(problems, res.Errors...)
+		problems = append(problems, res.Warnings...)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Level, p.Error())
+	}
+	g.Expect(problems).To(BeEmpty())
+}
+
+// TestBundleIsGeneratedAndReproducible rebuilds the bundle from config/manifests
+// twice and compares both with the committed files.
+func TestBundleIsGeneratedAndReproducible(t *testing.T) {
+	g := NewWithT(t)
+	build := func() map[string][]byte {
+		res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "manifests"))
+		g.Expect(err).NotTo(HaveOccurred())
+		data, err := res.AsYaml()
+		g.Expect(err).NotTo(HaveOccurred())
+		files, err := Generate(bytes.NewReader(data), Options{
+			Version: "0.1.0", Image: "ghcr.io/challenge-operator/challenge-operator:v0.1.0",
+			CreatedAt: "2026-11-22T00:00:00Z", Channels: []string{"stable", "candidate"},
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		return files
+	}
+	first, second := build(), build()
+	g.Expect(second).To(Equal(first))
+	for path, data := range first {
+		onDisk := filepath.Join(root, "bundle", path)
+		if path == "bundle.Dockerfile" {
+			onDisk = filepath.Join(root, path)
+		}
+		committed, err := os.ReadFile(onDisk)
+		g.Expect(err).NotTo(HaveOccurred(), "%s is committed (make bundle)", path)
+		g.Expect(string(committed)).To(Equal(string(data)), "%s is up to date (make bundle)", path)
+	}
+}
+
+func TestCSVCarriesWhatOperatorHubShows(t *testing.T) {
+	g := NewWithT(t)
+	b, err := manifests.GetBundleFromDir(filepath.Join(root, "bundle"))
+	g.Expect(err).NotTo(HaveOccurred())
+	csv := b.CSV
+	g.Expect(csv.Name).To(Equal("challenge-operator.v0.1.0"))
+	var modes []string
+	for _, m := range csv.Spec.InstallModes {
+		if m.Supported {
+			modes = append(modes, string(m.Type))
+		}
+	}
+	g.Expect(modes).To(ContainElements("OwnNamespace", "SingleNamespace", "AllNamespaces"))
+	g.Expect(csv.Spec.MinKubeVersion).NotTo(BeEmpty())
+	g.Expect(csv.Annotations).To(HaveKey("alm-examples"))
+	g.Expect(csv.Spec.WebhookDefinitions).To(HaveLen(1))
+	g.Expect(csv.Spec.WebhookDefinitions[0].DeploymentName).To(Equal(csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Name))
+	var status []string
+	for _, crd := range csv.Spec.CustomResourceDefinitions.Owned {
+		if crd.Kind == "Challenge" {
+			for _, d := range crd.StatusDescriptors {
+				status = append(status, d.Path)
+			}
+		}
+	}
+	g.Expect(status).To(ContainElements("phase", "endpoint.address", "expiresAt"))
+	annotations, err := os.ReadFile(filepath.Join(root, "bundle", "metadata", "annotations.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(annotations)).To(ContainSubstring("operators.operatorframework.io.bundle.channels.v1: stable,candidate"))
+	g.Expect(string(annotations)).To(ContainSubstring("operators.operatorframework.io.bundle.channel.default.v1: stable"))
+}
