@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Builds the local control plane (kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, etcd, kwok) from Go modules into a cache that
+# kube-scheduler, kubectl, etcd, kwok) and OLM's olm operator from Go modules into a cache that
 # survives fresh clones. A stamp of the pinned versions makes a second run a
 # no-op. Prints the directory on stdout; progress goes to stderr.
 set -euo pipefail
 
 KUBE_VERSION=v1.35.4
 KWOK_VERSION=v0.8.0
+OLM_VERSION=v0.38.0
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 dest="${TEST_BINS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/challenge-operator/k8s-${KUBE_VERSION}}"
-stamp="$( (echo "$KUBE_VERSION $KWOK_VERSION"; cat "$here/tools/kube/go.sum" "$here/tools/etcd/go.sum") | sha256sum | cut -c1-16)"
+stamp="$( (echo "$KUBE_VERSION $KWOK_VERSION $OLM_VERSION"; cat "$here"/tools/*/go.sum) | sha256sum | cut -c1-16)"
 log() { echo "test-bins: $*" >&2; }
 
 build() {
@@ -28,6 +29,8 @@ build() {
   (cd "$here/tools/etcd" && go build -trimpath -ldflags "-s -w" -o "$dest/etcd" .)
   log "building kwok ${KWOK_VERSION}"
   GOBIN="$dest" GOFLAGS= go install "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}"
+  log "building olm ${OLM_VERSION}"
+  (cd "$here/tools/olm" && go build -trimpath -ldflags "-s -w" -o "$dest/olm" github.com/operator-framework/operator-lifecycle-manager/cmd/olm)
   echo "$stamp" > "$dest/.stamp"
   log "built in $(( $(date +%s) - start ))s into $dest"
 }

@@ -17,6 +17,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -32,6 +33,8 @@ const NodeName = "kwok-node-0"
 type Options struct {
 	// CRDDirectoryPaths are installed once the API server is up.
 	CRDDirectoryPaths []string
+	// CRDs are installed too.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// LogDir receives one log file per component; a temporary directory when empty.
 	LogDir string
 	// ValidatingWebhooks are installed pointing at a local webhook server
@@ -74,6 +77,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
+		CRDs:                  opts.CRDs,
 		ErrorIfCRDPathMissing: len(opts.CRDDirectoryPaths) > 0,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			ValidatingWebhooks: opts.ValidatingWebhooks,
@@ -147,6 +151,16 @@ func (c *Cluster) startChildren(assets string) error {
 	return nil
 }
 
+// StartBinary runs one more binary from the assets directory against the
+// cluster (KUBECONFIG is set), logging to LogDir; Stop ends it.
+func (c *Cluster) StartBinary(name string, args ...string) error {
+	assets, err := AssetsDir()
+	if err != nil {
+		return err
+	}
+	return c.startChild(filepath.Join(assets, name), args)
+}
+
 func (c *Cluster) startChild(path string, args []string) error {
 	name := filepath.Base(path)
 	logFile, err := os.Create(filepath.Join(c.LogDir, name+".log"))
@@ -155,7 +169,7 @@ func (c *Cluster) startChild(path string, args []string) error {
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(), "HOME="+c.LogDir) // kwok writes ~/.kwok
+	cmd.Env = append(os.Environ(), "HOME="+c.LogDir, "KUBECONFIG="+c.Kubeconfig) // kwok writes ~/.kwok
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}

@@ -1,0 +1,3 @@
+// Package olm holds the test that OLM itself installs the bundle on the local
+// control plane; it has no code of its own.
+package olm
