@@ -3,7 +3,6 @@
 # and the demo is built once into a cache that survives fresh clones.
 
 CONTROLLER_TOOLS_VERSION ?= v0.20.0
-KUSTOMIZE_VERSION ?= v5.7.1
 VERSION ?= 0.1.0
 IMG ?= ghcr.io/challenge-operator/challenge-operator:v$(VERSION)
 # Pinned so that `make bundle` reproduces byte for byte; bump it with VERSION.
@@ -12,7 +11,6 @@ CHANNELS ?= stable,candidate
 
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
-KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 TEST_BINS = $(shell hack/test-bins.sh)
 
 GO_TEST_FLAGS ?= -count=1
@@ -50,7 +48,8 @@ test-bins: ## Build the local control plane (kube-apiserver, etcd, controller-ma
 	@hack/test-bins.sh >/dev/null
 
 .PHONY: test
-test: verify test-bins ## Run every test against a real control plane, then a short fuzz smoke run.
+test: ## Verify, build the control plane (both at once), run every test against it, then a short fuzz smoke run.
+	$(MAKE) -j2 verify test-bins
 	KUBEBUILDER_ASSETS="$(TEST_BINS)" go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz FUZZTIME=5s
 
@@ -70,9 +69,8 @@ bench: test-bins ## Run the benchmarks.
 ##@ Build
 
 .PHONY: bundle
-bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle (bundle/, bundle.Dockerfile) for VERSION.
-	$(KUSTOMIZE) build config/manifests | go run ./hack/bundle-gen --version=$(VERSION) --image=$(IMG) \
-		--created-at=$(BUNDLE_CREATED_AT) --channels=$(CHANNELS)
+bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) for VERSION from config/manifests.
+	go run ./hack/bundle-gen --version=$(VERSION) --image=$(IMG) --created-at=$(BUNDLE_CREATED_AT) --channels=$(CHANNELS)
 
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image (needs a Docker engine).
@@ -87,8 +85,8 @@ run: manifests ## Run the operator against the current kubeconfig.
 	go run . --watches-file=watches.yaml
 
 .PHONY: demo
-demo: test-bins $(KUSTOMIZE) ## Start a local control plane, run the operator and a sample Challenge.
-	KUBEBUILDER_ASSETS="$(TEST_BINS)" KUSTOMIZE="$(KUSTOMIZE)" hack/demo.sh
+demo: ## Start a local control plane, run the operator and the samples (builds what it needs).
+	KUBEBUILDER_ASSETS="$$(hack/test-bins.sh --with-kubectl)" hack/demo.sh
 
 .PHONY: docker-build
 docker-build: ## Build the operator image (needs a Docker engine).
@@ -100,11 +98,6 @@ $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $@
-
-$(KUSTOMIZE):
-	@mkdir -p $(LOCALBIN)
-	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
-	mv $(LOCALBIN)/kustomize $@
 
 .PHONY: help
 help: ## Show this help.

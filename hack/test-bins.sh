@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the local control plane (kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, etcd, kwok) and OLM's olm operator from Go modules into a cache that
+# kube-scheduler, etcd, kwok; kubectl with --with-kubectl) and OLM's olm operator from Go modules into a cache that
 # survives fresh clones. A stamp of the pinned versions makes a second run a
 # no-op. Prints the directory on stdout; progress goes to stderr.
 set -euo pipefail
@@ -13,17 +13,21 @@ dest="${TEST_BINS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/challenge-operator/k8s-${
 stamp="$( (echo "$KUBE_VERSION $KWOK_VERSION $OLM_VERSION"; cat "$here"/tools/*/go.sum) | sha256sum | cut -c1-16)"
 log() { echo "test-bins: $*" >&2; }
 
-build() {
-  export CGO_ENABLED=0 GOFLAGS=-mod=mod
+build_kube() {
   local ldflags="-s -w" pkg
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $pkg.gitVersion=${KUBE_VERSION} -X $pkg.gitMajor=1 -X $pkg.gitMinor=35 -X $pkg.gitTreeState=clean"
   done
+  log "building $1 ${KUBE_VERSION} (a cold build takes several minutes)"
+  (cd "$here/tools/kube" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -tags=selinux,notest,grpcnotrace -ldflags "$ldflags" -o "$dest/$1" "k8s.io/kubernetes/cmd/$1")
+}
+
+build() {
+  export CGO_ENABLED=0 GOFLAGS=-mod=mod
   local start cmd
   start=$(date +%s)
-  for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-    log "building $cmd ${KUBE_VERSION} (a cold build takes several minutes)"
-    (cd "$here/tools/kube" && go build -trimpath -tags=selinux,notest,grpcnotrace -ldflags "$ldflags" -o "$dest/$cmd" "k8s.io/kubernetes/cmd/$cmd")
+  for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
+    build_kube "$cmd"
   done
   log "building etcd"
   (cd "$here/tools/etcd" && go build -trimpath -ldflags "-s -w" -o "$dest/etcd" .)
@@ -37,7 +41,12 @@ build() {
 
 mkdir -p "$dest"
 if [[ ! -f "$dest/.stamp" || "$(cat "$dest/.stamp")" != "$stamp" ]]; then
+  rm -f "$dest/kubectl"
   build
+fi
+# kubectl is for the demo and for people, not for the tests: built on request.
+if [[ "${1:-}" == "--with-kubectl" && ! -x "$dest/kubectl" ]]; then
+  build_kube kubectl
 fi
 
 # KWOK drives fake nodes and pods through stages that ship in its module:

@@ -1,5 +1,5 @@
-// Command bundle-gen writes the OLM bundle from `kustomize build config/manifests`
-// on stdin: bundle/manifests, bundle/metadata and bundle.Dockerfile.
+// Command bundle-gen writes the OLM bundle built from config/manifests (with
+// the kustomize library): bundle/manifests, bundle/metadata and bundle.Dockerfile.
 package main
 
 import (
@@ -19,10 +19,10 @@ func main() {
 	flag.StringVar(&opts.Image, "image", "", "Operator image.")
 	flag.StringVar(&opts.CreatedAt, "created-at", "", "CSV createdAt annotation.")
 	flag.StringVar(&channels, "channels", "stable,candidate", "Channels; the first is the default.")
-	flag.StringVar(&out, "dir", ".", "Repository root to write bundle/ and bundle.Dockerfile under.")
+	flag.StringVar(&out, "dir", ".", "Repository root: reads config/manifests, writes bundle/ and bundle.Dockerfile.")
 	flag.Parse()
 	opts.Channels = strings.Split(channels, ",")
-	files, err := bundle.Generate(os.Stdin, opts)
+	files, err := bundle.FromKustomization(filepath.Join(out, "config", "manifests"), opts)
 	if err == nil {
 		err = write(out, files)
 	}

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,6 +39,19 @@ type Options struct {
 	CreatedAt string
 	// Channels, the first of which is the default.
 	Channels []string
+}
+
+// FromKustomization builds the kustomization in dir and generates the bundle from it.
+func FromKustomization(dir string, opts Options) (map[string][]byte, error) {
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("building %s: %w", dir, err)
+	}
+	data, err := res.AsYaml()
+	if err != nil {
+		return nil, err
+	}
+	return Generate(bytes.NewReader(data), opts)
 }
 
 // Generate returns the bundle's files by path: manifests/*, metadata/annotations.yaml, and bundle.Dockerfile.

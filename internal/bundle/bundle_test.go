@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,8 +9,6 @@ import (
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
@@ -51,11 +48,7 @@ func TestBundleValidates(t *testing.T) {
 func TestBundleIsGeneratedAndReproducible(t *testing.T) {
 	g := NewWithT(t)
 	build := func() map[string][]byte {
-		res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "manifests"))
-		g.Expect(err).NotTo(HaveOccurred())
-		data, err := res.AsYaml()
-		g.Expect(err).NotTo(HaveOccurred())
-		files, err := Generate(bytes.NewReader(data), Options{
+		files, err := FromKustomization(filepath.Join(root, "config", "manifests"), Options{
 			Version: "0.1.0", Image: "ghcr.io/challenge-operator/challenge-operator:v0.1.0",
 			CreatedAt: "2026-11-22T00:00:00Z", Channels: []string{"stable", "candidate"},
 		})

@@ -84,17 +84,19 @@ func TestMissingTemplateHealsWhenItAppears(t *testing.T) {
 }
 
 func TestExpiryDeletesAndRenewalMovesIt(t *testing.T) {
+	// Long enough for the steps below on a loaded CI machine, short enough to wait for.
+	const lifetime = 10 * time.Second
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
 	newTemplate(t, "tpl-short", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
-		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: 4 * time.Second}, MaxRenewals: ptr.To[int32](1)}
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: lifetime}, MaxRenewals: ptr.To[int32](1)}
 	})
 	ch := fromTemplate(ns, "short", "team-d", "tpl-short")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Expect(got.Status.ExpiresAt).NotTo(BeNil())
-	g.Expect(got.Status.ExpiresAt.Time).To(Equal(got.CreationTimestamp.Add(4 * time.Second)))
+	g.Expect(got.Status.ExpiresAt.Time).To(Equal(got.CreationTimestamp.Add(lifetime)))
 
 	// Renew: expiry moves to a lifetime after the renewal.
 	renewedAt := metav1.NewTime(time.Now().Add(time.Second).Truncate(time.Second))
@@ -104,8 +106,8 @@ func TestExpiryDeletesAndRenewalMovesIt(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
 		g.Expect(got.Status.Renewals).To(Equal(int32(1)))
-		g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally(">", got.CreationTimestamp.Add(4*time.Second)))
-		g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("<=", renewedAt.Add(4*time.Second)))
+		g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally(">", got.CreationTimestamp.Add(lifetime)))
+		g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("<=", renewedAt.Add(lifetime)))
 	}, timeout, interval).Should(Succeed())
 	movedTo := got.Status.ExpiresAt.Time
 
