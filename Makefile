@@ -11,7 +11,6 @@ CHANNELS ?= stable,candidate
 
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
-# The control-plane binaries, built on first use (in a recipe: "$$(hack/test-bins.sh)").
 
 GO_TEST_FLAGS ?= -count=1
 SHELL := /usr/bin/env bash -o pipefail
