@@ -47,10 +47,9 @@ test-bins: ## Build the local control plane (kube-apiserver, etcd, controller-ma
 	@hack/test-bins.sh >/dev/null
 
 .PHONY: test
-test: ## Verify, build the control plane (both at once), run every test against it, then a short fuzz smoke run.
+test: ## Verify and build the control plane (both at once), then run every test (fuzz seeds included) against it.
 	$(MAKE) -j2 verify test-bins
 	KUBEBUILDER_ASSETS="$$(hack/test-bins.sh)" go test $(GO_TEST_FLAGS) ./...
-	$(MAKE) fuzz FUZZTIME=5s
 
 FUZZTIME ?= 30s
 .PHONY: fuzz
