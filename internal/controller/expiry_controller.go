@@ -21,8 +21,6 @@ const ReasonExpired = "Expired"
 type ExpiryReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
 }
 
 // Reconcile deletes the Challenge if it has expired, or waits until it does.
@@ -34,11 +32,7 @@ func (r *ExpiryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if ch.Status.ExpiresAt == nil || !ch.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	if left := ch.Status.ExpiresAt.Sub(now()); left > 0 {
+	if left := time.Until(ch.Status.ExpiresAt.Time); left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
 	// The UID precondition keeps a timer from deleting a re-created namesake.

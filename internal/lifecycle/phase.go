@@ -114,10 +114,10 @@ func PhaseFor(o Observation) Verdict {
 	if !meta.IsStatusConditionTrue(o.Conditions, ConditionDeployed) {
 		return Verdict{ctfv1alpha1.PhaseNone, ReasonNotInstalled, "the instance has not been installed yet"}
 	}
-	if failed := workloadsIn(o.Workloads, kstatus.FailedStatus); len(failed) > 0 {
+	if failed := workloadsWhere(o.Workloads, func(s kstatus.Status) bool { return s == kstatus.FailedStatus }); len(failed) > 0 {
 		return Verdict{ctfv1alpha1.PhaseError, ReasonWorkloadFailed, describe(failed)}
 	}
-	if notReady := workloadsNotIn(o.Workloads, kstatus.CurrentStatus); len(notReady) > 0 {
+	if notReady := workloadsWhere(o.Workloads, func(s kstatus.Status) bool { return s != kstatus.CurrentStatus }); len(notReady) > 0 {
 		// A pod that cannot start explains why; a ready workload does not
 		// need one (e.g. a broken new pod behind a serving old one).
 		if len(o.PodProblems) > 0 {
@@ -146,20 +146,11 @@ func OperationFor(generation, observedGeneration int64, conditions []metav1.Cond
 	}
 }
 
-func workloadsIn(ws []Workload, s kstatus.Status) []Workload {
+// workloadsWhere keeps the workloads whose readiness satisfies keep.
+func workloadsWhere(ws []Workload, keep func(kstatus.Status) bool) []Workload {
 	var out []Workload
 	for _, w := range ws {
-		if w.Status == s {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-func workloadsNotIn(ws []Workload, s kstatus.Status) []Workload {
-	var out []Workload
-	for _, w := range ws {
-		if w.Status != s {
+		if keep(w.Status) {
 			out = append(out, w)
 		}
 	}

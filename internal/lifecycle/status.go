@@ -45,6 +45,11 @@ func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observat
 	applyExpiry(st, o, observedGeneration, now)
 }
 
+// Installed reports whether the Challenge's release has ever been deployed
+// (startedAt is set then, once): quotas admit new instances, never take down
+// installed ones.
+func Installed(st *ctfv1alpha1.ChallengeStatus) bool { return st.StartedAt != nil }
+
 func readyCondition(v Verdict, generation int64) metav1.Condition {
 	c := metav1.Condition{
 		Type:               ConditionReady,

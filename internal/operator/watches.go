@@ -16,6 +16,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
@@ -74,7 +75,7 @@ func challengeRequests(ctx context.Context, cl client.Reader, sel client.Matchin
 	var out []reconcile.Request
 	for i := range list.Items {
 		ch := &list.Items[i]
-		if notInstalled && ch.Status.StartedAt != nil {
+		if notInstalled && lifecycle.Installed(&ch.Status) {
 			continue
 		}
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ch)})

@@ -45,7 +45,7 @@ func Admit(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, others
 			continue
 		}
 		// An installed instance always counts; the others queue in creation order.
-		if o.Status.StartedAt == nil && !before(o, c) {
+		if !lifecycle.Installed(&o.Status) && !before(o, c) {
 			continue
 		}
 		if c.Spec.Template != "" && o.Spec.Template == c.Spec.Template {

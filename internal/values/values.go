@@ -62,7 +62,7 @@ func (t Translator) Translate(ctx context.Context, u *unstructured.Unstructured)
 			return nil, fmt.Errorf("reading ChallengeTemplate %q: %w", c.Spec.Template, err)
 		}
 	}
-	if t.Quota != nil && !installed(u) {
+	if t.Quota != nil && !lifecycle.Installed(&c.Status) {
 		if err := t.Quota.Check(ctx, &c, tmpl); err != nil {
 			return nil, err
 		}
@@ -77,18 +77,6 @@ func (t Translator) Translate(ctx context.Context, u *unstructured.Unstructured)
 	}
 	vals["flag"].(map[string]any)["value"] = value
 	return vals, nil
-}
-
-// installed reports whether the Challenge's release is deployed: quotas
-// decide admission, never take down a running instance.
-func installed(u *unstructured.Unstructured) bool {
-	var st struct {
-		Status ctfv1alpha1.ChallengeStatus `json:"status"`
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st); err != nil {
-		return false
-	}
-	return st.Status.StartedAt != nil
 }
 
 // ForChallenge returns the chart values for a Challenge without a template.
