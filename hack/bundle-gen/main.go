@@ -1,5 +1,10 @@
 // Command bundle-gen writes the OLM bundle built from config/manifests (with
 // the kustomize library): bundle/manifests, bundle/metadata and bundle.Dockerfile.
+//
+// With --namespaced-rbac it writes config/namespaced/role.yaml instead: the
+// manager's ClusterRole (config/rbac/role.yaml, from the markers) split by
+// scope into a Role and a small ClusterRole, the way the bundle's
+// permissions and clusterPermissions are split. `make manifests` runs it.
 package main
 
 import (
@@ -15,12 +20,21 @@ import (
 func main() {
 	var opts bundle.Options
 	var channels, out string
+	var namespacedRBAC bool
 	flag.StringVar(&opts.Version, "version", "", "Operator version (semver).")
 	flag.StringVar(&opts.Image, "image", "", "Operator image.")
 	flag.StringVar(&opts.CreatedAt, "created-at", "", "CSV createdAt annotation.")
 	flag.StringVar(&channels, "channels", "stable,candidate", "Channels; the first is the default.")
-	flag.StringVar(&out, "dir", ".", "Repository root: reads config/manifests, writes bundle/ and bundle.Dockerfile.")
+	flag.StringVar(&out, "dir", ".", "Repository root: reads config/, writes bundle/ and bundle.Dockerfile (or config/namespaced/role.yaml).")
+	flag.BoolVar(&namespacedRBAC, "namespaced-rbac", false, "Write config/namespaced/role.yaml (the manager's role split by scope) instead of the bundle.")
 	flag.Parse()
+	if namespacedRBAC {
+		if err := writeNamespacedRBAC(out); err != nil {
+			fmt.Fprintln(os.Stderr, "bundle-gen:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	opts.Channels = strings.Split(channels, ",")
 	files, err := bundle.FromKustomization(filepath.Join(out, "config", "manifests"), opts)
 	if err == nil {
@@ -50,4 +64,14 @@ func write(root string, files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// writeNamespacedRBAC writes the Role and ClusterRole of config/namespaced.
+func writeNamespacedRBAC(root string) error {
+	config := filepath.Join(root, "config")
+	data, err := bundle.NamespacedRBAC(filepath.Join(config, "rbac", "role.yaml"), filepath.Join(config, "crd"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(config, "namespaced", "role.yaml"), data, 0o644)
 }

@@ -1,7 +1,11 @@
 // Package bundle builds the OLM bundle (registry+v1) from the kustomize
 // output of config/manifests: the ClusterServiceVersion gets its version,
 // install strategy, permissions, webhook and examples from the same objects
-// `kubectl apply -k config/default` would create.
+// `kubectl apply -k config/default` would create. The rights of the
+// manager's ClusterRole are split by scope (rbac.go): those on namespaced
+// kinds become permissions, which OLM grants in the namespaces of the install
+// mode, and only the cluster-scoped ones become clusterPermissions. The same
+// split writes the Role and ClusterRole of config/namespaced.
 package bundle
 
 import (
@@ -60,7 +64,7 @@ func Generate(manifests io.Reader, opts Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{opts: opts, files: map[string][]byte{}}
+	b := &builder{opts: opts, files: map[string][]byte{}, scopes: builtinScopes()}
 	for _, o := range objs {
 		if err := b.add(o); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
@@ -80,6 +84,7 @@ type builder struct {
 	roles    []rbacv1.Role
 	cluster  []rbacv1.ClusterRole
 	bindings map[string]string // role name -> service account
+	scopes   scopes            // built-in kinds and the CRDs of the build
 	webhooks []admissionregistrationv1.ValidatingWebhookConfiguration
 	examples []map[string]any
 }
@@ -94,6 +99,7 @@ func (b *builder) add(o *unstructured.Unstructured) error {
 		if err := convert(o, &crd); err != nil {
 			return err
 		}
+		b.scopes.addCRD(&crd)
 		return b.write(fmt.Sprintf("manifests/%s_%s.yaml", crd.Spec.Group, crd.Spec.Names.Plural), clean(o.Object))
 	case "Deployment":
 		var d appsv1.Deployment
@@ -201,22 +207,45 @@ func (b *builder) installStrategy() error {
 	spec := operatorsv1alpha1.StrategyDetailsDeployment{
 		DeploymentSpecs: []operatorsv1alpha1.StrategyDeploymentSpec{{Name: d.Name, Label: d.Labels, Spec: d.Spec}},
 	}
-	for _, r := range b.roles {
-		spec.Permissions = append(spec.Permissions, operatorsv1alpha1.StrategyDeploymentPermissions{
-			ServiceAccountName: b.bindings["Role/"+r.Name], Rules: r.Rules})
-	}
-	for _, r := range b.cluster {
-		spec.ClusterPermissions = append(spec.ClusterPermissions, operatorsv1alpha1.StrategyDeploymentPermissions{
-			ServiceAccountName: b.bindings["ClusterRole/"+r.Name], Rules: r.Rules})
-	}
-	for _, p := range append(spec.Permissions, spec.ClusterPermissions...) {
-		if p.ServiceAccountName == "" {
-			return fmt.Errorf("a Role or ClusterRole is bound to no ServiceAccount")
-		}
+	var err error
+	if spec.Permissions, spec.ClusterPermissions, err = b.permissions(); err != nil {
+		return err
 	}
 	b.csv.Spec.InstallStrategy = operatorsv1alpha1.NamedInstallStrategy{
 		StrategyName: operatorsv1alpha1.InstallStrategyNameDeployment, StrategySpec: spec}
 	return nil
+}
+
+// permissions turns the roles of the build into the CSV's permissions and
+// clusterPermissions. A ClusterRole's rights on namespaced kinds are
+// permissions too: OLM makes them Roles in each target namespace, or a
+// ClusterRole for AllNamespaces. Only what no Role can grant stays cluster-wide.
+func (b *builder) permissions() (namespaced, cluster []operatorsv1alpha1.StrategyDeploymentPermissions, err error) {
+	add := func(to *[]operatorsv1alpha1.StrategyDeploymentPermissions, account string, rules []rbacv1.PolicyRule) {
+		if len(rules) > 0 {
+			*to = append(*to, operatorsv1alpha1.StrategyDeploymentPermissions{ServiceAccountName: account, Rules: rules})
+		}
+	}
+	for _, r := range b.roles {
+		if err := b.scopes.checkNamespaced(r.Rules); err != nil {
+			return nil, nil, fmt.Errorf("Role %s: %w", r.Name, err)
+		}
+		add(&namespaced, b.bindings["Role/"+r.Name], r.Rules)
+	}
+	for _, r := range b.cluster {
+		ns, cl, err := b.scopes.split(r.Rules)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ClusterRole %s: %w", r.Name, err)
+		}
+		add(&namespaced, b.bindings["ClusterRole/"+r.Name], ns)
+		add(&cluster, b.bindings["ClusterRole/"+r.Name], cl)
+	}
+	for _, p := range append(namespaced, cluster...) {
+		if p.ServiceAccountName == "" {
+			return nil, nil, fmt.Errorf("a Role or ClusterRole is bound to no ServiceAccount")
+		}
+	}
+	return namespaced, cluster, nil
 }
 
 // webhookDefinitions hand the webhooks to OLM, which creates them with a

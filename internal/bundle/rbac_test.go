@@ -1,14 +1,18 @@
 package bundle
 
 import (
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"github.com/operator-framework/api/pkg/manifests"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -28,15 +32,29 @@ var everyFeature = map[string]any{
 	"networkPolicy":        map[string]any{"egress": []any{map[string]any{"name": "api", "cidr": "198.51.100.0/24"}}},
 }
 
-// renderedResources renders the chart with every feature on and returns the
-// resources (group/resource) of the objects it creates.
-func renderedResources(t *testing.T) []string {
+// withoutNamespacePerInstance is everyFeature as an install without
+// --namespace-per-instance renders it.
+func withoutNamespacePerInstance() map[string]any {
+	vals := maps.Clone(everyFeature)
+	vals["namespacePerInstance"] = map[string]any{"enabled": false}
+	return vals
+}
+
+// namespacePerInstanceKinds are what only --namespace-per-instance renders.
+var namespacePerInstanceKinds = []string{"limitranges", "namespaces", "resourcequotas"}
+
+// manage are the verbs of full control.
+var manage = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+
+// renderedResources renders the chart with vals and returns the resources
+// (group/resource) of the objects it creates.
+func renderedResources(t *testing.T, vals map[string]any) []string {
 	g := NewWithT(t)
 	chrt, err := loader.Load(filepath.Join(root, "charts", "challenge"))
 	g.Expect(err).NotTo(HaveOccurred())
-	vals, err := chartutil.ToRenderValues(chrt, everyFeature, chartutil.ReleaseOptions{Name: "web", Namespace: "ctf", IsInstall: true}, nil)
+	rv, err := chartutil.ToRenderValues(chrt, vals, chartutil.ReleaseOptions{Name: "web", Namespace: "ctf", IsInstall: true}, nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	out, err := engine.Render(chrt, vals)
+	out, err := engine.Render(chrt, rv)
 	g.Expect(err).NotTo(HaveOccurred())
 	set := map[string]bool{}
 	for name, doc := range out {
@@ -57,20 +75,22 @@ func renderedResources(t *testing.T) []string {
 	return sortedKeys(set)
 }
 
-// TestRoleCoversExactlyWhatTheChartRenders checks the generated ClusterRole:
-// full control of every kind the chart renders (plus Secrets, where Helm
-// stores releases), read-only access to what the status is computed from,
-// the operator's own API, events, and nothing else: no wildcard, no escalation.
-func TestRoleCoversExactlyWhatTheChartRenders(t *testing.T) {
+// readClusterRole reads a ClusterRole controller-gen wrote.
+func readClusterRole(t *testing.T, path ...string) rbacv1.ClusterRole {
 	g := NewWithT(t)
-	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
+	data, err := os.ReadFile(filepath.Join(append([]string{root}, path...)...))
 	g.Expect(err).NotTo(HaveOccurred())
 	var role rbacv1.ClusterRole
 	g.Expect(yaml.Unmarshal(data, &role)).To(Succeed())
+	return role
+}
 
-	manage := []string{"create", "delete", "get", "list", "patch", "update", "watch"}
-	managed, other := map[string]bool{}, map[string][]string{}
-	for _, rule := range role.Rules {
+// classify returns the group/resources rules grant full control of, and the
+// verbs of every other group/resource. It fails on wildcards and on the verbs
+// that let a subject grant itself more.
+func classify(g Gomega, rules []rbacv1.PolicyRule) (managed map[string]bool, other map[string][]string) {
+	managed, other = map[string]bool{}, map[string][]string{}
+	for _, rule := range rules {
 		for _, verb := range rule.Verbs {
 			g.Expect(verb).NotTo(BeElementOf("*", "escalate", "bind", "impersonate"), "rule %v", rule)
 		}
@@ -87,21 +107,179 @@ func TestRoleCoversExactlyWhatTheChartRenders(t *testing.T) {
 			}
 		}
 	}
-	want := append(renderedResources(t), "secrets") // Helm's release storage
+	return managed, other
+}
+
+// operatorOwnNeeds are the rights besides full control of the rendered kinds.
+var operatorOwnNeeds = map[string][]string{
+	"challenges.ctf.challenge-operator.io":                {"delete", "get", "list", "patch", "update", "watch"},
+	"challenges/status.ctf.challenge-operator.io":         {"get", "patch", "update"},
+	"challenges/finalizers.ctf.challenge-operator.io":     {"update"},
+	"challengetemplates.ctf.challenge-operator.io":        {"get", "list", "watch"},
+	"challengetemplates/status.ctf.challenge-operator.io": {"get", "patch", "update"},
+	"nodes":                {"get", "list", "watch"},
+	"pods":                 {"get", "list", "watch"},
+	"events":               {"create", "patch"},
+	"events.events.k8s.io": {"create", "patch"},
+}
+
+// TestRolesCoverExactlyWhatTheChartRenders checks the generated ClusterRoles:
+// together, manager-role and namespace-per-instance-role give full control of
+// every kind the chart renders with every feature on (plus Secrets, where Helm
+// stores releases), read-only access to what the status is computed from, the
+// operator's own API, events, and nothing else: no wildcard, no escalation.
+// manager-role alone holds no right on Namespaces, ResourceQuotas or
+// LimitRanges: only --namespace-per-instance renders them.
+func TestRolesCoverExactlyWhatTheChartRenders(t *testing.T) {
+	g := NewWithT(t)
+	manager := readClusterRole(t, "config", "rbac", "role.yaml")
+	perInstance := readClusterRole(t, "config", "namespace-per-instance", "role.yaml")
+	g.Expect(manager.Name).To(Equal("manager-role"))
+	g.Expect(perInstance.Name).To(Equal("namespace-per-instance-role"))
+
+	managed, other := classify(g, manager.Rules)
+	for _, kind := range namespacePerInstanceKinds {
+		g.Expect(managed).NotTo(HaveKey(kind), "manager-role has no right on %s", kind)
+		g.Expect(other).NotTo(HaveKey(kind), "manager-role has no right on %s", kind)
+	}
+	g.Expect(other).To(Equal(operatorOwnNeeds), "the operator's own needs, and nothing more")
+	g.Expect(sortedKeys(managed)).To(Equal(uniqueSorted(append(renderedResources(t, withoutNamespacePerInstance()), "secrets"))),
+		"manager-role: full control of exactly what the chart renders without a namespace per instance")
+
+	extraManaged, extraOther := classify(g, perInstance.Rules)
+	g.Expect(extraOther).To(BeEmpty())
+	g.Expect(sortedKeys(extraManaged)).To(Equal(namespacePerInstanceKinds), "namespace-per-instance-role: those kinds only")
+
+	want := append(renderedResources(t, everyFeature), "secrets") // Helm's release storage
 	g.Expect(want).To(ContainElements("deployments.apps", "services", "networkpolicies.networking.k8s.io",
 		"ingresses.networking.k8s.io", "serviceaccounts", "secrets", "namespaces", "resourcequotas", "limitranges"))
-	g.Expect(sortedKeys(managed)).To(Equal(uniqueSorted(want)), "full control of exactly the rendered kinds")
-	g.Expect(other).To(Equal(map[string][]string{
-		"challenges.ctf.challenge-operator.io":                {"delete", "get", "list", "patch", "update", "watch"},
-		"challenges/status.ctf.challenge-operator.io":         {"get", "patch", "update"},
-		"challenges/finalizers.ctf.challenge-operator.io":     {"update"},
+	maps.Copy(managed, extraManaged)
+	g.Expect(sortedKeys(managed)).To(Equal(uniqueSorted(want)), "together: full control of exactly the rendered kinds")
+}
+
+// TestEveryRBACMarkerIsGenerated reads the controller-gen invocations of
+// `make manifests`: each package with +kubebuilder:rbac markers must be read
+// by exactly one of them, or its rights would be missing (or granted twice,
+// the namespace-per-instance ones to every install).
+func TestEveryRBACMarkerIsGenerated(t *testing.T) {
+	g := NewWithT(t)
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	g.Expect(err).NotTo(HaveOccurred())
+	invocation := regexp.MustCompile(`\brbac:roleName=(\S+)\s.*\bpaths="([^"]+)"`)
+	paths := map[string][]string{} // role -> package patterns
+	for _, m := range invocation.FindAllStringSubmatch(string(makefile), -1) {
+		paths[m[1]] = strings.Split(m[2], ";")
+	}
+	g.Expect(paths).To(HaveKey("manager-role"))
+	g.Expect(paths).To(HaveKeyWithValue("namespace-per-instance-role", []string{"./internal/operator/nsperinstance"}))
+
+	marked := map[string]bool{} // packages with markers, as ./dir
+	g.Expect(filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() && rel != "." {
+			// Neither the tools in ./bin, hidden directories, nor nested modules (hack/tools) are the operator's.
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil || rel == "bin" || strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if regexp.MustCompile(`(?m)^\s*// *\+kubebuilder:rbac:`).Match(data) {
+			marked[packagePath(filepath.Dir(rel))] = true
+		}
+		return nil
+	})).To(Succeed())
+	g.Expect(marked).To(HaveKey("./internal/operator/nsperinstance"))
+	for pkg := range marked {
+		var readBy []string
+		for role, patterns := range paths {
+			for _, p := range patterns {
+				if p == pkg || (strings.HasSuffix(p, "/...") && (pkg == strings.TrimSuffix(p, "/...") ||
+					strings.HasPrefix(pkg, strings.TrimSuffix(p, "...")))) {
+					readBy = append(readBy, role)
+				}
+			}
+		}
+		g.Expect(readBy).To(HaveLen(1), "%s has +kubebuilder:rbac markers: one controller-gen rbac run of `make manifests` must read it", pkg)
+	}
+}
+
+// packagePath writes a directory relative to the root as a package pattern does: ./dir.
+func packagePath(dir string) string {
+	if dir == "." {
+		return "."
+	}
+	return "./" + filepath.ToSlash(dir)
+}
+
+// TestNamespacedRBACIsGenerated checks that config/namespaced/role.yaml is
+// what `make manifests` writes from config/rbac/role.yaml.
+func TestNamespacedRBACIsGenerated(t *testing.T) {
+	g := NewWithT(t)
+	want, err := NamespacedRBAC(filepath.Join(root, "config", "rbac", "role.yaml"), filepath.Join(root, "config", "crd"))
+	g.Expect(err).NotTo(HaveOccurred())
+	committed, err := os.ReadFile(filepath.Join(root, "config", "namespaced", "role.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(committed)).To(Equal(string(want)), "config/namespaced/role.yaml is up to date (make manifests)")
+}
+
+// TestCSVPermissionsAreScoped checks the bundle's install strategy: the
+// rights on the kinds the chart renders (without a namespace per instance)
+// are permissions, which OLM limits to the OperatorGroup's namespaces, and
+// clusterPermissions hold cluster-scoped resources only. The rights on
+// Namespaces are in neither.
+func TestCSVPermissionsAreScoped(t *testing.T) {
+	g := NewWithT(t)
+	b, err := manifests.GetBundleFromDir(filepath.Join(root, "bundle"))
+	g.Expect(err).NotTo(HaveOccurred())
+	s := builtinScopes()
+	for _, crd := range b.V1CRDs {
+		s.addCRD(crd)
+	}
+	spec := b.CSV.Spec.InstallStrategy.StrategySpec
+	g.Expect(spec.Permissions).NotTo(BeEmpty())
+	g.Expect(spec.ClusterPermissions).NotTo(BeEmpty())
+
+	var permitted []rbacv1.PolicyRule
+	for _, p := range spec.Permissions {
+		g.Expect(p.ServiceAccountName).To(Equal(spec.DeploymentSpecs[0].Spec.Template.Spec.ServiceAccountName))
+		permitted = append(permitted, p.Rules...)
+		_, cluster, err := s.split(p.Rules)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cluster).To(BeEmpty(), "permissions name namespaced resources only")
+	}
+	managed, other := classify(g, permitted)
+	g.Expect(sortedKeys(managed)).To(ContainElements(uniqueSorted(append(renderedResources(t, withoutNamespacePerInstance()), "secrets"))),
+		"permissions: full control of what the chart renders")
+	g.Expect(other).To(HaveKey("challenges.ctf.challenge-operator.io"))
+
+	var clusterWide []rbacv1.PolicyRule
+	for _, p := range spec.ClusterPermissions {
+		g.Expect(p.ServiceAccountName).To(Equal(spec.DeploymentSpecs[0].Spec.Template.Spec.ServiceAccountName))
+		ns, _, err := s.split(p.Rules)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ns).To(BeEmpty(), "clusterPermissions name no namespaced resource")
+		clusterWide = append(clusterWide, p.Rules...)
+	}
+	clusterManaged, clusterOther := classify(g, clusterWide)
+	g.Expect(clusterManaged).To(BeEmpty())
+	g.Expect(clusterOther).To(Equal(map[string][]string{
 		"challengetemplates.ctf.challenge-operator.io":        {"get", "list", "watch"},
 		"challengetemplates/status.ctf.challenge-operator.io": {"get", "patch", "update"},
-		"nodes":                {"get", "list", "watch"},
-		"pods":                 {"get", "list", "watch"},
-		"events":               {"create", "patch"},
-		"events.events.k8s.io": {"create", "patch"},
-	}), "the operator's own needs, and nothing more")
+		"nodes": {"get", "list", "watch"},
+	}))
+	for _, kind := range namespacePerInstanceKinds {
+		g.Expect(managed).NotTo(HaveKey(kind), "no rights on %s: namespace per instance is not in the bundle", kind)
+		g.Expect(other).NotTo(HaveKey(kind), "no rights on %s: namespace per instance is not in the bundle", kind)
+	}
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -1,0 +1,213 @@
+package bundle
+
+import (
+	"bytes"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// install is what `kubectl apply -k` of one install mode would create.
+type install struct {
+	objs    []*unstructured.Unstructured
+	manager appsv1.Deployment
+	scopes  scopes
+}
+
+// buildInstall builds the kustomization config/<mode> with the kustomize library.
+func buildInstall(t *testing.T, mode string) install {
+	g := NewWithT(t)
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", mode))
+	g.Expect(err).NotTo(HaveOccurred(), "config/%s builds", mode)
+	data, err := res.AsYaml()
+	g.Expect(err).NotTo(HaveOccurred())
+	objs, err := decode(bytes.NewReader(data))
+	g.Expect(err).NotTo(HaveOccurred())
+	in := install{objs: objs, scopes: builtinScopes()}
+	deployments := 0
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Deployment":
+			deployments++
+			g.Expect(convert(o, &in.manager)).To(Succeed())
+		case "CustomResourceDefinition":
+			var crd apiextensionsv1.CustomResourceDefinition
+			g.Expect(convert(o, &crd)).To(Succeed())
+			in.scopes.addCRD(&crd)
+		}
+	}
+	g.Expect(deployments).To(Equal(1), "config/%s has one Deployment, the manager", mode)
+	return in
+}
+
+// container returns the manager's container.
+func (in install) container() corev1.Container {
+	for _, c := range in.manager.Spec.Template.Spec.Containers {
+		if c.Name == "manager" {
+			return c
+		}
+	}
+	return corev1.Container{}
+}
+
+// watchNamespace returns where WATCH_NAMESPACE comes from: a field path of the pod.
+func (in install) watchNamespace() string {
+	for _, e := range in.container().Env {
+		if e.Name == "WATCH_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			return e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	return ""
+}
+
+// grants returns the rules bound to the manager's ServiceAccount, by where
+// they apply: "" for cluster-wide (a ClusterRoleBinding), else the namespace
+// of the RoleBinding. Every binding must refer to a role of the build.
+func (in install) grants(g Gomega) map[string][]rbacv1.PolicyRule {
+	roles := map[string][]rbacv1.PolicyRule{} // Kind/namespace/name -> rules
+	for _, o := range in.objs {
+		switch o.GetKind() {
+		case "Role":
+			var r rbacv1.Role
+			g.Expect(convert(o, &r)).To(Succeed())
+			roles["Role/"+r.Namespace+"/"+r.Name] = r.Rules
+		case "ClusterRole":
+			var r rbacv1.ClusterRole
+			g.Expect(convert(o, &r)).To(Succeed())
+			roles["ClusterRole//"+r.Name] = r.Rules
+		}
+	}
+	account := in.manager.Spec.Template.Spec.ServiceAccountName
+	out := map[string][]rbacv1.PolicyRule{}
+	for _, o := range in.objs {
+		if o.GetKind() != "RoleBinding" && o.GetKind() != "ClusterRoleBinding" {
+			continue
+		}
+		var b rbacv1.RoleBinding // same shape as a ClusterRoleBinding
+		g.Expect(convert(o, &b)).To(Succeed())
+		g.Expect(b.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: in.manager.Namespace}),
+			"%s %s binds the manager's ServiceAccount only", o.GetKind(), b.Name)
+		key := b.RoleRef.Kind + "/" + b.Namespace + "/" + b.RoleRef.Name
+		if b.RoleRef.Kind == "ClusterRole" {
+			key = "ClusterRole//" + b.RoleRef.Name
+		}
+		rules, ok := roles[key]
+		g.Expect(ok).To(BeTrue(), "%s %s refers to %s, which the build holds", o.GetKind(), b.Name, key)
+		where := b.Namespace // a RoleBinding limits even a ClusterRole's rules to its namespace
+		if o.GetKind() == "ClusterRoleBinding" {
+			where = ""
+		}
+		out[where] = append(out[where], rules...)
+	}
+	return out
+}
+
+// resources returns the group/resources rules name.
+func resources(rules []rbacv1.PolicyRule) []string {
+	var out []string
+	for _, rule := range rules {
+		for _, group := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				out = append(out, schema.GroupResource{Group: group, Resource: res}.String())
+			}
+		}
+	}
+	return uniqueSorted(out)
+}
+
+// TestInstallModesBuild builds each install mode with krusty and checks
+// which rights the manager gets where.
+func TestInstallModesBuild(t *testing.T) {
+	rendered := uniqueSorted(append(renderedResources(t, withoutNamespacePerInstance()), "secrets"))
+	clusterScoped := []string{"challengetemplates.ctf.challenge-operator.io",
+		"challengetemplates/status.ctf.challenge-operator.io", "nodes"}
+	const ns = "challenge-operator-system"
+
+	t.Run("default: all namespaces, no rights on Namespaces", func(t *testing.T) {
+		g := NewWithT(t)
+		in := buildInstall(t, "default")
+		grants := in.grants(g)
+		g.Expect(grants).To(HaveKey(""))
+		g.Expect(grants).To(HaveKey(ns), "leader election")
+		g.Expect(resources(grants[""])).To(ContainElements(rendered), "cluster-wide control of what the chart renders")
+		g.Expect(resources(grants[""])).To(ContainElements(clusterScoped))
+		g.Expect(resources(grants[""])).NotTo(ContainElement(BeElementOf(namespacePerInstanceKinds)))
+		g.Expect(resources(grants[ns])).NotTo(ContainElement(BeElementOf(namespacePerInstanceKinds)))
+		g.Expect(in.watchNamespace()).To(Equal("metadata.annotations['olm.targetNamespaces']"), "empty outside OLM: all namespaces")
+		g.Expect(in.container().Args).NotTo(ContainElement("--namespace-per-instance"))
+	})
+
+	t.Run("namespaced: a Role in the manager's namespace, cluster-scoped reads only cluster-wide", func(t *testing.T) {
+		g := NewWithT(t)
+		in := buildInstall(t, "namespaced")
+		grants := in.grants(g)
+		g.Expect(grants).To(HaveLen(2))
+		g.Expect(in.manager.Namespace).To(Equal(ns))
+		g.Expect(resources(grants[ns])).To(ContainElements(rendered), "control of what the chart renders, in its own namespace")
+		g.Expect(resources(grants[ns])).To(ContainElements("challenges.ctf.challenge-operator.io",
+			"challenges/status.ctf.challenge-operator.io", "pods", "events", "leases.coordination.k8s.io"))
+		g.Expect(resources(grants[""])).To(Equal(clusterScoped), "cluster-wide: what no Role can grant, nothing else")
+		for _, rules := range grants {
+			g.Expect(resources(rules)).NotTo(ContainElement(BeElementOf(namespacePerInstanceKinds)))
+		}
+		for _, o := range in.objs {
+			if o.GetKind() == "ClusterRole" {
+				var r rbacv1.ClusterRole
+				g.Expect(convert(o, &r)).To(Succeed())
+				namespaced, _, err := in.scopes.split(r.Rules)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(namespaced).To(BeEmpty(), "ClusterRole %s names no namespaced resource", r.Name)
+			}
+		}
+		g.Expect(in.watchNamespace()).To(Equal("metadata.namespace"), "WATCH_NAMESPACE is the manager's own namespace")
+		g.Expect(in.container().Args).NotTo(ContainElement("--namespace-per-instance"))
+	})
+
+	t.Run("namespace-per-instance: the flag and the rights it needs", func(t *testing.T) {
+		g := NewWithT(t)
+		in := buildInstall(t, "namespace-per-instance")
+		grants := in.grants(g)
+		g.Expect(resources(grants[""])).To(ContainElements(rendered))
+		g.Expect(resources(grants[""])).To(ContainElements(namespacePerInstanceKinds), "cluster-wide: Namespaces, their quota and limits")
+		managed, _ := classify(g, grants[""])
+		for _, kind := range namespacePerInstanceKinds {
+			g.Expect(managed).To(HaveKey(kind), "full control of %s", kind)
+		}
+		g.Expect(in.container().Args).To(ContainElement("--namespace-per-instance"))
+		g.Expect(in.watchNamespace()).To(Equal("metadata.annotations['olm.targetNamespaces']"))
+	})
+
+	t.Run("every mode installs the same operator", func(t *testing.T) {
+		g := NewWithT(t)
+		base := buildInstall(t, "default")
+		for _, mode := range []string{"namespaced", "namespace-per-instance"} {
+			in := buildInstall(t, mode)
+			g.Expect(in.manager.Namespace).To(Equal(base.manager.Namespace), mode)
+			g.Expect(in.manager.Name).To(Equal(base.manager.Name), mode)
+			g.Expect(in.container().Image).To(Equal(base.container().Image), mode)
+			g.Expect(namesOf(in.objs, "CustomResourceDefinition")).To(Equal(namesOf(base.objs, "CustomResourceDefinition")), mode)
+		}
+	})
+}
+
+// namesOf returns the sorted names of the objects of kind.
+func namesOf(objs []*unstructured.Unstructured, kind string) []string {
+	var out []string
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o.GetName())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
