@@ -64,8 +64,8 @@ test: ## Verify and build the control plane (both at once), then run every test 
 FUZZTIME ?= 30s
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME.
-	@for target in $$(grep -rhoE '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' internal | sed 's/^func //'); do \
-		pkg=$$(dirname $$(grep -rlE "^func $$target\(" --include='*_test.go' internal)); \
+	@for target in $$(grep -rhoE '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' internal api | sed 's/^func //'); do \
+		pkg=$$(dirname $$(grep -rlE "^func $$target\(" --include='*_test.go' internal api)); \
 		echo "fuzzing $$target in ./$$pkg for $(FUZZTIME)"; \
 		go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; \
 	done

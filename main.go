@@ -7,11 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
@@ -47,6 +49,16 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")
 	fs.BoolVar(&o.operator.Webhook, "enable-webhook", false, "Serve the validating webhook that refuses duplicate and over-quota Challenges at admission (needs a serving certificate).")
 	fs.DurationVar(&o.operator.UninstallTimeout, "uninstall-timeout", 2*time.Minute, "How long an uninstall waits for the instance's objects to be gone.")
+	// The security policy: what values may set and what a release may contain.
+	fs.Var(listValue{&o.operator.Values.IngressFromNamespaces}, "ingress-from-namespaces", "Comma-separated namespaces (an ingress controller's, the platform's) whose pods may connect to instances.")
+	fs.StringVar(&o.operator.Values.DNSNamespace, "dns-namespace", "kube-system", "Namespace of the cluster DNS (pods labelled k8s-app=kube-dns), the one in-cluster peer instances may reach.")
+	fs.Var(listValue{&o.operator.Values.FlagSecretNamespaces}, "flag-secret-namespaces", "Comma-separated namespaces templates may read flag Secrets from (default: the operator's own, from POD_NAMESPACE).")
+	fs.Var(listValue{&o.operator.Values.Keys.Allowed}, "allow-metadata-keys", "Comma-separated reserved label/annotation keys, or prefixes ending in '/', that values may set anyway (e.g. service.beta.kubernetes.io/).")
+	fs.StringVar(&o.operator.Limits.IngressDomain, "ingress-domain", "", "Domain whose subdomains Ingress hosts must be; empty refuses Ingress exposure.")
+	fs.Var(quantityValue{&o.operator.Limits.CPU}, "max-cpu", "Highest CPU limit of an instance's container, unless its template's policy says otherwise.")
+	fs.Var(quantityValue{&o.operator.Limits.Memory}, "max-memory", "Highest memory limit of an instance's container, unless its template's policy says otherwise.")
+	fs.BoolVar(&o.operator.Limits.AllowLoadBalancer, "allow-load-balancer", false, "Allow every instance a LoadBalancer Service (templates may allow it for their own).")
+	fs.Var(prefixesValue{&o.operator.Limits.AllowedCIDRs}, "allow-egress-cidrs", "Comma-separated internal ranges templates' egress rules may reach on purpose (e.g. a checker service).")
 	o.zap.BindFlags(fs)
 }
 
@@ -55,6 +67,9 @@ func main() {
 	opts.bind(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
+	if len(opts.operator.Values.FlagSecretNamespaces) == 0 && os.Getenv("POD_NAMESPACE") != "" {
+		opts.operator.Values.FlagSecretNamespaces = []string{os.Getenv("POD_NAMESPACE")}
+	}
 
 	if err := run(opts); err != nil {
 		ctrl.Log.Error(err, "challenge-operator failed")
@@ -133,6 +148,74 @@ func (v cidrsValue) Set(s string) error {
 			return err
 		}
 		*v.p = append(*v.p, c)
+	}
+	return nil
+}
+
+// listValue is a flag.Value for a comma-separated list of words.
+type listValue struct{ p *[]string }
+
+func (v listValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strings.Join(*v.p, ",")
+}
+
+func (v listValue) Set(s string) error {
+	*v.p = nil
+	for _, w := range strings.Split(s, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			*v.p = append(*v.p, w)
+		}
+	}
+	return nil
+}
+
+// quantityValue is a flag.Value for a resource quantity.
+type quantityValue struct{ p *resource.Quantity }
+
+func (v quantityValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.p.String()
+}
+
+func (v quantityValue) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err == nil {
+		*v.p = q
+	}
+	return err
+}
+
+// prefixesValue is a flag.Value for a comma-separated list of CIDRs.
+type prefixesValue struct{ p *[]netip.Prefix }
+
+func (v prefixesValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	out := make([]string, len(*v.p))
+	for i, p := range *v.p {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ",")
+}
+
+func (v prefixesValue) Set(s string) error {
+	var words []string
+	if err := (listValue{&words}).Set(s); err != nil {
+		return err
+	}
+	*v.p = nil
+	for _, w := range words {
+		p, err := netip.ParsePrefix(w)
+		if err != nil {
+			return err
+		}
+		*v.p = append(*v.p, p)
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ done
 "$kubectl" get nodes -o wide
 
 step "running the operator (log: $work/operator.log)"
-bin/manager --watches-file=watches.yaml --metrics-bind-address=127.0.0.1:18080 \
+bin/manager --watches-file=watches.yaml --flag-secret-namespaces=default --metrics-bind-address=127.0.0.1:18080 \
   --health-probe-bind-address=127.0.0.1:18081 >"$work/operator.log" 2>&1 &
 pids+=($!)
 

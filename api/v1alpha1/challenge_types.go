@@ -1,8 +1,6 @@
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -75,7 +73,9 @@ type EnvVar struct {
 	// +kubebuilder:validation:MaxLength=256
 	Name string `json:"name"`
 
-	// Value of the variable.
+	// Value of the variable: any text without control or line-break characters.
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^[^\p{Cc}\p{Zl}\p{Zp}]*$`
 	// +optional
 	Value string `json:"value,omitempty"`
 }
@@ -96,8 +96,14 @@ type Expose struct {
 
 	// IngressClassName selects the ingress controller (type Ingress only).
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	IngressClassName string `json:"ingressClassName,omitempty"`
+
+	// Annotations for the Service (e.g. a cloud load balancer's settings) and
+	// the Ingress. Reserved keys are refused unless the operator allows them.
+	// +optional
+	Annotations Metadata `json:"annotations,omitempty"`
 }
 
 // ChallengeSpec is what the platform asks for: one instance of a challenge for one participant.
@@ -109,13 +115,18 @@ type Expose struct {
 type ChallengeSpec struct {
 	// Template names the ChallengeTemplate this is an instance of; its
 	// settings apply unless this Challenge overrides them where allowed.
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.template is immutable"
 	// +optional
 	Template string `json:"template,omitempty"`
 
 	// RenewedAt extends the instance: it then expires a lifetime after this
-	// time. Set it to now to renew; the template caps how often.
+	// time. Set it to now to renew; the template caps how often. RFC 3339 in
+	// the form Go reads back, e.g. 2026-11-23T10:00:00Z.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	// +optional
 	RenewedAt *metav1.Time `json:"renewedAt,omitempty"`
 
@@ -130,7 +141,7 @@ type ChallengeSpec struct {
 	// Image is the challenge container image; required without a template.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="!self.contains(' ')",message="spec.image must not contain spaces"
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$`
 	// +optional
 	Image string `json:"image,omitempty"`
 
@@ -148,24 +159,25 @@ type ChallengeSpec struct {
 
 	// Resources of the challenge container; the chart's defaults apply when empty.
 	// +optional
-	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources *Resources `json:"resources,omitempty"`
 
 	// Expose says how participants reach the instance.
 	// +optional
 	Expose *Expose `json:"expose,omitempty"`
 
-	// Lifetime is how long the instance lives after it starts, e.g. "30m" or "2h".
+	// Lifetime is how long the instance lives after it starts, e.g. "30m" or
+	// "2h": from 1s to 30 days (720h).
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,9}(\.[0-9]{1,9})?(ms|s|m|h)){1,4}$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('720h')",message="must be between 1s and 720h (30 days)"
 	// +optional
 	Lifetime *metav1.Duration `json:"lifetime,omitempty"`
 
 	// Values are Helm values for charts/challenge that override the chart's
 	// defaults for this instance; typed fields above take precedence over them.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
 	// +optional
-	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+	Values *Values `json:"values,omitempty"`
 }
 
 // Endpoint is where a participant connects to one port of an instance.

@@ -1,8 +1,6 @@
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -18,12 +16,22 @@ const (
 )
 
 // SecretKeyRef points at one key of a Secret in a given namespace.
+// The operator reads it only from its own namespace or one it is told to allow.
 type SecretKeyRef struct {
 	// Namespace of the Secret; the organiser's, not the participants'.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace"`
 	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 	// Key in the Secret's data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	Key string `json:"key"`
 }
 
@@ -46,13 +54,17 @@ type FlagSpec struct {
 	// +optional
 	Mount FlagMount `json:"mount,omitempty"`
 
-	// Path of the flag file (mount File).
+	// Path of the flag file (mount File): absolute, without "." or ".."
+	// segments, not /tmp itself.
 	// +kubebuilder:default="/flag/flag.txt"
-	// +kubebuilder:validation:Pattern=`^/[^:]*[^/]$`
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^(/[A-Za-z0-9_][-A-Za-z0-9_.]*)+$`
+	// +kubebuilder:validation:XValidation:rule="self != '/tmp'",message="flag.path must not be /tmp, where the writable emptyDir is mounted"
 	// +optional
 	Path string `json:"path,omitempty"`
 
 	// EnvName is the variable holding the flag (mount Env).
+	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
 	// +optional
 	EnvName string `json:"envName,omitempty"`
@@ -62,9 +74,11 @@ type FlagSpec struct {
 type DynamicFlag struct {
 	// SecretKey holds the HMAC key; keep it out of participants' reach.
 	SecretKey SecretKeyRef `json:"secretKey"`
-	// Format is the flag with one %s where the derived hex digest goes.
+	// Format is the flag with one %s where the derived hex digest goes, and
+	// no other % and no control characters.
 	// +kubebuilder:default="flag{%s}"
-	// +kubebuilder:validation:XValidation:rule="self.indexOf('%s') >= 0 && self.indexOf('%s') == self.lastIndexOf('%s')",message="flag.dynamic.format must contain %s exactly once"
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^%\\\\p{Cc}\\\\p{Zl}\\\\p{Zp}]*%s[^%\\\\p{Cc}\\\\p{Zl}\\\\p{Zp}]*$')",message="flag.dynamic.format must contain %s exactly once, no other %, and no control characters"
 	// +optional
 	Format string `json:"format,omitempty"`
 	// Length is how many hex characters of the digest are used.
@@ -76,40 +90,59 @@ type DynamicFlag struct {
 }
 
 // LifetimePolicy bounds how long instances live and how often they are renewed.
+// Lifetimes are between 1s and 720h (30 days), so that every stored value decodes.
+// +kubebuilder:validation:XValidation:rule="!has(self.default) || !has(self.max) || duration(self.default) <= duration(self.max)",message="lifetime.default must not exceed lifetime.max"
 type LifetimePolicy struct {
 	// Default lifetime of an instance that does not set spec.lifetime.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,9}(\.[0-9]{1,9})?(ms|s|m|h)){1,4}$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('720h')",message="must be between 1s and 720h (30 days)"
 	// +optional
 	Default *metav1.Duration `json:"default,omitempty"`
 	// Max is the longest spec.lifetime an instance may ask for.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,9}(\.[0-9]{1,9})?(ms|s|m|h)){1,4}$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('720h')",message="must be between 1s and 720h (30 days)"
 	// +optional
 	Max *metav1.Duration `json:"max,omitempty"`
 	// MaxRenewals is how many times an instance may be renewed (spec.renewedAt).
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
 	// +optional
 	MaxRenewals *int32 `json:"maxRenewals,omitempty"`
 }
 
 // EgressRule allows instances to reach one named destination.
+// Internal ranges (--internal-cidrs) and the metadata address are refused
+// unless the operator allows them on purpose (--allow-egress-cidrs).
 type EgressRule struct {
 	// Name says what the destination is, e.g. "checker".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 	// CIDR of the destination.
-	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F:.]+/[0-9]+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="must be a CIDR such as 198.51.100.0/24"
 	CIDR string `json:"cidr"`
 	// Ports allowed; all when empty.
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	Ports []ChallengePort `json:"ports,omitempty"`
 }
 
 // ChallengeTemplateSpec is a catalogue entry: everything an instance of the
 // challenge needs, written once by the organiser.
+// +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",message="spec.ports names must be unique"
+// +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.port == p.port && q.protocol == p.protocol))",message="spec.ports must not repeat a port and protocol"
+// +kubebuilder:validation:XValidation:rule="!has(self.egress) || self.egress.all(e, self.egress.exists_one(f, f.name == e.name))",message="spec.egress names must be unique"
 type ChallengeTemplateSpec struct {
 	// Image is the challenge container image.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$`
 	Image string `json:"image"`
 
 	// Ports the challenge listens on; the first is the primary endpoint.
@@ -118,12 +151,17 @@ type ChallengeTemplateSpec struct {
 	Ports []ChallengePort `json:"ports"`
 
 	// Env is extra environment for the challenge container.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Env []EnvVar `json:"env,omitempty"`
 
 	// Resources of the challenge container.
 	// +optional
-	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources *Resources `json:"resources,omitempty"`
+
+	// Policy bounds what instances may use and how they may be reached.
+	// +optional
+	Policy *InstancePolicy `json:"policy,omitempty"`
 
 	// Expose says how participants reach instances.
 	// +optional
@@ -136,6 +174,7 @@ type ChallengeTemplateSpec struct {
 	// MaxInstancesPerParticipant caps one participant's active instances of
 	// any template; the operator-wide default applies when unset.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
 	// +optional
 	MaxInstancesPerParticipant *int32 `json:"maxInstancesPerParticipant,omitempty"`
 
@@ -144,21 +183,49 @@ type ChallengeTemplateSpec struct {
 	Flag *FlagSpec `json:"flag,omitempty"`
 
 	// Egress lists destinations instances may reach besides DNS.
+	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Egress []EgressRule `json:"egress,omitempty"`
 
 	// Values are Helm values for charts/challenge, above the chart's defaults
 	// and below everything a Challenge sets.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
 	// +optional
-	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+	Values *Values `json:"values,omitempty"`
 
 	// OverridableValues are the value paths (dotted, e.g. "env" or
 	// "resources.limits") a Challenge may set, through spec.values or its
 	// typed fields. Anything else is refused.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
-	OverridableValues []string `json:"overridableValues,omitempty"`
+	OverridableValues []ValuePath `json:"overridableValues,omitempty"`
+}
+
+// ValuePath is a dotted path of chart values, e.g. "resources.limits".
+// +kubebuilder:validation:MaxLength=128
+// +kubebuilder:validation:Pattern=`^[a-zA-Z][-a-zA-Z0-9_]*(\.[a-zA-Z][-a-zA-Z0-9_]*)*$`
+type ValuePath string
+
+// InstancePolicy is what the organiser allows instances of a template; the
+// operator's defaults (--max-cpu, --max-memory) apply where it is silent.
+type InstancePolicy struct {
+	// MaxCPU is the highest CPU limit an instance's container may have.
+	// +optional
+	MaxCPU *Quantity `json:"maxCPU,omitempty"`
+	// MaxMemory is the highest memory limit an instance's container may have.
+	// +optional
+	MaxMemory *Quantity `json:"maxMemory,omitempty"`
+	// MaxReplicas is how many pods an instance may run (1 when unset).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	// LoadBalancer allows instances to be exposed by a LoadBalancer Service.
+	// +optional
+	LoadBalancer bool `json:"loadBalancer,omitempty"`
+	// InternetEgress allows instances to reach the internet (everything
+	// outside the internal ranges and the metadata address).
+	// +optional
+	InternetEgress bool `json:"internetEgress,omitempty"`
 }
 
 // ChallengeTemplateStatus reports the template's use.
@@ -174,6 +241,7 @@ type ChallengeTemplateStatus struct {
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeInstances`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label (it is the value of the instances' challenge label)"
 type ChallengeTemplate struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -30,16 +30,38 @@ type ClientGetter struct {
 }
 
 // NewClientGetter returns a getter whose uninstalls wait (up to
-// uninstallTimeout) for the release's objects, dependents included, to be gone.
-func NewClientGetter(cfg helmclient.ActionConfigGetter, recorder events.EventRecorder, uninstallTimeout time.Duration) (*ClientGetter, error) {
-	inner, err := helmclient.NewActionClientGetter(cfg,
+// uninstallTimeout) for the release's objects, dependents included, to be
+// gone, and which never run chart hooks (install, upgrade, rollback,
+// uninstall): the chart has none, and a hook is the one thing Helm would apply
+// without post-rendering it, so no value can smuggle an object past the policy
+// gate as a hook.
+func NewClientGetter(cfg helmclient.ActionConfigGetter, recorder events.EventRecorder, uninstallTimeout time.Duration, opts ...helmclient.ActionClientGetterOption) (*ClientGetter, error) {
+	opts = append([]helmclient.ActionClientGetterOption{
 		helmclient.AppendUninstallOptions(func(u *action.Uninstall) error {
 			u.Wait = true
 			u.Timeout = uninstallTimeout
 			u.DeletionPropagation = "foreground"
+			u.DisableHooks = true
 			return nil
 		}),
-	)
+		helmclient.AppendInstallFailureUninstallOptions(func(u *action.Uninstall) error {
+			u.DisableHooks = true
+			return nil
+		}),
+		helmclient.AppendUpgradeFailureRollbackOptions(func(r *action.Rollback) error {
+			r.DisableHooks = true
+			return nil
+		}),
+		helmclient.AppendInstallOptions(func(i *action.Install) error {
+			i.DisableHooks = true
+			return nil
+		}),
+		helmclient.AppendUpgradeOptions(func(u *action.Upgrade) error {
+			u.DisableHooks = true
+			return nil
+		}),
+	}, opts...)
+	inner, err := helmclient.NewActionClientGetter(cfg, opts...)
 	if err != nil {
 		return nil, err
 	}

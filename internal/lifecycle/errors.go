@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Reasons for specs that retrying cannot fix, found before anything is installed.
@@ -12,6 +13,9 @@ const (
 	ReasonValueNotAllowed  = "ValueNotAllowed"
 	ReasonLifetimeTooLong  = "LifetimeTooLong"
 	ReasonQuotaExceeded    = "QuotaExceeded"
+	// ReasonPolicyViolation means what the instance would run breaks the
+	// operator's security policy; the message names the rule and the object.
+	ReasonPolicyViolation = "PolicyViolation"
 )
 
 // ReasonedError is an error with the CamelCase reason the phase should carry.
@@ -39,15 +43,22 @@ func IsReason(err error, reason string) bool {
 // that happens to start with a capitalised word is taken for one.
 var specReasons = map[string]bool{
 	ReasonTemplateNotFound: true, ReasonValueNotAllowed: true, ReasonLifetimeTooLong: true, ReasonQuotaExceeded: true,
+	ReasonPolicyViolation: true,
 }
 
 var reasonPrefix = regexp.MustCompile(`^([A-Z][A-Za-z]+): (?s)(.*)$`)
 
+// policyMarker is how the post-render gate's refusal reads once Helm and the
+// reconciler have wrapped it in their own words.
+const policyMarker = ReasonPolicyViolation + ": "
+
 // splitReason recovers a ReasonedError's reason from a condition message.
 func splitReason(message string) (reason, rest string, ok bool) {
-	m := reasonPrefix.FindStringSubmatch(message)
-	if m == nil || !specReasons[m[1]] {
-		return "", message, false
+	if m := reasonPrefix.FindStringSubmatch(message); m != nil && specReasons[m[1]] {
+		return m[1], m[2], true
 	}
-	return m[1], m[2], true
+	if i := strings.Index(message, policyMarker); i >= 0 {
+		return ReasonPolicyViolation, message[i+len(policyMarker):], true
+	}
+	return "", message, false
 }

@@ -4,28 +4,24 @@ package operator
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/hook"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 	"github.com/challenge-operator/challenge-operator/internal/webhook"
 )
-
-// The kinds charts/challenge renders, and the release Secrets Helm stores.
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;serviceaccounts;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;watch;create;update;patch;delete
-// Namespace per instance (optional): the namespace, its quota and default limits.
-// +kubebuilder:rbac:groups="",resources=namespaces;resourcequotas;limitranges,verbs=get;list;watch;create;update;patch;delete
 
 // Options configure the operator beside the manager's own options.
 type Options struct {
@@ -42,6 +38,10 @@ type Options struct {
 	MaxInstancesPerParticipant int32
 	// Values are enforced on every instance.
 	Values values.Settings
+	// Limits are the ceilings and allowances the post-render gate holds every
+	// release to, unless a template's policy says otherwise. Its network
+	// fields are taken from Values.
+	Limits policy.Limits
 	// Webhook serves the validating admission webhook for Challenges.
 	Webhook bool
 }
@@ -72,13 +72,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if uninstallTimeout == 0 {
 		uninstallTimeout = 2 * time.Minute
 	}
-	actions, err := action.NewClientGetter(actionConfig, recorder, uninstallTimeout)
+	gate := &gate{reader: mgr.GetClient(), limits: gateLimits(opts), keys: opts.Values.Keys, namespacePerInstance: opts.Values.NamespacePerInstance}
+	actions, err := action.NewClientGetter(actionConfig, recorder, uninstallTimeout, helmclient.AppendPostRenderers(gate.provider()))
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
 	quota := &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	if opts.Webhook {
-		if err := webhook.Setup(mgr, quota); err != nil {
+		if err := webhook.Setup(mgr, quota, opts.Values); err != nil {
 			return fmt.Errorf("setting up the webhook: %w", err)
 		}
 	}
@@ -151,4 +152,38 @@ func reconcilerOptions(w watches.Watch, opts Options, wiring reconcilerWiring) [
 		reconciler.WithActionClientGetter(wiring.actions),
 		reconciler.WithPreHook(wiring.preHook),
 	}
+}
+
+// Operator-wide ceilings when the options leave them out.
+var (
+	DefaultMaxCPU    = resource.MustParse("2")
+	DefaultMaxMemory = resource.MustParse("2Gi")
+)
+
+// gateLimits completes the gate's limits with defaults and with the network
+// boundaries the values enforce, so that the chart and the gate agree.
+func gateLimits(opts Options) policy.Limits {
+	l := opts.Limits
+	if l.CPU.IsZero() {
+		l.CPU = DefaultMaxCPU
+	}
+	if l.Memory.IsZero() {
+		l.Memory = DefaultMaxMemory
+	}
+	if l.MaxReplicas == 0 {
+		l.MaxReplicas = 1
+	}
+	cidrs := opts.Values.InternalCIDRs
+	if len(cidrs) == 0 {
+		cidrs = values.DefaultInternalCIDRs
+	}
+	l.InternalCIDRs = nil
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			l.InternalCIDRs = append(l.InternalCIDRs, p)
+		}
+	}
+	l.IngressFromNamespaces = opts.Values.IngressFromNamespaces
+	l.DNSNamespace = opts.Values.DNSNamespace
+	return l
 }

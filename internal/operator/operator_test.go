@@ -9,12 +9,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/testharness"
 )
 
 const participantLabel = "ctf.challenge-operator.io/participant"
@@ -58,12 +58,11 @@ func TestSpecValuesOverrideChartDefaults(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	ch := newChallenge(ns, "pwn", "team-2")
-	ch.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{
+	ch.Spec.Values = testharness.Values(`{
 		"podAnnotations": {"ctf.example/category": "pwn"},
 		"resources": {"limits": {"memory": "128Mi"}},
-		"image": "ignored.example/typed-field-wins:1",
-		"participant": "someone-else"
-	}`)}
+		"image": "ignored.example/typed-field-wins:1"
+	}`)
 	ch.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "MODE", Value: "hard"}}
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
@@ -130,15 +129,15 @@ func TestBadValuesGiveErrorAndFixingRecovers(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	ch := newChallenge(ns, "broken", "team-3")
-	ch.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"replicas": "two"}`)}
+	ch.Spec.Values = testharness.Values(`{"replicas": 3}`)
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
-	g.Expect(got.Status.Reason).To(Equal("InstallError"))
+	g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
 	g.Expect(got.Status.Message).To(ContainSubstring("replicas"))
 	g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, "Ready")).To(BeTrue())
 
-	got.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"replicas": 1}`)}
+	got.Spec.Values = testharness.Values(`{"replicas": 1}`)
 	g.Expect(k8s.Update(ctx, got)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 }

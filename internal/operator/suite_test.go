@@ -21,6 +21,9 @@ const (
 // internalCIDRs are the test cluster's pod and service ranges and the metadata address.
 var internalCIDRs = []string{"10.244.0.0/16", "10.96.0.0/12", "169.254.169.254/32"}
 
+// ingressNamespace is where the (imaginary) ingress controller runs: its pods may connect to instances.
+const ingressNamespace = "ingress-nginx"
+
 var (
 	h       *testharness.Harness
 	k8s     client.Client
@@ -31,7 +34,7 @@ var (
 func TestMain(m *testing.M) {
 	os.Exit(testharness.Run(m, testharness.Options{Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
-		Values:                  values.Settings{InternalCIDRs: internalCIDRs},
+		Values:                  values.Settings{InternalCIDRs: internalCIDRs, IngressFromNamespaces: []string{ingressNamespace}},
 	}}, &h, func() { k8s, cluster = h.Client, h.Cluster }))
 }
 

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +22,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/flag"
+	"github.com/challenge-operator/challenge-operator/internal/testharness"
 )
 
 func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
@@ -30,13 +30,13 @@ func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	newTemplate(t, "tpl-prec", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
-		s.Values = &apiextensionsv1.JSON{Raw: []byte(`{"podAnnotations": {"tier": "template", "who": "template"},
-			"image": "ignored.example/values-image:1", "resources": {"limits": {"memory": "300Mi"}}}`)}
-		s.OverridableValues = []string{"podAnnotations", "env"}
+		s.Values = testharness.Values(`{"podAnnotations": {"tier": "template", "who": "template"},
+			"image": "ignored.example/values-image:1", "resources": {"limits": {"memory": "300Mi"}}}`)
+		s.OverridableValues = []ctfv1alpha1.ValuePath{"podAnnotations", "env"}
 	})
 
 	ch := fromTemplate(ns, "prec", "team-a", "tpl-prec")
-	ch.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"podAnnotations": {"who": "challenge"}}`)}
+	ch.Spec.Values = testharness.Values(`{"podAnnotations": {"who": "challenge"}}`)
 	ch.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "2"}}
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
@@ -53,7 +53,7 @@ func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
 	g.Expect(pod.Labels).To(HaveKeyWithValue(participantLabel, "team-a"), "enforced values over everything")
 
 	refused := fromTemplate(ns, "refused", "team-b", "tpl-prec")
-	refused.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"replicas": 3, "podAnnotations": {"ok": "yes"}}`)}
+	refused.Spec.Values = testharness.Values(`{"replicas": 3, "podAnnotations": {"ok": "yes"}}`)
 	refused.Spec.Image = "attacker.example/own-image:1"
 	g.Expect(k8s.Create(ctx, refused)).To(Succeed())
 	got := eventuallyPhase(t, refused, ctfv1alpha1.PhaseError)
@@ -175,7 +175,7 @@ func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	organiser := namespace(t)
+	organiser := testharness.OrganiserNamespace
 	key := []byte("hmac-key-for-tests-0123456789")
 	g.Expect(k8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "flag-key", Namespace: organiser},
@@ -280,15 +280,15 @@ func TestNetworkPolicyIsolatesInstances(t *testing.T) {
 		Ports: []networkingv1.NetworkPolicyPort{port(1337, &tcp), port(5353, &udp)},
 		From: []networkingv1.NetworkPolicyPeer{
 			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: internalCIDRs}},
-			{NamespaceSelector: &metav1.LabelSelector{}, PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "ctf.challenge-operator.io/instance", Operator: metav1.LabelSelectorOpDoesNotExist}}}},
+			{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ingressNamespace}}},
 		},
-	}}), "only the instance's ports, from outside the cluster or from pods that are not instances")
+	}}), "only the instance's ports, from outside the cluster or from the ingress controller's namespace, never from another instance")
 	g.Expect(np.Spec.Egress).To(Equal([]networkingv1.NetworkPolicyEgressRule{
 		{
 			Ports: []networkingv1.NetworkPolicyPort{port(53, &udp), port(53, &tcp)},
-			To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{},
-				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}}}},
+			To: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}}}},
 		},
 		{
 			Ports: []networkingv1.NetworkPolicyPort{port(443, &tcp)},

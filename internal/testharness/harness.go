@@ -4,9 +4,11 @@ package testharness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,12 +16,15 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -35,6 +40,13 @@ const (
 	Interval = 50 * time.Millisecond
 )
 
+// OrganiserNamespace holds the organiser's Secrets (flag keys): the only
+// namespace the operator under test reads flag Secrets from.
+const OrganiserNamespace = "ctf-organiser"
+
+// IngressDomain is the organiser domain Ingress hosts must be under in tests.
+const IngressDomain = "ctf.example"
+
 // Harness is a control plane with the operator running against it.
 type Harness struct {
 	Cluster *testcluster.Cluster
@@ -43,6 +55,10 @@ type Harness struct {
 	LogFile string
 
 	nsCount atomic.Int32
+	// root, opts and stop let Restart start a fresh operator.
+	root string
+	opts Options
+	stop func()
 }
 
 // Options configure the operator; WatchesFile is filled in.
@@ -68,15 +84,14 @@ func Run(m *testing.M, opts Options, h **Harness, ready func()) int {
 		return 1
 	}
 	defer cluster.Stop()
-	*h = &Harness{Cluster: cluster, LogFile: filepath.Join(cluster.LogDir, "operator.log")}
-	stopped, err := (*h).startOperator(ctx, root, opts)
-	if err != nil {
+	*h = &Harness{Cluster: cluster, LogFile: filepath.Join(cluster.LogDir, "operator.log"), root: root, opts: opts}
+	if err := (*h).start(); err != nil {
 		fmt.Fprintln(os.Stderr, "starting operator:", err)
 		return 1
 	}
 	// Stop the operator before the control plane: an API server with open
 	// watches takes its full timeout to stop.
-	defer func() { cancel(); <-stopped }()
+	defer func() { (*h).stop() }()
 	fmt.Fprintln(os.Stderr, "control plane and operator logs:", cluster.LogDir)
 	if ready != nil {
 		ready()
@@ -84,8 +99,26 @@ func Run(m *testing.M, opts Options, h **Harness, ready func()) int {
 	return m.Run()
 }
 
+// Restart stops the operator and starts a fresh one, with empty caches, as
+// after a crash or an upgrade.
+func (h *Harness) Restart() error {
+	h.stop()
+	return h.start()
+}
+
+func (h *Harness) start() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped, err := h.startOperator(ctx, h.root, h.opts)
+	if err != nil {
+		cancel()
+		return err
+	}
+	h.stop = func() { cancel(); <-stopped }
+	return nil
+}
+
 func (h *Harness) startOperator(ctx context.Context, root string, opts Options) (stopped <-chan struct{}, err error) {
-	logFile, err := os.Create(h.LogFile)
+	logFile, err := os.OpenFile(h.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +140,8 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 		HealthProbeBindAddress: "0",
 		Cache:                  operator.CacheOptions(nil),
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir}),
+		// Restart runs a second manager in this process, with the same controller names.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, err
@@ -116,10 +151,20 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 		return nil, err
 	}
 	opts.Operator.Webhook = len(opts.ValidatingWebhooks) > 0
+	if len(opts.Operator.Values.FlagSecretNamespaces) == 0 {
+		opts.Operator.Values.FlagSecretNamespaces = []string{OrganiserNamespace}
+	}
+	if opts.Operator.Limits.IngressDomain == "" {
+		opts.Operator.Limits.IngressDomain = IngressDomain
+	}
 	if err := operator.Setup(mgr, opts.Operator); err != nil {
 		return nil, err
 	}
 	if h.Client, err = client.New(h.Cluster.Config, client.Options{Scheme: scheme}); err != nil {
+		return nil, err
+	}
+	organiser := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OrganiserNamespace}}
+	if err := h.Client.Create(ctx, organiser); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
 	done := make(chan struct{})
@@ -145,10 +190,16 @@ func watchesFile(root string) (string, error) {
 	return f.Name(), err
 }
 
-// Namespace creates a namespace of the test's own, deleted when it ends.
+// Namespace creates a namespace of the test's own, deleted when it ends. It
+// enforces the restricted Pod Security Standard, so that the API server
+// itself judges every pod the chart renders.
 func (h *Harness) Namespace(t *testing.T, labels map[string]string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", h.nsCount.Add(1)), Labels: labels}}
+	all := map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
+	for k, v := range labels {
+		all[k] = v
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", h.nsCount.Add(1)), Labels: all}}
 	NewWithT(t).Expect(h.Client.Create(context.Background(), ns)).To(Succeed())
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), ns) })
 	return ns.Name
@@ -201,4 +252,16 @@ func (h *Harness) Template(t *testing.T, name string, mutate func(*ctfv1alpha1.C
 	NewWithT(t).Expect(h.Client.Create(context.Background(), tmpl)).To(Succeed())
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), tmpl) })
 	return tmpl
+}
+
+// Values decodes chart values written as JSON, refusing unknown keys as a
+// strict client would.
+func Values(s string) *ctfv1alpha1.Values {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	v := &ctfv1alpha1.Values{}
+	if err := dec.Decode(v); err != nil {
+		panic(fmt.Sprintf("test values %s: %v", s, err))
+	}
+	return v
 }

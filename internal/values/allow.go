@@ -46,8 +46,9 @@ func leafPaths(prefix string, m map[string]any) []string {
 }
 
 // allowed reports whether path is an allowlisted path or lies below one.
-func allowed(path string, allow []string) bool {
-	for _, a := range allow {
+func allowed(path string, allow []ctfv1alpha1.ValuePath) bool {
+	for _, v := range allow {
+		a := string(v)
 		if path == a || strings.HasPrefix(path, a+".") {
 			return true
 		}
@@ -55,11 +56,15 @@ func allowed(path string, allow []string) bool {
 	return false
 }
 
-func describeAllowed(allow []string) string {
+func describeAllowed[S ~string](allow []S) string {
 	if len(allow) == 0 {
 		return "none"
 	}
-	return strings.Join(allow, ", ")
+	out := make([]string, len(allow))
+	for i, a := range allow {
+		out[i] = string(a)
+	}
+	return strings.Join(out, ", ")
 }
 
 // checkLifetime refuses a lifetime longer than the template's maximum.

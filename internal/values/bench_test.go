@@ -10,7 +10,7 @@ import (
 func BenchmarkCompose(b *testing.B) {
 	tmpl := template(func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Values = raw(`{"replicas": 1, "podAnnotations": {"a": "b"}, "resources": {"limits": {"cpu": "1"}}}`)
-		s.OverridableValues = []string{"podAnnotations", "env"}
+		s.OverridableValues = []ctfv1alpha1.ValuePath{"podAnnotations", "env"}
 	})
 	c := instance(func(s *ctfv1alpha1.ChallengeSpec) {
 		s.Values = raw(`{"podAnnotations": {"c": "d"}}`)

@@ -42,7 +42,7 @@ func TestComposePrecedenceWithTemplate(t *testing.T) {
 	g := NewWithT(t)
 	tmpl := template(func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Values = raw(`{"replicas": 2, "podAnnotations": {"a": "template", "b": "template"}, "image": "values:1"}`)
-		s.OverridableValues = []string{"podAnnotations.b", "env"}
+		s.OverridableValues = []ctfv1alpha1.ValuePath{"podAnnotations.b", "env"}
 		s.Flag = &ctfv1alpha1.FlagSpec{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag"}
 		s.Egress = []ctfv1alpha1.EgressRule{{Name: "api", CIDR: "198.51.100.0/24"}}
 	})
@@ -59,24 +59,27 @@ func TestComposePrecedenceWithTemplate(t *testing.T) {
 	g.Expect(got).To(HaveKeyWithValue("challenge", "web-intro"))
 	g.Expect(got).To(HaveKeyWithValue("flag", HaveKeyWithValue("secretName", "web-intro-team-1-flag")))
 	g.Expect(got).To(HaveKeyWithValue("networkPolicy", map[string]any{
-		"internalCIDRs": []any{"10.0.0.0/8"},
-		"egress":        []any{map[string]any{"name": "api", "cidr": "198.51.100.0/24"}},
+		"internalCIDRs":         []any{"10.0.0.0/8"},
+		"egress":                []any{map[string]any{"name": "api", "cidr": "198.51.100.0/24"}},
+		"allowInternetEgress":   false,
+		"ingressFromNamespaces": []any{},
+		"dnsNamespace":          "kube-system",
 	}))
 }
 
 func TestComposeRefusesWhatTheTemplateDoesNotAllow(t *testing.T) {
 	tests := []struct {
 		name    string
-		allow   []string
+		allow   []ctfv1alpha1.ValuePath
 		spec    func(*ctfv1alpha1.ChallengeSpec)
 		refused string
 	}{
 		{"nothing allowed", nil, func(s *ctfv1alpha1.ChallengeSpec) { s.Values = raw(`{"replicas": 3}`) }, "replicas"},
-		{"sibling of an allowed path", []string{"resources.limits"}, func(s *ctfv1alpha1.ChallengeSpec) {
+		{"sibling of an allowed path", []ctfv1alpha1.ValuePath{"resources.limits"}, func(s *ctfv1alpha1.ChallengeSpec) {
 			s.Values = raw(`{"resources": {"requests": {"cpu": "1"}}}`)
 		}, "resources.requests.cpu"},
-		{"a typed field counts too", []string{"env"}, func(s *ctfv1alpha1.ChallengeSpec) { s.Image = "evil:1" }, "image"},
-		{"prefix is not a path", []string{"pod"}, func(s *ctfv1alpha1.ChallengeSpec) {
+		{"a typed field counts too", []ctfv1alpha1.ValuePath{"env"}, func(s *ctfv1alpha1.ChallengeSpec) { s.Image = "evil:1" }, "image"},
+		{"prefix is not a path", []ctfv1alpha1.ValuePath{"pod"}, func(s *ctfv1alpha1.ChallengeSpec) {
 			s.Values = raw(`{"podAnnotations": {"x": "y"}}`)
 		}, "podAnnotations.x"},
 	}
@@ -90,7 +93,9 @@ func TestComposeRefusesWhatTheTemplateDoesNotAllow(t *testing.T) {
 		})
 	}
 	g := NewWithT(t)
-	tmpl := template(func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.OverridableValues = []string{"resources.limits"} })
+	tmpl := template(func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.OverridableValues = []ctfv1alpha1.ValuePath{"resources.limits"}
+	})
 	_, err := Compose(instance(func(s *ctfv1alpha1.ChallengeSpec) {
 		s.Values = raw(`{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}`)
 	}), tmpl, Settings{})

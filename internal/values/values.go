@@ -7,13 +7,14 @@ package values
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
-
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chartutil"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,16 +23,41 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/flag"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 )
+
+// DefaultInternalCIDRs are the ranges instances may not reach when the
+// operator is not told the cluster's own: the private ranges, shared address
+// space and link-local (which holds the cloud metadata address).
+var DefaultInternalCIDRs = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16"}
 
 // Settings are operator-wide values every instance is rendered with.
 type Settings struct {
 	// InternalCIDRs are the cluster's internal ranges (pods, services,
 	// metadata): instances may neither reach them nor count as "outside".
+	// DefaultInternalCIDRs when empty.
 	InternalCIDRs []string
 	// NamespacePerInstance, when set, renders each instance into a namespace of its own.
 	NamespacePerInstance bool
+	// IngressFromNamespaces are the namespaces (an ingress controller's, the
+	// platform's) whose pods may connect to instances.
+	IngressFromNamespaces []string
+	// DNSNamespace is where the cluster DNS runs (kube-system when empty).
+	DNSNamespace string
+	// FlagSecretNamespaces are the namespaces flag Secrets may be read from.
+	FlagSecretNamespaces []string
+	// Keys are the label and annotation keys values may set.
+	Keys policy.Keys
 }
+
+// Resource floor: every instance's container gets cpu and memory limits
+// (these unless its values say otherwise) and requests no larger than them.
+const (
+	DefaultCPULimit      = "500m"
+	DefaultMemoryLimit   = "256Mi"
+	DefaultCPURequest    = "50m"
+	DefaultMemoryRequest = "64Mi"
+)
 
 // Translator is the helm-operator value translator for Challenges.
 type Translator struct {
@@ -71,6 +97,9 @@ func (t Translator) Translate(ctx context.Context, u *unstructured.Unstructured)
 	if err != nil || tmpl == nil || tmpl.Spec.Flag == nil {
 		return vals, err
 	}
+	if err := t.Settings.checkFlagSecret(tmpl); err != nil {
+		return nil, err
+	}
 	value, err := flag.Resolve(ctx, t.SecretReader, tmpl, c.Spec.Participant)
 	if err != nil {
 		return nil, err
@@ -89,7 +118,7 @@ func ForChallenge(c *ctfv1alpha1.Challenge) (chartutil.Values, error) {
 // template's values, c's spec.values, the typed fields (c's over tmpl's),
 // the values the operator enforces.
 func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings) (chartutil.Values, error) {
-	user, err := userValues(c.Spec.Values)
+	user, err := toMap(c.Spec.Values)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +134,7 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 		if err := checkLifetime(c, tmpl); err != nil {
 			return nil, err
 		}
-		if vals, err = userValues(tmpl.Spec.Values); err != nil {
+		if vals, err = toMap(tmpl.Spec.Values); err != nil {
 			return nil, fmt.Errorf("ChallengeTemplate %s: %w", tmpl.Name, err)
 		}
 		tmplTyped, err := typedValues(templateAsSpec(tmpl))
@@ -117,7 +146,11 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 	}
 	merge(vals, user)
 	merge(vals, typed)
+	if err := checkKeys(vals, settings.Keys); err != nil {
+		return nil, err
+	}
 	merge(vals, enforcedValues(c, tmpl, settings))
+	vals["resources"] = resourceFloor(vals["resources"])
 	return vals, nil
 }
 
@@ -127,78 +160,97 @@ func templateAsSpec(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1.ChallengeS
 	return &ctfv1alpha1.ChallengeSpec{Image: t.Image, Ports: t.Ports, Env: t.Env, Resources: t.Resources, Expose: t.Expose}
 }
 
-// userValues decodes spec.values; a copy, so merging never touches the object.
-func userValues(raw *apiextensionsv1.JSON) (map[string]any, error) {
-	vals := map[string]any{}
-	if raw == nil || len(raw.Raw) == 0 || string(raw.Raw) == "null" {
-		return vals, nil
-	}
-	if err := json.Unmarshal(raw.Raw, &vals); err != nil {
-		return nil, fmt.Errorf("spec.values must be an object: %w", err)
-	}
-	return vals, nil
-}
-
 // typedValues maps the typed spec fields to chart values; unset fields are left out
 // so that spec.values and the chart defaults show through.
 func typedValues(spec *ctfv1alpha1.ChallengeSpec) (map[string]any, error) {
-	typed := struct {
-		Image     string                      `json:"image,omitempty"`
-		Ports     []ctfv1alpha1.ChallengePort `json:"ports,omitempty"`
-		Env       []ctfv1alpha1.EnvVar        `json:"env,omitempty"`
-		Resources any                         `json:"resources,omitempty"`
-		Expose    *ctfv1alpha1.Expose         `json:"expose,omitempty"`
-	}{Image: spec.Image, Ports: spec.Ports, Env: spec.Env, Expose: spec.Expose}
-	if r := spec.Resources; r != nil && (len(r.Requests) > 0 || len(r.Limits) > 0) {
-		typed.Resources = map[string]any{"requests": r.Requests, "limits": r.Limits}
-	}
-	return toMap(typed)
+	return toMap(ctfv1alpha1.Values{Image: spec.Image, Ports: spec.Ports, Env: spec.Env, Resources: spec.Resources, Expose: spec.Expose})
 }
 
-// enforcedValues are what no override may change: the instance's identity,
-// its flag and its network boundaries.
+// enforcedValues are what no override may change, set on every render
+// whatever the values and the operator's flags say: the instance's identity,
+// its flag, its namespace and its network boundaries.
 func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings) map[string]any {
-	out := map[string]any{
-		"participant": c.Spec.Participant,
-		"challenge":   c.Name,
-	}
-	netpol := map[string]any{}
-	if len(settings.InternalCIDRs) > 0 {
-		netpol["internalCIDRs"] = toAny(settings.InternalCIDRs)
-	}
+	flagValues := map[string]any{"enabled": false, "secretName": "", "mount": "File", "path": "/flag/flag.txt", "envName": ""}
+	egress := []any{}
+	internetEgress := false
 	if tmpl != nil {
-		out["challenge"] = tmpl.Name
 		if f := tmpl.Spec.Flag; f != nil {
-			out["flag"] = map[string]any{
+			flagValues = map[string]any{
 				"enabled": true, "secretName": FlagSecretName(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
 			}
 		}
-		if len(tmpl.Spec.Egress) > 0 {
-			rules, _ := toMap(struct {
-				R []ctfv1alpha1.EgressRule `json:"r"`
-			}{tmpl.Spec.Egress})
-			netpol["egress"] = rules["r"]
+		for _, e := range tmpl.Spec.Egress {
+			rule, _ := toMap(e)
+			egress = append(egress, rule)
 		}
+		internetEgress = tmpl.Spec.Policy != nil && tmpl.Spec.Policy.InternetEgress
 	}
-	if len(netpol) > 0 {
-		out["networkPolicy"] = netpol
+	return map[string]any{
+		"participant": c.Spec.Participant,
+		"challenge":   ChallengeLabel(c, tmpl),
+		"flag":        flagValues,
+		"networkPolicy": map[string]any{
+			"internalCIDRs":         toAny(settings.internalCIDRs()),
+			"egress":                egress,
+			"allowInternetEgress":   internetEgress,
+			"ingressFromNamespaces": toAny(settings.IngressFromNamespaces),
+			"dnsNamespace":          settings.dnsNamespace(),
+		},
+		"namespacePerInstance": map[string]any{"enabled": settings.NamespacePerInstance, "name": InstanceNamespace(c)},
 	}
-	if settings.NamespacePerInstance {
-		out["namespacePerInstance"] = map[string]any{"enabled": true, "name": InstanceNamespace(c)}
+}
+
+func (s Settings) internalCIDRs() []string {
+	if len(s.InternalCIDRs) > 0 {
+		return s.InternalCIDRs
 	}
-	return out
+	return DefaultInternalCIDRs
+}
+
+func (s Settings) dnsNamespace() string {
+	if s.DNSNamespace != "" {
+		return s.DNSNamespace
+	}
+	return "kube-system"
+}
+
+// checkFlagSecret refuses a template whose flag Secret lies outside the
+// namespaces the operator may read flags from: otherwise whoever writes a
+// template could copy any Secret of the cluster into an instance.
+func (s Settings) checkFlagSecret(tmpl *ctfv1alpha1.ChallengeTemplate) error {
+	ref := tmpl.Spec.Flag.Static
+	if d := tmpl.Spec.Flag.Dynamic; d != nil {
+		ref = &d.SecretKey
+	}
+	if ref == nil || slices.Contains(s.FlagSecretNamespaces, ref.Namespace) {
+		return nil
+	}
+	return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "flag-secret: ChallengeTemplate %s reads its flag from namespace %q; allowed: %s",
+		tmpl.Name, ref.Namespace, describeAllowed(s.FlagSecretNamespaces))
+}
+
+// ChallengeLabel is the value of the instances' challenge label: the
+// template's name, or the Challenge's own without a template.
+func ChallengeLabel(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) string {
+	if tmpl != nil {
+		return tmpl.Name
+	}
+	return c.Name
 }
 
 // FlagSecretName is the Secret holding an instance's flag, in the Challenge's namespace.
 func FlagSecretName(challenge string) string { return challenge + "-flag" }
 
-// InstanceNamespace is the namespace an instance runs in when each has its own.
+// InstanceNamespace is the namespace an instance runs in when each has its
+// own: readable, and unique thanks to a hash of the namespace and name (a
+// plain "<namespace>-<name>" would give "a-b"/"c" and "a"/"b-c" the same one).
 func InstanceNamespace(c *ctfv1alpha1.Challenge) string {
-	name := c.Namespace + "-" + c.Name
-	if len(name) > 63 {
-		name = strings.TrimRight(name[:63], "-")
+	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name))
+	prefix := c.Namespace + "-" + c.Name
+	if len(prefix) > 52 {
+		prefix = strings.TrimRight(prefix[:52], "-")
 	}
-	return name
+	return prefix + "-" + hex.EncodeToString(sum[:])[:10]
 }
 
 func toAny(ss []string) []any {
@@ -217,6 +269,9 @@ func toMap(v any) (map[string]any, error) {
 		return nil, fmt.Errorf("encoding values: %w", err)
 	}
 	out := map[string]any{}
+	if string(b) == "null" {
+		return out, nil
+	}
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, fmt.Errorf("decoding values: %w", err)
 	}
@@ -246,4 +301,22 @@ func isNull(v any) bool {
 	}
 	m, ok := v.(map[string]any)
 	return ok && len(m) == 0
+}
+
+// SelectorLabels select an instance's pods, as charts/challenge writes them.
+func SelectorLabels(c *ctfv1alpha1.Challenge) map[string]string {
+	return map[string]string{"app.kubernetes.io/name": "challenge", "app.kubernetes.io/instance": c.Name}
+}
+
+// IdentityLabels are the labels charts/challenge puts on every object of an
+// instance: whose it is and what it is. The post-render gate holds every
+// rendered object to exactly these.
+func IdentityLabels(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) map[string]string {
+	l := SelectorLabels(c)
+	l["app.kubernetes.io/managed-by"] = "challenge-operator"
+	l["ctf.challenge-operator.io/instance"] = c.Name
+	l["ctf.challenge-operator.io/instance-namespace"] = c.Namespace
+	l["ctf.challenge-operator.io/participant"] = c.Spec.Participant
+	l["ctf.challenge-operator.io/challenge"] = ChallengeLabel(c, tmpl)
+	return l
 }

@@ -1,12 +1,10 @@
 package values
 
 import (
+	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,7 +27,24 @@ func challenge(mutate func(*ctfv1alpha1.ChallengeSpec)) *ctfv1alpha1.Challenge {
 	return c
 }
 
-func raw(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+// raw decodes chart values written as JSON, as the API server would.
+func raw(s string) *ctfv1alpha1.Values {
+	v, err := decodeValues(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func quantity(s string) *ctfv1alpha1.Quantity {
+	q := ctfv1alpha1.Quantity(s)
+	return &q
+}
+
+func decodeValues(s string) (*ctfv1alpha1.Values, error) {
+	v := &ctfv1alpha1.Values{}
+	return v, json.Unmarshal([]byte(s), v)
+}
 
 func TestForChallenge(t *testing.T) {
 	tests := []struct {
@@ -82,10 +97,10 @@ func TestForChallenge(t *testing.T) {
 			name: "typed resources override only what they set",
 			spec: func(s *ctfv1alpha1.ChallengeSpec) {
 				s.Values = raw(`{"resources": {"requests": {"cpu": "10m"}, "limits": {"cpu": "1"}}}`)
-				s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+				s.Resources = &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{Memory: quantity("1Gi")}}
 			},
 			want: map[string]any{"resources": map[string]any{
-				"requests": map[string]any{"cpu": "10m"},
+				"requests": map[string]any{"cpu": "10m", "memory": "64Mi"},
 				"limits":   map[string]any{"cpu": "1", "memory": "1Gi"},
 			}},
 		},
@@ -116,12 +131,6 @@ func TestForChallengeDoesNotModifyTheChallenge(t *testing.T) {
 	g.Expect(c).To(Equal(before))
 }
 
-func TestSpecValuesMustBeAnObject(t *testing.T) {
-	g := NewWithT(t)
-	_, err := ForChallenge(challenge(func(s *ctfv1alpha1.ChallengeSpec) { s.Values = raw(`[1, 2]`) }))
-	g.Expect(err).To(MatchError(ContainSubstring("spec.values must be an object")))
-}
-
 func TestTranslatorDecodesUnstructured(t *testing.T) {
 	g := NewWithT(t)
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(challenge(nil))
@@ -136,7 +145,11 @@ func FuzzForChallenge(f *testing.F) {
 	f.Add(`{"expose": {"type": "NodePort", "annotations": {"a": "b"}}}`)
 	f.Add(`null`)
 	f.Fuzz(func(t *testing.T, values string) {
-		got, err := ForChallenge(challenge(func(s *ctfv1alpha1.ChallengeSpec) { s.Values = raw(values) }))
+		v, err := decodeValues(values)
+		if err != nil {
+			return
+		}
+		got, err := ForChallenge(challenge(func(s *ctfv1alpha1.ChallengeSpec) { s.Values = v }))
 		if err != nil {
 			return
 		}

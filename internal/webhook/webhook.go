@@ -1,6 +1,7 @@
 // Package webhook refuses at admission what the operator would otherwise
 // refuse later with phase Error: duplicate and over-quota instances, values a
-// template does not allow, lifetimes over its maximum. It is optional: the
+// template does not allow, reserved label and annotation keys, lifetimes over
+// its maximum; on creation and on every update. It is optional: the
 // operator reaches the same verdicts without it.
 package webhook
 
@@ -20,32 +21,24 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
-// ChallengeValidator validates new Challenges against their template and the quotas.
+// ChallengeValidator validates Challenges against their template, the
+// operator's value policy and the quotas.
 type ChallengeValidator struct {
 	// Reader reads templates and Challenges (the manager's cache, with the participant index).
 	Reader client.Reader
 	// Quota is the same quota the operator applies.
 	Quota *values.Quota
+	// Settings are the operator's own, so that admission and rendering agree.
+	Settings values.Settings
 }
 
-// +kubebuilder:webhook:path=/validate-ctf-challenge-operator-io-v1alpha1-challenge,mutating=false,failurePolicy=ignore,timeoutSeconds=5,sideEffects=None,groups=ctf.challenge-operator.io,resources=challenges,verbs=create,versions=v1alpha1,name=vchallenge.ctf.challenge-operator.io,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-ctf-challenge-operator-io-v1alpha1-challenge,mutating=false,failurePolicy=ignore,timeoutSeconds=5,sideEffects=None,groups=ctf.challenge-operator.io,resources=challenges,verbs=create;update,versions=v1alpha1,name=vchallenge.ctf.challenge-operator.io,admissionReviewVersions=v1
 
 // ValidateCreate refuses a Challenge the operator would not install.
 func (v *ChallengeValidator) ValidateCreate(ctx context.Context, ch *ctfv1alpha1.Challenge) (admission.Warnings, error) {
-	var tmpl *ctfv1alpha1.ChallengeTemplate
-	if ch.Spec.Template != "" {
-		tmpl = &ctfv1alpha1.ChallengeTemplate{}
-		err := v.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl)
-		switch {
-		case apierrors.IsNotFound(err):
-			// Allowed: the Challenge waits in Error/TemplateNotFound until the template appears.
-			return admission.Warnings{fmt.Sprintf("ChallengeTemplate %q does not exist yet", ch.Spec.Template)}, nil
-		case err != nil:
-			return nil, err
-		}
-	}
-	if _, err := values.Compose(ch, tmpl, values.Settings{}); err != nil {
-		return nil, refusal(ch, err)
+	tmpl, warnings, err := v.compose(ctx, ch)
+	if err != nil || tmpl == nil && ch.Spec.Template != "" {
+		return warnings, err
 	}
 	if err := v.Quota.Check(ctx, ch, tmpl); err != nil {
 		return nil, refusal(ch, err)
@@ -53,9 +46,36 @@ func (v *ChallengeValidator) ValidateCreate(ctx context.Context, ch *ctfv1alpha1
 	return nil, nil
 }
 
-// ValidateUpdate accepts every update: CEL rules in the schema guard updates.
-func (v *ChallengeValidator) ValidateUpdate(context.Context, *ctfv1alpha1.Challenge, *ctfv1alpha1.Challenge) (admission.Warnings, error) {
-	return nil, nil
+// ValidateUpdate refuses a change the operator would not roll out: the same
+// value checks as at creation (the participant and template cannot change,
+// so the quota verdict stands).
+func (v *ChallengeValidator) ValidateUpdate(ctx context.Context, _, ch *ctfv1alpha1.Challenge) (admission.Warnings, error) {
+	if !ch.DeletionTimestamp.IsZero() {
+		return nil, nil // the finalizer's removal must never be refused
+	}
+	_, warnings, err := v.compose(ctx, ch)
+	return warnings, err
+}
+
+// compose runs the translator's checks on ch; tmpl is nil when ch has no
+// template or it does not exist yet (allowed: the Challenge waits in
+// Error/TemplateNotFound until it appears).
+func (v *ChallengeValidator) compose(ctx context.Context, ch *ctfv1alpha1.Challenge) (*ctfv1alpha1.ChallengeTemplate, admission.Warnings, error) {
+	var tmpl *ctfv1alpha1.ChallengeTemplate
+	if ch.Spec.Template != "" {
+		tmpl = &ctfv1alpha1.ChallengeTemplate{}
+		err := v.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, admission.Warnings{fmt.Sprintf("ChallengeTemplate %q does not exist yet", ch.Spec.Template)}, nil
+		case err != nil:
+			return nil, nil, err
+		}
+	}
+	if _, err := values.Compose(ch, tmpl, v.Settings); err != nil {
+		return nil, nil, refusal(ch, err)
+	}
+	return tmpl, nil, nil
 }
 
 // ValidateDelete accepts every deletion.
@@ -73,8 +93,8 @@ func refusal(ch *ctfv1alpha1.Challenge, err error) error {
 }
 
 // Setup registers the validating webhook with the manager's webhook server.
-func Setup(mgr ctrl.Manager, quota *values.Quota) error {
+func Setup(mgr ctrl.Manager, quota *values.Quota, settings values.Settings) error {
 	return builder.WebhookManagedBy(mgr, &ctfv1alpha1.Challenge{}).
-		WithValidator(&ChallengeValidator{Reader: mgr.GetClient(), Quota: quota}).
+		WithValidator(&ChallengeValidator{Reader: mgr.GetClient(), Quota: quota, Settings: settings}).
 		Complete()
 }

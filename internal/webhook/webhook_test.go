@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +20,7 @@ func TestWebhookRefusesDuplicateAndOverQuota(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := h.Namespace(t, map[string]string{webhookLabel: "on"})
-	h.Template(t, "wh-once", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.OverridableValues = []string{"env"} })
+	h.Template(t, "wh-once", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.OverridableValues = []ctfv1alpha1.ValuePath{"env"} })
 
 	first := testharness.FromTemplate(ns, "first", "team-w", "wh-once")
 	g.Expect(h.Client.Create(ctx, first)).To(Succeed())
@@ -39,7 +38,7 @@ func TestWebhookRefusesDuplicateAndOverQuota(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("the limit is 2"))
 
 	notAllowed := testharness.FromTemplate(ns, "values", "team-v", "wh-once")
-	notAllowed.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"replicas": 5}`)}
+	notAllowed.Spec.Values = testharness.Values(`{"replicas": 5}`)
 	err = h.Client.Create(ctx, notAllowed)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("ValueNotAllowed"))
@@ -96,4 +95,31 @@ func TestNamespacePerInstance(t *testing.T) {
 	}, testharness.Timeout, testharness.Interval).Should(BeTrue())
 	g.Expect(apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKey{Name: instanceNS}, &corev1.Namespace{}))).
 		To(BeTrue(), "the instance's namespace is gone with it")
+}
+
+func TestWebhookRefusesReservedKeysOnCreateAndUpdate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := h.Namespace(t, map[string]string{webhookLabel: "on"})
+
+	hostile := testharness.NewChallenge(ns, "dns-peer", "team-k")
+	hostile.Spec.Values = testharness.Values(`{"podLabels": {"k8s-app": "kube-dns"}}`)
+	err := h.Client.Create(ctx, hostile)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring(`PolicyViolation: metadata-key`))
+	g.Expect(err.Error()).To(ContainSubstring(`"k8s-app"`))
+
+	ch := testharness.NewChallenge(ns, "later", "team-k")
+	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	g.Expect(h.Client.Get(ctx, client.ObjectKeyFromObject(ch), ch)).To(Succeed())
+	ch.Spec.Values = testharness.Values(`{"podAnnotations": {"container.apparmor.security.beta.kubernetes.io/challenge": "unconfined"}}`)
+	err = h.Client.Update(ctx, ch)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an update is checked as a creation is: got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("apparmor"))
+
+	g.Expect(h.Client.Delete(ctx, ch)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}))
+	}, testharness.Timeout, testharness.Interval).Should(BeTrue(), "the finalizer's removal is never refused")
 }

@@ -1,16 +1,16 @@
 {{/* Labels that select the instance's pods. */}}
 {{- define "challenge.selectorLabels" -}}
 app.kubernetes.io/name: challenge
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end }}
 
-{{/* Labels on every object of the instance: who it belongs to and what it is. */}}
+{{/* Labels on every object of the instance: who it belongs to and what it is.
+The post-render gate checks that every object carries exactly these. */}}
 {{- define "challenge.labels" -}}
 {{ include "challenge.selectorLabels" . }}
 app.kubernetes.io/managed-by: challenge-operator
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
-ctf.challenge-operator.io/instance: {{ .Release.Name }}
-ctf.challenge-operator.io/instance-namespace: {{ .Release.Namespace }}
+ctf.challenge-operator.io/instance: {{ .Release.Name | quote }}
+ctf.challenge-operator.io/instance-namespace: {{ .Release.Namespace | quote }}
 ctf.challenge-operator.io/participant: {{ required "participant is required" .Values.participant | quote }}
 ctf.challenge-operator.io/challenge: {{ default .Release.Name .Values.challenge | quote }}
 {{- end }}

@@ -1,0 +1,154 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/postrender"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/values"
+)
+
+// gate is the third line of defence, after the CRD schema and the chart's
+// quoting: it judges what Helm rendered for a Challenge against the policy
+// before anything is applied.
+type gate struct {
+	// reader reads templates and the instances' Ingresses from the cache.
+	reader client.Reader
+	// limits are the operator-wide ceilings; a template's policy overrides them.
+	limits policy.Limits
+	keys   policy.Keys
+	// namespacePerInstance renders each instance into a namespace of its own.
+	namespacePerInstance bool
+}
+
+// provider is the helm-operator-plugins post-renderer provider.
+func (g *gate) provider() helmclient.PostRendererProvider {
+	return func(_ meta.RESTMapper, _ kube.Interface, obj client.Object) postrender.PostRenderer {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		in, err := g.instanceFor(ctx, obj)
+		if err != nil {
+			return refusingRenderer{err}
+		}
+		return policy.PostRenderer{Instance: in}
+	}
+}
+
+// instanceFor says what the release of obj may contain.
+func (g *gate) instanceFor(ctx context.Context, obj client.Object) (policy.Instance, error) {
+	ch, err := asChallenge(obj)
+	if err != nil {
+		return policy.Instance{}, err
+	}
+	var tmpl *ctfv1alpha1.ChallengeTemplate
+	if ch.Spec.Template != "" {
+		tmpl = &ctfv1alpha1.ChallengeTemplate{}
+		if err := g.reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
+			return policy.Instance{}, fmt.Errorf("reading ChallengeTemplate %s for the policy gate: %w", ch.Spec.Template, err)
+		}
+	}
+	limits, err := limitsFor(g.limits, tmpl)
+	if err != nil {
+		return policy.Instance{}, err
+	}
+	in := policy.Instance{
+		Release:      ch.Name,
+		Namespace:    ch.Namespace,
+		OwnNamespace: g.namespacePerInstance,
+		Labels:       values.IdentityLabels(ch, tmpl),
+		Selector:     values.SelectorLabels(ch),
+		Limits:       limits,
+		Keys:         g.keys,
+		HostTaken:    g.hostTaken(ctx, ch),
+	}
+	if g.namespacePerInstance {
+		in.Namespace = values.InstanceNamespace(ch)
+	}
+	if tmpl != nil && tmpl.Spec.Flag != nil {
+		in.FlagSecret = values.FlagSecretName(ch.Name)
+	}
+	return in, nil
+}
+
+// limitsFor overlays a template's policy on the operator's limits.
+func limitsFor(base policy.Limits, tmpl *ctfv1alpha1.ChallengeTemplate) (policy.Limits, error) {
+	out := base
+	if tmpl == nil || tmpl.Spec.Policy == nil {
+		return out, nil
+	}
+	p := tmpl.Spec.Policy
+	for _, q := range []struct {
+		from *ctfv1alpha1.Quantity
+		to   *resource.Quantity
+	}{{p.MaxCPU, &out.CPU}, {p.MaxMemory, &out.Memory}} {
+		if q.from == nil {
+			continue
+		}
+		v, err := q.from.Parse()
+		if err != nil {
+			return out, fmt.Errorf("ChallengeTemplate %s: policy: %w", tmpl.Name, err)
+		}
+		*q.to = v
+	}
+	if p.MaxReplicas != nil {
+		out.MaxReplicas = *p.MaxReplicas
+	}
+	out.AllowLoadBalancer = out.AllowLoadBalancer || p.LoadBalancer
+	return out, nil
+}
+
+// hostTaken reports whether another instance's Ingress already serves a host.
+func (g *gate) hostTaken(ctx context.Context, ch *ctfv1alpha1.Challenge) func(string) bool {
+	return func(host string) bool {
+		var list networkingv1.IngressList
+		if err := g.reader.List(ctx, &list); err != nil {
+			return true // unknown is taken: refuse rather than risk a takeover
+		}
+		for i := range list.Items {
+			ing := &list.Items[i]
+			if ing.Labels[controller.InstanceLabel] == ch.Name && ing.Labels[controller.InstanceNamespaceLabel] == ch.Namespace {
+				continue
+			}
+			for _, r := range ing.Spec.Rules {
+				if r.Host == host {
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
+func asChallenge(obj client.Object) (*ctfv1alpha1.Challenge, error) {
+	if ch, ok := obj.(*ctfv1alpha1.Challenge); ok {
+		return ch, nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("policy gate: unexpected object %T", obj)
+	}
+	ch := &ctfv1alpha1.Challenge{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ch); err != nil {
+		return nil, fmt.Errorf("decoding Challenge %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return ch, nil
+}
+
+// refusingRenderer refuses every release: the gate could not decide.
+type refusingRenderer struct{ err error }
+
+func (r refusingRenderer) Run(*bytes.Buffer) (*bytes.Buffer, error) { return nil, r.err }

@@ -1,0 +1,522 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/testharness"
+)
+
+// The hostile table: Challenges and ChallengeTemplates written as an attacker
+// (or a hurried organiser) would, each with its exact outcome: refused at
+// admission naming the field, Error/PolicyViolation with nothing applied, or
+// rendered safely. After each, nothing exists outside the instance and
+// nothing is left once it is deleted.
+
+// outcome is what a hostile input must lead to.
+type outcome int
+
+const (
+	// refused: the API server refuses it at admission, naming the field.
+	refused outcome = iota
+	// violation: accepted, then Error with reason PolicyViolation and nothing applied.
+	violation
+	// safe: rendered, Running, and the check holds.
+	safe
+)
+
+// injection would add a privileged Deployment in kube-system to the release
+// if any value were written into the manifest unquoted.
+const injection = "x\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: pwned\n  namespace: kube-system\nspec:\n  template:\n    spec:\n      hostPID: true\n"
+
+// lineBreaks are every character YAML (or a terminal) treats as a line break or control.
+var lineBreaks = map[string]string{
+	"LF": "\n", "CR": "\r", "NEL": "\u0085", "LS": "\u2028", "PS": "\u2029", "NUL": "\x00", "TAB": "\t", "VT": "\v", "FF": "\f", "ESC": "\x1b",
+}
+
+type hostileChallenge struct {
+	name string
+	// tmpl, when set, makes the Challenge an instance of a fresh template with these settings.
+	tmpl func(*ctfv1alpha1.ChallengeTemplateSpec)
+	// mutate edits the Challenge; raw edits its spec as JSON, for what the typed client cannot write.
+	mutate func(*ctfv1alpha1.Challenge)
+	raw    func(spec map[string]any)
+	want   outcome
+	// field is what the refusal or the status message must name.
+	field string
+	// check is what must hold of a safely rendered instance.
+	check func(g Gomega, ch *ctfv1alpha1.Challenge)
+}
+
+func withValues(s string) func(*ctfv1alpha1.Challenge) {
+	return func(c *ctfv1alpha1.Challenge) { c.Spec.Values = testharness.Values(s) }
+}
+
+func hostileChallenges() []hostileChallenge {
+	cases := []hostileChallenge{
+		// Injection through each string value that reaches the chart.
+		{name: "tmpSizeLimit injection", raw: setValue("tmpSizeLimit", injection), want: refused, field: "spec.values.tmpSizeLimit"},
+		{name: "imagePullSecrets injection", raw: setValue("imagePullSecrets", []any{injection}), want: refused, field: "spec.values.imagePullSecrets[0]"},
+		{name: "ingressClassName injection", mutate: func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, Host: "a.ctf.example", IngressClassName: injection}
+		}, want: refused, field: "spec.expose.ingressClassName"},
+		{name: "values ingressClassName injection", raw: setValue("expose", map[string]any{"ingressClassName": injection}), want: refused, field: "spec.values.expose.ingressClassName"},
+		{name: "values host injection", raw: setValue("expose", map[string]any{"host": injection}), want: refused, field: "spec.values.expose.host"},
+		{name: "image injection", mutate: func(c *ctfv1alpha1.Challenge) { c.Spec.Image = "nginx" + injection }, want: refused, field: "spec.image"},
+		{name: "values image injection", raw: setValue("image", "nginx"+injection), want: refused, field: "spec.values.image"},
+		{name: "template name injection", raw: func(s map[string]any) { s["template"] = "web" + injection }, want: refused, field: "spec.template"},
+		{name: "env name injection", mutate: func(c *ctfv1alpha1.Challenge) { c.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "A\nB", Value: "1"}} }, want: refused, field: "spec.env[0].name"},
+		{name: "port name injection", mutate: func(c *ctfv1alpha1.Challenge) { c.Spec.Ports[0].Name = "http\n- name: x" }, want: refused, field: "spec.ports[0].name"},
+		{name: "participant injection", mutate: func(c *ctfv1alpha1.Challenge) { c.Spec.Participant = "team\n---" }, want: refused, field: "spec.participant"},
+		{name: "label key injection", raw: setValue("podLabels", map[string]any{"a\nhostPID": "true"}), want: refused, field: "spec.values.podLabels"},
+		{name: "annotation key with a space", raw: setValue("podAnnotations", map[string]any{"a b": "c"}), want: refused, field: "spec.values.podAnnotations"},
+
+		// Enforced values cannot even be expressed: a strict client is told so.
+		{name: "flag forged through values", raw: setValue("flag", map[string]any{"enabled": true, "secretName": "victim-flag"}), want: refused, field: `unknown field "spec.values.flag"`},
+		{name: "participant through values", raw: setValue("participant", "victim"), want: refused, field: `unknown field "spec.values.participant"`},
+		{name: "namespacePerInstance through values", raw: setValue("namespacePerInstance", map[string]any{"enabled": true, "name": "kube-system"}), want: refused, field: `unknown field "spec.values.namespacePerInstance"`},
+		{name: "egress opened through values", raw: setValue("networkPolicy", map[string]any{"egress": []any{map[string]any{"name": "all", "cidr": "0.0.0.0/0"}}}), want: refused, field: `unknown field "spec.values.networkPolicy"`},
+		{name: "internal ranges emptied through values", raw: setValue("networkPolicy", map[string]any{"internalCIDRs": []any{}}), want: refused, field: `unknown field "spec.values.networkPolicy"`},
+		{name: "resource claims", raw: setValue("resources", map[string]any{"claims": []any{map[string]any{"name": "gpu"}}}), want: refused, field: `unknown field "spec.values.resources.claims"`},
+
+		// Resource exhaustion and undecodable values.
+		{name: "ten replicas and one more", raw: setValue("replicas", 11), want: refused, field: "spec.values.replicas"},
+		{name: "zero replicas", raw: setValue("replicas", 0), want: refused, field: "spec.values.replicas"},
+		{name: "limits removed with null", raw: setValue("resources", map[string]any{"limits": nil}), want: safe, check: limitsSet},
+		{name: "typed resources with only requests", mutate: func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Resources = &ctfv1alpha1.Resources{Requests: &ctfv1alpha1.ResourceAmounts{CPU: q("100m")}}
+		}, want: safe, check: limitsSet},
+		{name: "quantity that does not parse", raw: setValue("resources", map[string]any{"limits": map[string]any{"cpu": "1e999999999999"}}), want: refused, field: "spec.values.resources.limits.cpu"},
+		{name: "negative quantity", raw: setValue("resources", map[string]any{"limits": map[string]any{"memory": "-1Gi"}}), want: refused, field: "spec.values.resources.limits.memory"},
+		{name: "quantity with two points", raw: func(s map[string]any) {
+			s["resources"] = map[string]any{"limits": map[string]any{"cpu": "1.2.3"}}
+		}, want: refused, field: "spec.resources.limits.cpu"},
+		{name: "lifetime overflowing time.Duration", raw: func(s map[string]any) { s["lifetime"] = "3000000h" }, want: refused, field: "spec.lifetime"},
+		{name: "lifetime of 31 days", raw: func(s map[string]any) { s["lifetime"] = "744h" }, want: refused, field: "spec.lifetime"},
+		{name: "lifetime of zero", raw: func(s map[string]any) { s["lifetime"] = "0s" }, want: refused, field: "spec.lifetime"},
+		{name: "lifetime with a line break", raw: func(s map[string]any) { s["lifetime"] = "1h\n" }, want: refused, field: "spec.lifetime"},
+		{name: "renewedAt in lower case", raw: func(s map[string]any) { s["renewedAt"] = "2026-11-23t10:00:00z" }, want: refused, field: "spec.renewedAt"},
+		{name: "renewedAt on February 31", raw: func(s map[string]any) { s["renewedAt"] = "2026-02-31T10:00:00Z" }, want: refused, field: "spec.renewedAt"},
+		{name: "renewedAt at hour 24", raw: func(s map[string]any) { s["renewedAt"] = "2026-11-23T24:00:00Z" }, want: refused, field: "spec.renewedAt"},
+		{name: "renewedAt with a space", raw: func(s map[string]any) { s["renewedAt"] = "2026-11-23 10:00:00Z" }, want: refused, field: "spec.renewedAt"},
+		{name: "run as root", raw: setValue("runAsUser", 0), want: refused, field: "spec.values.runAsUser"},
+		{name: "thirty-three annotations", raw: setValue("podAnnotations", manyKeys(33)), want: refused, field: "spec.values.podAnnotations"},
+		{name: "sixty-five variables", mutate: func(c *ctfv1alpha1.Challenge) {
+			for i := range 65 {
+				c.Spec.Env = append(c.Spec.Env, ctfv1alpha1.EnvVar{Name: fmt.Sprintf("V%d", i)})
+			}
+		}, want: refused, field: "spec.env"},
+		{name: "unknown pull policy", raw: setValue("imagePullPolicy", "Sometimes"), want: refused, field: "spec.values.imagePullPolicy"},
+
+		// Label and annotation takeover.
+		{name: "become the DNS peer", mutate: withValues(`{"podLabels": {"k8s-app": "kube-dns"}}`), want: violation, field: `"k8s-app"`},
+		{name: "take another participant's label", mutate: withValues(`{"podLabels": {"ctf.challenge-operator.io/participant": "victim"}}`), want: violation, field: "ctf.challenge-operator.io/participant"},
+		{name: "take another instance's selector label", mutate: withValues(`{"podLabels": {"app.kubernetes.io/instance": "victim"}}`), want: violation, field: "app.kubernetes.io/instance"},
+		{name: "AppArmor unconfined", mutate: withValues(`{"podAnnotations": {"container.apparmor.security.beta.kubernetes.io/challenge": "unconfined"}}`), want: violation, field: "apparmor"},
+		{name: "seccomp unconfined", mutate: withValues(`{"podAnnotations": {"seccomp.security.alpha.kubernetes.io/pod": "unconfined"}}`), want: violation, field: "seccomp"},
+		{name: "keep the Service after deletion", mutate: withValues(`{"expose": {"annotations": {"helm.sh/resource-policy": "keep"}}}`), want: violation, field: "helm.sh/resource-policy"},
+		{name: "turn the Service into a hook", mutate: withValues(`{"expose": {"annotations": {"helm.sh/hook": "pre-install"}}}`), want: violation, field: "helm.sh/hook"},
+		{name: "claim another release", mutate: withValues(`{"expose": {"annotations": {"meta.helm.sh/release-name": "victim"}}}`), want: violation, field: "meta.helm.sh/release-name"},
+		{name: "AppArmor through a template's allowlist", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.OverridableValues = []ctfv1alpha1.ValuePath{"env", "podAnnotations"}
+		}, mutate: withValues(`{"podAnnotations": {"container.apparmor.security.beta.kubernetes.io/challenge": "unconfined"}}`), want: violation, field: "apparmor"},
+
+		// What the post-render gate refuses.
+		{name: "three replicas", mutate: withValues(`{"replicas": 3}`), want: violation, field: "replicas"},
+		{name: "a LoadBalancer nobody allowed", mutate: func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeLoadBalancer}
+		}, want: violation, field: "LoadBalancer"},
+		{name: "Ingress host outside the domain", mutate: ingress("ctfd.example.org"), want: violation, field: "ingress-host"},
+		{name: "Ingress host that only ends like the domain", mutate: ingress("evilctf.example"), want: violation, field: "ingress-host"},
+		{name: "Ingress host of the domain itself", mutate: ingress("ctf.example"), want: violation, field: "ingress-host"},
+		{name: "CPU limit above the ceiling", mutate: func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Resources = &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{CPU: q("4")}}
+		}, want: violation, field: "resources"},
+		{name: "memory limit above the ceiling", mutate: withValues(`{"resources": {"limits": {"memory": "8Gi"}}}`), want: violation, field: "resources"},
+		{name: "CPU above the template's own ceiling", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Policy = &ctfv1alpha1.InstancePolicy{MaxCPU: q("100m")}
+			s.Resources = &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{CPU: q("200m")}}
+		}, want: violation, field: "resources"},
+		{name: "egress to the service range", tmpl: egressTo("10.96.0.1/32"), want: violation, field: "network-egress"},
+		{name: "egress to the metadata address", tmpl: egressTo("169.254.169.254/32"), want: violation, field: "network-egress"},
+		{name: "egress to everywhere", tmpl: egressTo("0.0.0.0/0"), want: violation, field: "network-egress"},
+		{name: "flag key from kube-system", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: "kube-system", Name: "any", Key: "token"}}
+		}, want: violation, field: "flag-secret"},
+
+		// Hostile-looking but harmless: rendered exactly as written.
+		{name: "YAML in an env value", mutate: func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "NOTE", Value: `a: b" --- {{ .Release.Name }} #'`}}
+		}, want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
+			g.Expect(deployment(g, ch).Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "NOTE", Value: `a: b" --- {{ .Release.Name }} #'`}))
+		}},
+		{name: "YAML in an annotation value", mutate: withValues(`{"podAnnotations": {"ctf.example/note": "key: [value] & *alias"}}`), want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
+			g.Expect(deployment(g, ch).Spec.Template.Annotations).To(HaveKeyWithValue("ctf.example/note", "key: [value] & *alias"))
+		}},
+		{name: "an Ingress under the domain", mutate: ingress("web.ctf.example"), want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
+			g.Expect(ch.Status.Endpoint.URL).To(Equal("http://web.ctf.example/"))
+		}},
+		{name: "internet egress allowed by the template", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Policy = &ctfv1alpha1.InstancePolicy{InternetEgress: true}
+		}, want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
+			np := &networkingv1.NetworkPolicy{}
+			g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ch), np)).To(Succeed())
+			g.Expect(np.Spec.Egress).To(ContainElement(HaveField("To", ContainElement(HaveField("IPBlock.Except", ContainElement("169.254.169.254/32"))))))
+		}},
+		{name: "three replicas allowed by the template", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Policy = &ctfv1alpha1.InstancePolicy{MaxReplicas: ptr.To(int32(3))}
+			s.Values = testharness.Values(`{"replicas": 3}`)
+		}, want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
+			g.Expect(*deployment(g, ch).Spec.Replicas).To(Equal(int32(3)))
+		}},
+	}
+	for _, name := range sortedKeys(lineBreaks) {
+		c := lineBreaks[name]
+		cases = append(cases,
+			hostileChallenge{name: "env value with " + name, mutate: func(ch *ctfv1alpha1.Challenge) {
+				ch.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "A", Value: "x" + c + "hostNetwork: true"}}
+			}, want: refused, field: "spec.env[0].value"},
+			hostileChallenge{name: "annotation value with " + name, raw: setValue("podAnnotations", map[string]any{"ctf.example/a": "x" + c + "y"}), want: refused, field: "spec.values.podAnnotations.ctf.example/a"},
+			hostileChallenge{name: "Service annotation value with " + name, raw: setValue("expose", map[string]any{"annotations": map[string]any{"a": c}}), want: refused, field: "spec.values.expose.annotations.a"},
+		)
+	}
+	return cases
+}
+
+// hostileTemplates are organiser mistakes and injections the API server refuses.
+func hostileTemplates() []struct {
+	name   string
+	mutate func(*ctfv1alpha1.ChallengeTemplate)
+	field  string
+} {
+	flagAt := func(path string) func(*ctfv1alpha1.ChallengeTemplate) {
+		return func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: organiserSecret(), Path: path}
+		}
+	}
+	lifetime := func(def, maxLifetime string) func(*ctfv1alpha1.ChallengeTemplate) {
+		return func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Lifetime = &ctfv1alpha1.LifetimePolicy{}
+			if def != "" {
+				t.Spec.Lifetime.Default = duration(def)
+			}
+			if maxLifetime != "" {
+				t.Spec.Lifetime.Max = duration(maxLifetime)
+			}
+		}
+	}
+	return []struct {
+		name   string
+		mutate func(*ctfv1alpha1.ChallengeTemplate)
+		field  string
+	}{
+		{"flag path injection", flagAt("/flag\n      hostPath: /"), "spec.flag.path"},
+		{"flag path with LS", flagAt("/flag\u2028x"), "spec.flag.path"},
+		{"relative flag path", flagAt("flag.txt"), "spec.flag.path"},
+		{"flag path climbing", flagAt("/flag/../etc/passwd"), "spec.flag.path"},
+		{"flag path over /tmp", flagAt("/tmp"), "spec.flag.path"},
+		{"egress name injection", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Egress = []ctfv1alpha1.EgressRule{{Name: "api\n    - to: [{ipBlock: {cidr: 0.0.0.0/0}}]", CIDR: "198.51.100.0/24"}}
+		}, "spec.egress[0].name"},
+		{"egress CIDR injection", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Egress = []ctfv1alpha1.EgressRule{{Name: "api", CIDR: "198.51.100.0/24\n"}}
+		}, "spec.egress[0].cidr"},
+		{"egress CIDR that is not one", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Egress = []ctfv1alpha1.EgressRule{{Name: "api", CIDR: "checker.internal"}}
+		}, "spec.egress[0].cidr"},
+		{"duplicate egress names", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Egress = []ctfv1alpha1.EgressRule{{Name: "api", CIDR: "198.51.100.0/24"}, {Name: "api", CIDR: "203.0.113.0/24"}}
+		}, "spec.egress names must be unique"},
+		{"ingress class injection", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, Host: "a.ctf.example", IngressClassName: "nginx\nx: y"}
+		}, "spec.expose.ingressClassName"},
+		{"lifetime overflowing", lifetime("", "1h"), "spec.lifetime.max"}, // made 3000000h as JSON below
+		{"default above max", lifetime("2h", "1h"), "lifetime.default must not exceed lifetime.max"},
+		{"default of zero", lifetime("0s", ""), "spec.lifetime.default"},
+		{"duplicate ports", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Ports = append(t.Spec.Ports, ctfv1alpha1.ChallengePort{Name: "nc2", Port: 1337})
+		}, "spec.ports must not repeat a port and protocol"},
+		{"duplicate port names", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Ports = append(t.Spec.Ports, ctfv1alpha1.ChallengePort{Name: "nc", Port: 1338})
+		}, "spec.ports names must be unique"},
+		{"empty Secret key", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "k"}}
+		}, "spec.flag.static.key"},
+		{"Secret name injection", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "k\n", Key: "k"}}
+		}, "spec.flag.static.name"},
+		{"flag format with two digests", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: *organiserSecret(), Format: "CTF{%s%s}"}}
+		}, "spec.flag.dynamic.format"},
+		{"flag format with another verb", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: *organiserSecret(), Format: "CTF{%s}%d"}}
+		}, "spec.flag.dynamic.format"},
+		{"flag format with a line break", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: *organiserSecret(), Format: "CTF{%s}\n"}}
+		}, "spec.flag.dynamic.format"},
+		{"overridable path injection", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.OverridableValues = []ctfv1alpha1.ValuePath{"env\n"}
+		}, "spec.overridableValues[0]"},
+		{"name too long for a label", func(t *ctfv1alpha1.ChallengeTemplate) { t.Name = strings.Repeat("t", 64) }, "metadata.name must be a DNS label"},
+		{"template values injection", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Values = &ctfv1alpha1.Values{TmpSizeLimit: q("1Gi\n")}
+		}, "spec.values.tmpSizeLimit"},
+		{"template env value with NEL", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "A", Value: "x\u0085y"}}
+		}, "spec.env[0].value"},
+		{"renewal cap beyond reason", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Lifetime = &ctfv1alpha1.LifetimePolicy{MaxRenewals: ptr.To(int32(1001))}
+		}, "spec.lifetime.maxRenewals"},
+		{"policy ceiling that does not parse", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Policy = &ctfv1alpha1.InstancePolicy{MaxMemory: q("1e99999999999")}
+		}, "spec.policy.maxMemory"},
+	}
+}
+
+var hostileCount atomic.Int32
+
+func TestHostileChallenges(t *testing.T) {
+	for _, tc := range hostileChallenges() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			runHostile(t, tc)
+		})
+	}
+}
+
+func TestHostileTemplates(t *testing.T) {
+	for _, tc := range hostileTemplates() {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tmpl := &ctfv1alpha1.ChallengeTemplate{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("hostile-%d", hostileCount.Add(1))},
+				Spec: ctfv1alpha1.ChallengeTemplateSpec{
+					Image: "registry.example/ctf/hostile:1",
+					Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337, Protocol: ctfv1alpha1.ProtocolTCP}},
+				},
+			}
+			tc.mutate(tmpl)
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tmpl)
+			g.Expect(err).NotTo(HaveOccurred())
+			u := &unstructured.Unstructured{Object: m}
+			u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("ChallengeTemplate"))
+			if tc.name == "lifetime overflowing" {
+				g.Expect(unstructured.SetNestedField(u.Object, "3000000h", "spec", "lifetime", "max")).To(Succeed())
+			}
+			err = k8s.Create(context.Background(), u, client.FieldValidation("Strict"))
+			if err == nil {
+				_ = k8s.Delete(context.Background(), u)
+			}
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tc.field))
+		})
+	}
+}
+
+func runHostile(t *testing.T, tc hostileChallenge) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	n := hostileCount.Add(1)
+	ch := newChallenge(ns, fmt.Sprintf("h%d", n), fmt.Sprintf("p%d", n))
+	if tc.tmpl != nil {
+		tmpl := newTemplate(t, fmt.Sprintf("hostile-%d", n), tc.tmpl)
+		ch = fromTemplate(ns, ch.Name, ch.Spec.Participant, tmpl.Name)
+	}
+	if tc.mutate != nil {
+		tc.mutate(ch)
+	}
+	err := createStrict(ctx, ch, tc.raw)
+	if tc.want == refused {
+		g.Expect(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)).To(BeTrue(), "got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring(tc.field))
+		expectNothingOutside(g, ctx)
+		return
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	switch tc.want {
+	case violation:
+		got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+		g.Expect(got.Status.Reason).To(Equal("PolicyViolation"), got.Status.Message)
+		g.Expect(got.Status.Message).To(ContainSubstring(tc.field))
+		g.Expect(instanceObjects(g, ctx, ch)).To(BeEmpty(), "a refused release applies nothing")
+	case safe:
+		got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+		tc.check(g, got)
+		for _, obj := range instanceObjects(g, ctx, ch) {
+			g.Expect(obj.GetNamespace()).To(Equal(ns), "%T %s", obj, obj.GetName())
+		}
+	}
+	expectNothingOutside(g, ctx)
+	g.Expect(k8s.Delete(ctx, ch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}))).To(BeTrue())
+		g.Expect(instanceObjects(g, ctx, ch)).To(BeEmpty())
+		g.Expect(releaseSecrets(ctx, g, ns, ch.Name)).To(BeEmpty())
+	}, testharness.Timeout, testharness.Interval).Should(Succeed(), "nothing is left after deletion")
+}
+
+// createStrict creates ch as JSON after raw has edited its spec, with strict
+// field validation, as kubectl does: unknown fields are refused, not dropped.
+func createStrict(ctx context.Context, ch *ctfv1alpha1.Challenge, raw func(map[string]any)) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ch)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+	if raw != nil {
+		spec, _ := u.Object["spec"].(map[string]any)
+		raw(spec)
+	}
+	return k8s.Create(ctx, u, client.FieldValidation("Strict"))
+}
+
+// instanceObjects lists every object of the instance, in any namespace.
+func instanceObjects(g Gomega, ctx context.Context, ch *ctfv1alpha1.Challenge) []client.Object {
+	sel := client.MatchingLabels{"ctf.challenge-operator.io/instance": ch.Name, "ctf.challenge-operator.io/instance-namespace": ch.Namespace}
+	var out []client.Object
+	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{},
+		&networkingv1.NetworkPolicyList{}, &networkingv1.IngressList{}, &corev1.SecretList{}, &corev1.PodList{}} {
+		g.Expect(k8s.List(ctx, list, sel)).To(Succeed())
+		items, err := listItems(list)
+		g.Expect(err).NotTo(HaveOccurred())
+		out = append(out, items...)
+	}
+	return out
+}
+
+// expectNothingOutside asserts that no workload exists in the cluster's own
+// namespaces: an injected object would land there.
+func expectNothingOutside(g Gomega, ctx context.Context) {
+	for _, ns := range []string{"kube-system", "default", "kube-public", testharness.OrganiserNamespace} {
+		for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.DaemonSetList{}, &corev1.PodList{}} {
+			g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			items, err := listItems(list)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(items).To(BeEmpty(), "workloads in %s", ns)
+		}
+	}
+}
+
+func listItems(list client.ObjectList) ([]client.Object, error) {
+	var out []client.Object
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(list)
+	if err != nil {
+		return nil, err
+	}
+	items, _ := m["items"].([]any)
+	for _, it := range items {
+		u := &unstructured.Unstructured{Object: it.(map[string]any)}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+func limitsSet(g Gomega, ch *ctfv1alpha1.Challenge) {
+	limits := deployment(g, ch).Spec.Template.Spec.Containers[0].Resources.Limits
+	g.Expect(limits.Cpu().IsZero()).To(BeFalse(), "a cpu limit is always set")
+	g.Expect(limits.Memory().IsZero()).To(BeFalse(), "a memory limit is always set")
+}
+
+func deployment(g Gomega, ch *ctfv1alpha1.Challenge) *appsv1.Deployment {
+	dep := &appsv1.Deployment{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ch), dep)).To(Succeed())
+	return dep
+}
+
+func setValue(key string, v any) func(map[string]any) {
+	return func(spec map[string]any) {
+		vals, _ := spec["values"].(map[string]any)
+		if vals == nil {
+			vals = map[string]any{}
+		}
+		vals[key] = v
+		spec["values"] = vals
+	}
+}
+
+func ingress(host string) func(*ctfv1alpha1.Challenge) {
+	return func(c *ctfv1alpha1.Challenge) {
+		c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, Host: host}
+	}
+}
+
+func egressTo(cidr string) func(*ctfv1alpha1.ChallengeTemplateSpec) {
+	return func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Egress = []ctfv1alpha1.EgressRule{{Name: "dest", CIDR: cidr}}
+	}
+}
+
+func manyKeys(n int) map[string]any {
+	out := map[string]any{}
+	for i := range n {
+		out[fmt.Sprintf("ctf.example/k%d", i)] = "v"
+	}
+	return out
+}
+
+func organiserSecret() *ctfv1alpha1.SecretKeyRef {
+	return &ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "flag-key", Key: "key"}
+}
+
+func q(s string) *ctfv1alpha1.Quantity {
+	v := ctfv1alpha1.Quantity(s)
+	return &v
+}
+
+func duration(s string) *metav1.Duration {
+	d := &metav1.Duration{}
+	if err := d.UnmarshalJSON([]byte(`"` + s + `"`)); err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestIngressHostBelongsToOneInstance: a second instance asking for a host
+// already served is refused, and gets it once the first is gone.
+func TestIngressHostBelongsToOneInstance(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, other := namespace(t), namespace(t)
+	first := newChallenge(ns, "web", "team-h1")
+	ingress("shared.ctf.example")(first)
+	g.Expect(k8s.Create(ctx, first)).To(Succeed())
+	eventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
+
+	second := newChallenge(other, "web", "team-h2")
+	ingress("shared.ctf.example")(second)
+	g.Expect(k8s.Create(ctx, second)).To(Succeed())
+	got := eventuallyPhase(t, second, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
+	g.Expect(got.Status.Message).To(ContainSubstring("ingress-host"))
+	g.Expect(instanceObjects(g, ctx, second)).To(BeEmpty())
+
+	g.Expect(k8s.Delete(ctx, first)).To(Succeed())
+	eventuallyPhase(t, second, ctfv1alpha1.PhaseRunning)
+}

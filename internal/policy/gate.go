@@ -1,0 +1,309 @@
+// Package policy is the post-render gate, the third of the operator's trust layers. The CRD schema
+// and its CEL rules refuse malformed Challenges at admission, and the chart quotes every value it
+// writes; this package then judges the objects Helm actually rendered for one instance, before any
+// of them reaches the API server, and refuses the whole release when a single rule breaks.
+//
+// The gate reads each document strictly into the typed API object of an allowlisted kind, so a field
+// it did not read cannot be applied, and it checks what the instance may contain: its kinds, names,
+// namespace and identity labels, the restricted Pod Security Standard and more for its pod, and a
+// NetworkPolicy that keeps it away from the cluster's internal ranges. It runs as a Helm
+// post-renderer (PostRenderer). Helm splits hooks off before post-rendering, which is why the
+// objects the instance needs must be present: a hook annotation cannot hide them from the gate.
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/postrender"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Instance is what one release may contain: the gate judges every rendered object against it.
+type Instance struct {
+	// Release is the Helm release name (the Challenge's name); it names the Deployment, Service,
+	// ServiceAccount, NetworkPolicy, Ingress, ResourceQuota and LimitRange, so objects cannot collide
+	// with another instance's.
+	Release string
+	// Namespace is the namespace every namespaced object must be in.
+	Namespace string
+	// OwnNamespace gives the instance a namespace of its own: the release may, and then must, create
+	// the Namespace named Namespace, plus one ResourceQuota and one LimitRange.
+	OwnNamespace bool
+	// Labels are the identity labels: every object's labels and the pod template's labels carry each
+	// key with exactly this value, so other code can tell whose an object is.
+	Labels map[string]string
+	// Selector is the exact selector of the Deployment, the Service and the NetworkPolicy's
+	// podSelector, so none of them reaches another instance's pods.
+	Selector map[string]string
+	// FlagSecret is the only Secret the release may create and the pod may reference; "" means none.
+	FlagSecret string
+	// Limits are the organiser's ceilings and allowances.
+	Limits Limits
+	// Keys decides which reserved label and annotation keys organisers allow.
+	Keys Keys
+	// HostTaken reports whether an Ingress host is already used by another instance, so an instance
+	// cannot take over another's traffic; nil means never.
+	HostTaken func(host string) bool
+}
+
+// Limits are the organiser's ceilings and allowances.
+type Limits struct {
+	// CPU and Memory bound every container's limits, which every container must set, so one
+	// instance cannot starve a node.
+	CPU, Memory resource.Quantity
+	// MaxReplicas bounds the Deployment's replicas (unset counts as 1).
+	MaxReplicas int32
+	// AllowLoadBalancer lets the Service be of type LoadBalancer, which costs the organiser money.
+	AllowLoadBalancer bool
+	// IngressDomain is the domain whose strict subdomains Ingress and TLS hosts must be
+	// ("x.ctf.example" for "ctf.example"); "" means no Ingress is allowed at all.
+	IngressDomain string
+	// InternalCIDRs are ranges no NetworkPolicy peer may reach (egress) or admit (ingress ipBlock);
+	// the cloud metadata addresses 169.254.169.254/32 and fd00:ec2::254/128 are always added.
+	InternalCIDRs []netip.Prefix
+	// AllowedCIDRs are exceptions: internal ranges organisers allow on purpose.
+	AllowedCIDRs []netip.Prefix
+	// IngressFromNamespaces are the namespaces whose pods may be ingress peers, selected by
+	// namespaceSelector matchLabels kubernetes.io/metadata.name.
+	IngressFromNamespaces []string
+	// DNSNamespace is the namespace of the DNS peer; "" means "kube-system".
+	DNSNamespace string
+}
+
+// Violation is a broken rule: the release is refused and nothing of it is applied.
+type Violation struct {
+	// Rule is the short kebab-case name of the broken rule, e.g. "pod-security".
+	Rule string
+	// Object is "Kind namespace/name", "Kind name" when cluster-scoped, or "document N" when the
+	// document could not be read as an object.
+	Object string
+	// Detail says what in the object broke the rule.
+	Detail string
+}
+
+// Error reads "PolicyViolation: <Rule>: <Object>: <Detail>"; other code parses the prefix.
+func (v *Violation) Error() string {
+	return fmt.Sprintf("PolicyViolation: %s: %s: %s", v.Rule, v.Object, v.Detail)
+}
+
+// Rule names, one per rule, as they appear in a Violation.
+const (
+	ruleParse          = "parse"
+	ruleKind           = "kind"
+	ruleName           = "name"
+	ruleDuplicate      = "duplicate"
+	ruleNamespace      = "namespace"
+	ruleLabels         = "labels"
+	ruleMetadataKey    = "metadata-key"
+	ruleHelmAnnotation = "helm-annotation"
+	ruleFinalizers     = "finalizers"
+	ruleRequired       = "required"
+	ruleHostNamespace  = "host-namespace"
+	ruleHostPort       = "host-port"
+	rulePodSecurity    = "pod-security"
+	ruleServiceAccount = "service-account"
+	ruleContainers     = "containers"
+	rulePlacement      = "placement"
+	ruleVolume         = "volume"
+	ruleSecretRef      = "secret-ref"
+	ruleResources      = "resources"
+	ruleReplicas       = "replicas"
+	ruleSelector       = "selector"
+	ruleService        = "service"
+	ruleIngress        = "ingress"
+	ruleIngressHost    = "ingress-host"
+	ruleNetworkPolicy  = "network-policy"
+	ruleNetworkEgress  = "network-egress"
+	ruleNetworkIngress = "network-ingress"
+	ruleSecret         = "secret"
+)
+
+// Check parses manifest (multi-document YAML as Helm renders it, with "---" separators and
+// "# Source:" comments, empty documents allowed) and returns a *Violation for the first broken rule,
+// in document order and then the required objects, or nil. An Instance the gate cannot judge by
+// (no release, namespace, labels or selector) is a plain error: the release is refused all the same.
+func Check(manifest []byte, in Instance) error {
+	c, err := newChecker(in)
+	if err != nil {
+		return err
+	}
+	objs, err := parse(manifest)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := c.object(o); err != nil {
+			return err
+		}
+	}
+	return c.required()
+}
+
+// PostRenderer applies Check to what Helm rendered, so a release that breaks a rule never
+// reaches the API server. Helm hands a post-renderer no hooks: run releases with hooks disabled
+// (DisableHooks on install, upgrade, rollback and uninstall) so that a template turned into a
+// hook is dropped rather than applied unjudged; the required objects are then missing, and refused.
+type PostRenderer struct {
+	// Instance is what the release may contain.
+	Instance Instance
+}
+
+var _ postrender.PostRenderer = PostRenderer{}
+
+// Run returns rendered unchanged when it passes Check, and Check's error otherwise.
+func (p PostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
+	if rendered == nil {
+		rendered = new(bytes.Buffer)
+	}
+	if err := Check(rendered.Bytes(), p.Instance); err != nil {
+		return nil, err
+	}
+	return rendered, nil
+}
+
+// metadataAddresses are the cloud metadata endpoints, forbidden whatever the organiser lists.
+var metadataAddresses = []netip.Prefix{
+	netip.MustParsePrefix("169.254.169.254/32"),
+	netip.MustParsePrefix("fd00:ec2::254/128"),
+}
+
+// checker judges the objects of one release and remembers which it has seen.
+type checker struct {
+	in        Instance
+	domain    string
+	dnsNS     string
+	forbidden []netip.Prefix
+	allowed   []netip.Prefix
+	seen      map[string]bool
+}
+
+// newChecker prepares the instance's settings once for every object.
+func newChecker(in Instance) (*checker, error) {
+	if in.Release == "" || in.Namespace == "" || len(in.Labels) == 0 || len(in.Selector) == 0 {
+		return nil, errors.New("policy: the instance needs a release, a namespace, identity labels and a selector")
+	}
+	forbidden, err := masked(append(slices.Clone(in.Limits.InternalCIDRs), metadataAddresses...))
+	if err != nil {
+		return nil, fmt.Errorf("policy: internal CIDRs: %w", err)
+	}
+	allowed, err := masked(in.Limits.AllowedCIDRs)
+	if err != nil {
+		return nil, fmt.Errorf("policy: allowed CIDRs: %w", err)
+	}
+	c := &checker{in: in, forbidden: forbidden, allowed: allowed, seen: map[string]bool{}}
+	c.domain = strings.ToLower(strings.TrimSuffix(in.Limits.IngressDomain, "."))
+	c.dnsNS = in.Limits.DNSNamespace
+	if c.dnsNS == "" {
+		c.dnsNS = "kube-system"
+	}
+	return c, nil
+}
+
+// object applies every rule to one object, the generic ones first.
+func (c *checker) object(o *object) error {
+	for _, rule := range []func(*object) error{c.scope, c.name, c.duplicate, c.namespace, c.metadata, c.spec} {
+		if err := rule(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scope refuses the kinds only an instance with a namespace of its own may create.
+func (c *checker) scope(o *object) error {
+	if o.spec.ownNamespace && !c.in.OwnNamespace {
+		return o.violation(ruleKind, "only an instance with a namespace of its own may create a %s", o.kind)
+	}
+	return nil
+}
+
+// name requires every object's fixed name, so the release cannot touch another instance's objects.
+func (c *checker) name(o *object) error {
+	rule, want := ruleName, c.in.Release
+	switch o.obj.(type) {
+	case *corev1.Secret:
+		rule, want = ruleSecret, c.in.FlagSecret
+	case *corev1.Namespace:
+		rule, want = ruleNamespace, c.in.Namespace
+	}
+	if want == "" {
+		return o.violation(rule, "the instance may create no %s", o.kind)
+	}
+	if o.obj.GetName() != want {
+		return o.violation(rule, "a %s must be named %q", o.kind, want)
+	}
+	return nil
+}
+
+// duplicate refuses a second object of the same kind and name: which one is applied is not
+// what the gate judged.
+func (c *checker) duplicate(o *object) error {
+	key := o.kind + "/" + o.obj.GetName()
+	if c.seen[key] {
+		return o.violation(ruleDuplicate, "rendered more than once")
+	}
+	c.seen[key] = true
+	return nil
+}
+
+// namespace keeps every namespaced object in the instance's namespace; a cluster-scoped object
+// names no namespace.
+func (c *checker) namespace(o *object) error {
+	want := c.in.Namespace
+	if o.spec.clusterScoped {
+		want = ""
+	}
+	if ns := o.obj.GetNamespace(); ns != want {
+		return o.violation(ruleNamespace, "namespace %q, want %q", ns, want)
+	}
+	return nil
+}
+
+// spec applies the rules of the object's kind. A ResourceQuota or a LimitRange only bounds the
+// instance's own namespace, so its name and namespace are all that matter.
+func (c *checker) spec(o *object) error {
+	switch obj := o.obj.(type) {
+	case *appsv1.Deployment:
+		return c.deployment(o, obj)
+	case *corev1.Service:
+		return c.service(o, obj)
+	case *corev1.ServiceAccount:
+		return c.serviceAccount(o, obj)
+	case *corev1.Secret:
+		return c.secret(o, obj)
+	case *corev1.Namespace:
+		return c.namespaceObject(o, obj)
+	case *networkingv1.NetworkPolicy:
+		return c.networkPolicy(o, obj)
+	case *networkingv1.Ingress:
+		return c.ingress(o, obj)
+	}
+	return nil
+}
+
+// required demands the objects the instance needs: a hook annotation would otherwise hide them
+// from the post-renderer, and an instance without its NetworkPolicy would be open.
+func (c *checker) required() error {
+	need := []string{"Deployment", "Service", "ServiceAccount", "NetworkPolicy"}
+	if c.in.OwnNamespace {
+		need = append(need, "ResourceQuota", "LimitRange")
+		if !c.seen["Namespace/"+c.in.Namespace] {
+			return &Violation{Rule: ruleRequired, Object: "Namespace " + c.in.Namespace, Detail: "not rendered"}
+		}
+	}
+	for _, kind := range need {
+		if !c.seen[kind+"/"+c.in.Release] {
+			obj := fmt.Sprintf("%s %s/%s", kind, c.in.Namespace, c.in.Release)
+			return &Violation{Rule: ruleRequired, Object: obj, Detail: "not rendered"}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,411 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestValidReleasePasses(t *testing.T) {
+	for _, tt := range harmlessChanges {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			fx := newFixture(tt.own, tt.ingress)
+			if tt.apply != nil {
+				tt.apply(fx)
+			}
+			g.Expect(Check(fx.render(), fx.in)).To(Succeed())
+		})
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	for _, tt := range breakings {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			fx := newFixture(tt.own, tt.ingress)
+			tt.apply(fx)
+			err := Check(fx.render(), fx.in)
+			var v *Violation
+			g.Expect(errors.As(err, &v)).To(BeTrue(), "want a Violation, got %v", err)
+			g.Expect(v.Rule).To(Equal(tt.rule), v.Error())
+		})
+	}
+}
+
+// TestEveryRuleIsTested keeps the table honest: every rule the gate can name has a case.
+func TestEveryRuleIsTested(t *testing.T) {
+	g := NewWithT(t)
+	tested := map[string]bool{}
+	for _, tt := range breakings {
+		tested[tt.rule] = true
+	}
+	rules := []string{
+		ruleParse, ruleKind, ruleName, ruleDuplicate, ruleNamespace, ruleLabels, ruleMetadataKey,
+		ruleHelmAnnotation, ruleFinalizers, ruleRequired, ruleHostNamespace, ruleHostPort, rulePodSecurity,
+		ruleServiceAccount, ruleContainers, ruleVolume, ruleSecretRef, ruleResources, ruleReplicas,
+		ruleSelector, ruleService, ruleIngress, ruleIngressHost, ruleNetworkPolicy, ruleNetworkEgress,
+		ruleNetworkIngress, ruleSecret, rulePlacement,
+	}
+	for _, r := range rules {
+		g.Expect(tested).To(HaveKey(r))
+	}
+	g.Expect(tested).To(HaveLen(len(rules)))
+}
+
+func TestViolationError(t *testing.T) {
+	g := NewWithT(t)
+	fx := newFixture(false, false)
+	fx.deploy.Spec.Template.Spec.HostPID = true
+	err := Check(fx.render(), fx.in)
+	g.Expect(err).To(MatchError("PolicyViolation: host-namespace: Deployment ctf-team1/web-team1: the pod shares a namespace of the node"))
+
+	fx = newFixture(true, false)
+	fx.ns.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
+	err = Check(fx.render(), fx.in)
+	g.Expect(err).To(MatchError(HavePrefix("PolicyViolation: namespace: Namespace ctf-team1: ")))
+
+	err = Check([]byte("---\nkind: [\n"), fx.in)
+	g.Expect(err).To(MatchError(HavePrefix("PolicyViolation: parse: document 1: ")))
+}
+
+func TestPostRenderer(t *testing.T) {
+	g := NewWithT(t)
+	fx := newFixture(false, true)
+	pr := PostRenderer{Instance: fx.in}
+
+	in := bytes.NewBuffer(fx.render())
+	want := in.String()
+	out, err := pr.Run(in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.String()).To(Equal(want))
+
+	fx.svc.Spec.ExternalIPs = []string{"203.0.113.7"}
+	out, err = pr.Run(bytes.NewBuffer(fx.render()))
+	g.Expect(out).To(BeNil())
+	var v *Violation
+	g.Expect(errors.As(err, &v)).To(BeTrue())
+	g.Expect(v.Rule).To(Equal("service"))
+
+	_, err = pr.Run(nil)
+	g.Expect(errors.As(err, &v)).To(BeTrue())
+	g.Expect(v.Rule).To(Equal("required"))
+}
+
+func TestInstanceTheGateCannotJudgeBy(t *testing.T) {
+	manifest := newFixture(false, false).render()
+	for name, broken := range map[string]func(*Instance){
+		"no release":                func(in *Instance) { in.Release = "" },
+		"no namespace":              func(in *Instance) { in.Namespace = "" },
+		"no selector":               func(in *Instance) { in.Selector = nil },
+		"no identity labels":        func(in *Instance) { in.Labels = nil },
+		"an invalid internal range": func(in *Instance) { in.Limits.InternalCIDRs = append(in.Limits.InternalCIDRs, netip.Prefix{}) },
+		"an invalid allowed range":  func(in *Instance) { in.Limits.AllowedCIDRs = []netip.Prefix{{}} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			in := testInstance()
+			broken(&in)
+			err := Check(manifest, in)
+			var v *Violation
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(errors.As(err, &v)).To(BeFalse(), "a misconfigured gate is not the release's fault")
+		})
+	}
+}
+
+func TestKeysRefused(t *testing.T) {
+	keys := Keys{Allowed: []string{
+		"service.beta.kubernetes.io/", "node.kubernetes.io/exact", "helm.sh/", "meta.helm.sh/release-name",
+		"ctf.challenge-operator.io/", "app.kubernetes.io/version",
+	}}
+	tests := []struct {
+		key     string
+		refused bool
+	}{
+		{"app.kubernetes.io/part-of", true},
+		{"app.kubernetes.io/version", false},
+		{"kubernetes.io/metadata.name", true},
+		{"node-role.kubernetes.io/control-plane", true},
+		{"container.apparmor.security.beta.kubernetes.io/challenge", true},
+		{"seccomp.security.alpha.kubernetes.io/pod", true},
+		{"pod-security.kubernetes.io/enforce", true},
+		{"service.beta.kubernetes.io/aws-load-balancer-internal", false},
+		{"node.kubernetes.io/exact", false},
+		{"node.kubernetes.io/exact-not", true},
+		{"k8s.io/x", true},
+		{"storage.k8s.io/x", true},
+		{"k8s-app", true},
+		{"helm.sh/resource-policy", true},
+		{"helm.sh/hook", true},
+		{"meta.helm.sh/release-name", true},
+		{"ctf.challenge-operator.io/participant", true},
+		{"x.ctf.challenge-operator.io/participant", true},
+		{"HELM.SH/hook", true},
+		{"Kubernetes.IO/x", true},
+		{"evilkubernetes.io/x", false},
+		{"kubernetes.io.example.com/x", false},
+		{"example.com/owner", false},
+		{"tier", false},
+		{"app", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			NewWithT(t).Expect(keys.Refused(tt.key)).To(Equal(tt.refused))
+		})
+	}
+	t.Run("nothing allowed", func(t *testing.T) {
+		NewWithT(t).Expect(Keys{}.Refused("service.beta.kubernetes.io/aws-load-balancer-internal")).To(BeTrue())
+	})
+}
+
+func TestCoveredSplitsRanges(t *testing.T) {
+	g := NewWithT(t)
+	ten := prefixes("10.0.0.0/8")[0]
+	g.Expect(covered(ten, prefixes("10.0.0.0/9", "10.128.0.0/9"))).To(BeTrue())
+	g.Expect(covered(ten, prefixes("10.0.0.0/9", "10.128.0.0/10"))).To(BeFalse())
+	g.Expect(covered(ten, prefixes("0.0.0.0/0"))).To(BeTrue())
+	g.Expect(covered(ten, prefixes("::/0"))).To(BeFalse())
+	g.Expect(covered(prefixes("fd00::/8")[0], prefixes("fd00::/9", "fd80::/9"))).To(BeTrue())
+}
+
+// TestChartShapedManifest checks text shaped as the chart renders it, comments, quoting, octal
+// modes and all, rather than what the typed fixture marshals.
+func TestChartShapedManifest(t *testing.T) {
+	g := NewWithT(t)
+	in := testInstance()
+	g.Expect(Check([]byte(chartManifest), in)).To(Succeed())
+
+	broken := strings.Replace(chartManifest, "hostNetwork: false", "hostNetwork: true", 1)
+	var v *Violation
+	g.Expect(errors.As(Check([]byte(broken), in), &v)).To(BeTrue())
+	g.Expect(v.Rule).To(Equal("host-namespace"))
+
+	// A YAML 1.1 boolean reads as true for the gate as it does for the API client.
+	broken = strings.Replace(chartManifest, "hostNetwork: false", "hostNetwork: yes", 1)
+	g.Expect(errors.As(Check([]byte(broken), in), &v)).To(BeTrue())
+	g.Expect(v.Rule).To(Equal("host-namespace"))
+}
+
+const chartManifest = `---
+# Source: challenge/templates/serviceaccount.yaml
+# An identity of its own, with no API token: a challenge never talks to the API server.
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: web-team1
+  namespace: ctf-team1
+  labels:
+    app.kubernetes.io/name: challenge
+    app.kubernetes.io/instance: web-team1
+    app.kubernetes.io/managed-by: challenge-operator
+    helm.sh/chart: challenge-0.1.0
+    ctf.challenge-operator.io/instance: web-team1
+    ctf.challenge-operator.io/instance-namespace: ctf-team1
+    ctf.challenge-operator.io/participant: "team1"
+    ctf.challenge-operator.io/challenge: "web"
+automountServiceAccountToken: false
+---
+# Source: challenge/templates/flag-secret.yaml
+# The instance's flag, the only place it is written.
+apiVersion: v1
+kind: Secret
+metadata:
+  name: web-team1-flag
+  namespace: ctf-team1
+  labels:
+    app.kubernetes.io/name: challenge
+    app.kubernetes.io/instance: web-team1
+    app.kubernetes.io/managed-by: challenge-operator
+    helm.sh/chart: challenge-0.1.0
+    ctf.challenge-operator.io/instance: web-team1
+    ctf.challenge-operator.io/instance-namespace: ctf-team1
+    ctf.challenge-operator.io/participant: "team1"
+    ctf.challenge-operator.io/challenge: "web"
+type: Opaque
+stringData:
+  flag: "CTF{team1-3f9a}"
+---
+# Source: challenge/templates/service.yaml
+apiVersion: v1
+kind: Service
+metadata:
+  name: web-team1
+  namespace: ctf-team1
+  labels:
+    app.kubernetes.io/name: challenge
+    app.kubernetes.io/instance: web-team1
+    app.kubernetes.io/managed-by: challenge-operator
+    helm.sh/chart: challenge-0.1.0
+    ctf.challenge-operator.io/instance: web-team1
+    ctf.challenge-operator.io/instance-namespace: ctf-team1
+    ctf.challenge-operator.io/participant: "team1"
+    ctf.challenge-operator.io/challenge: "web"
+spec:
+  type: ClusterIP
+  selector:
+    app.kubernetes.io/name: challenge
+    app.kubernetes.io/instance: web-team1
+  ports:
+    - name: main
+      port: 8080
+      targetPort: main
+      protocol: TCP
+---
+# Source: challenge/templates/deployment.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web-team1
+  namespace: ctf-team1
+  labels:
+    app.kubernetes.io/name: challenge
+    app.kubernetes.io/instance: web-team1
+    app.kubernetes.io/managed-by: challenge-operator
+    helm.sh/chart: challenge-0.1.0
+    ctf.challenge-operator.io/instance: web-team1
+    ctf.challenge-operator.io/instance-namespace: ctf-team1
+    ctf.challenge-operator.io/participant: "team1"
+    ctf.challenge-operator.io/challenge: "web"
+spec:
+  replicas: 1
+  revisionHistoryLimit: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: challenge
+      app.kubernetes.io/instance: web-team1
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: challenge
+        app.kubernetes.io/instance: web-team1
+        app.kubernetes.io/managed-by: challenge-operator
+        helm.sh/chart: challenge-0.1.0
+        ctf.challenge-operator.io/instance: web-team1
+        ctf.challenge-operator.io/instance-namespace: ctf-team1
+        ctf.challenge-operator.io/participant: "team1"
+        ctf.challenge-operator.io/challenge: "web"
+    spec:
+      serviceAccountName: web-team1
+      automountServiceAccountToken: false
+      enableServiceLinks: false
+      hostNetwork: false
+      # The restricted Pod Security Standard, written here rather than taken from values.
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 1000
+        runAsGroup: 1000
+        fsGroup: 1000
+        seccompProfile:
+          type: RuntimeDefault
+      containers:
+        - name: challenge
+          image: "registry.ctf.example/web:1.0"
+          imagePullPolicy: IfNotPresent
+          ports:
+            - name: main
+              containerPort: 8080
+              protocol: TCP
+          env:
+            - name: "MODE"
+              value: "ctf"
+          readinessProbe:
+            tcpSocket:
+              port: main
+            periodSeconds: 2
+          resources:
+            limits:
+              cpu: 500m
+              memory: 256Mi
+            requests:
+              cpu: 50m
+              memory: 64Mi
+          securityContext:
+            allowPrivilegeEscalation: false
+            privileged: false
+            readOnlyRootFilesystem: true
+            capabilities:
+              drop: ["ALL"]
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+            - name: flag
+              mountPath: /flag/flag.txt
+              subPath: flag
+              readOnly: true
+      volumes:
+        - name: tmp
+          emptyDir:
+            sizeLimit: 64Mi
+        - name: flag
+          secret:
+            secretName: web-team1-flag
+            defaultMode: 0444
+---
+# Source: challenge/templates/networkpolicy.yaml
+# Isolation: the instance accepts connections on its ports from outside the
+# cluster and from the ingress controller's namespace; it may resolve DNS and
+# reach the internet, never the cluster's internal ranges.
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: web-team1
+  namespace: ctf-team1
+  labels:
+    app.kubernetes.io/name: challenge
+    app.kubernetes.io/instance: web-team1
+    app.kubernetes.io/managed-by: challenge-operator
+    helm.sh/chart: challenge-0.1.0
+    ctf.challenge-operator.io/instance: web-team1
+    ctf.challenge-operator.io/instance-namespace: ctf-team1
+    ctf.challenge-operator.io/participant: "team1"
+    ctf.challenge-operator.io/challenge: "web"
+spec:
+  podSelector:
+    matchLabels:
+      app.kubernetes.io/name: challenge
+      app.kubernetes.io/instance: web-team1
+  policyTypes: ["Ingress", "Egress"]
+  ingress:
+    - ports:
+        - port: 8080
+          protocol: TCP
+      from:
+        - ipBlock:
+            cidr: 0.0.0.0/0
+            except:
+              - 10.0.0.0/8
+              - 172.16.0.0/12
+              - 192.168.0.0/16
+              - 100.64.0.0/10
+              - 169.254.0.0/16
+        - namespaceSelector:
+            matchLabels:
+              kubernetes.io/metadata.name: ingress-nginx
+  egress:
+    - ports:
+        - port: 53
+          protocol: UDP
+        - port: 53
+          protocol: TCP
+      to:
+        - namespaceSelector:
+            matchLabels:
+              kubernetes.io/metadata.name: kube-system
+          podSelector:
+            matchLabels:
+              k8s-app: kube-dns
+    - to:
+        - ipBlock:
+            cidr: 0.0.0.0/0
+            except:
+              - 10.0.0.0/8
+              - 172.16.0.0/12
+              - 192.168.0.0/16
+              - 100.64.0.0/10
+              - 169.254.0.0/16
+`

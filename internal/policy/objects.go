@@ -1,0 +1,149 @@
+package policy
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// service keeps the Service on the instance's pods and off the node's and the cloud's addresses
+// except as the organiser allows.
+func (c *checker) service(o *object, s *corev1.Service) error {
+	if !maps.Equal(s.Spec.Selector, c.in.Selector) {
+		return o.violation(ruleSelector, "the selector must be exactly %v", c.in.Selector)
+	}
+	switch s.Spec.Type {
+	case "", corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
+	case corev1.ServiceTypeLoadBalancer:
+		if !c.in.Limits.AllowLoadBalancer {
+			return o.violation(ruleService, "type LoadBalancer is not allowed")
+		}
+	default:
+		return o.violation(ruleService, "type %q is not allowed", s.Spec.Type)
+	}
+	return serviceAddresses(o, s)
+}
+
+// serviceAddresses refuses addresses and node ports the Service would fix itself, which could
+// take over another's traffic.
+func serviceAddresses(o *object, s *corev1.Service) error {
+	if len(s.Spec.ExternalIPs) > 0 || s.Spec.ExternalName != "" || s.Spec.LoadBalancerIP != "" {
+		return o.violation(ruleService, "externalIPs, externalName and loadBalancerIP must be empty")
+	}
+	if s.Spec.HealthCheckNodePort != 0 {
+		return o.violation(ruleService, "healthCheckNodePort must not be fixed")
+	}
+	for _, p := range s.Spec.Ports {
+		if p.NodePort != 0 {
+			return o.violation(ruleService, "port %q fixes nodePort %d", p.Name, p.NodePort)
+		}
+	}
+	return nil
+}
+
+// serviceAccount keeps the instance's identity without an API token or secrets of its own.
+func (c *checker) serviceAccount(o *object, sa *corev1.ServiceAccount) error {
+	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+		return o.violation(ruleServiceAccount, "automountServiceAccountToken must be false")
+	}
+	if len(sa.Secrets) > 0 || len(sa.ImagePullSecrets) > 0 {
+		return o.violation(ruleServiceAccount, "secrets and imagePullSecrets must be empty")
+	}
+	return nil
+}
+
+// secret allows the flag Secret to hold the flag only, as an opaque value.
+func (c *checker) secret(o *object, s *corev1.Secret) error {
+	if s.Type != "" && s.Type != corev1.SecretTypeOpaque {
+		return o.violation(ruleSecret, "type %q, want Opaque", s.Type)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Data)) {
+		if k != "flag" {
+			return o.violation(ruleSecret, "data key %q: only \"flag\"", k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.StringData)) {
+		if k != "flag" {
+			return o.violation(ruleSecret, "stringData key %q: only \"flag\"", k)
+		}
+	}
+	return nil
+}
+
+// namespaceObject requires the instance's own namespace to enforce the restricted Pod Security
+// Standard at its latest version, so the API server judges the pods again.
+func (c *checker) namespaceObject(o *object, ns *corev1.Namespace) error {
+	labels := ns.GetLabels()
+	if labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		return o.violation(ruleNamespace, "label pod-security.kubernetes.io/enforce must be \"restricted\"")
+	}
+	if v, ok := labels["pod-security.kubernetes.io/enforce-version"]; ok && v != "latest" {
+		return o.violation(ruleNamespace, "label pod-security.kubernetes.io/enforce-version must be \"latest\"")
+	}
+	return nil
+}
+
+// ingress allows routes to the instance's own Service under the organiser's domain only.
+func (c *checker) ingress(o *object, ing *networkingv1.Ingress) error {
+	if c.domain == "" {
+		return o.violation(ruleIngress, "no Ingress is allowed")
+	}
+	if ing.Spec.DefaultBackend != nil {
+		return o.violation(ruleIngress, "a defaultBackend catches every host")
+	}
+	for _, r := range ing.Spec.Rules {
+		if err := c.host(o, r.Host); err != nil {
+			return err
+		}
+		if err := c.backends(o, r.HTTP); err != nil {
+			return err
+		}
+	}
+	for _, tls := range ing.Spec.TLS {
+		if len(tls.Hosts) == 0 {
+			return o.violation(ruleIngressHost, "a tls entry must list its hosts")
+		}
+		for _, h := range tls.Hosts {
+			if err := c.host(o, h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// backends requires every path to lead to the instance's own Service.
+func (c *checker) backends(o *object, http *networkingv1.HTTPIngressRuleValue) error {
+	if http == nil {
+		return nil
+	}
+	for _, p := range http.Paths {
+		b := p.Backend
+		if b.Resource != nil || b.Service == nil || b.Service.Name != c.in.Release {
+			return o.violation(ruleIngress, "path %q must lead to service %q", p.Path, c.in.Release)
+		}
+	}
+	return nil
+}
+
+// host requires a lower-case DNS name strictly under the organiser's domain that no other instance
+// uses: "evilctf.example" is not under "ctf.example", and neither is "ctf.example" itself.
+func (c *checker) host(o *object, h string) error {
+	if h == "" {
+		return o.violation(ruleIngressHost, "a rule without a host matches every host")
+	}
+	if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 {
+		return o.violation(ruleIngressHost, "host %q: %s", h, strings.Join(errs, "; "))
+	}
+	if !strings.HasSuffix(h, "."+c.domain) {
+		return o.violation(ruleIngressHost, "host %q is not under %q", h, c.domain)
+	}
+	if c.in.HostTaken != nil && c.in.HostTaken(h) {
+		return o.violation(ruleIngressHost, "host %q is taken by another instance", h)
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package policy
+
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	psapolicy "k8s.io/pod-security-admission/policy"
+)
+
+// restricted evaluates the Pod Security Standards; it is built once, as its package asks.
+var restricted = sync.OnceValues(func() (psapolicy.Evaluator, error) {
+	return psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
+})
+
+// deployment checks the Deployment's scale and selector, then its pod template.
+func (c *checker) deployment(o *object, d *appsv1.Deployment) error {
+	replicas := int32(1)
+	if d.Spec.Replicas != nil {
+		replicas = *d.Spec.Replicas
+	}
+	if replicas > c.in.Limits.MaxReplicas {
+		return o.violation(ruleReplicas, "%d replicas, at most %d", replicas, c.in.Limits.MaxReplicas)
+	}
+	if !exactSelector(d.Spec.Selector, c.in.Selector) {
+		return o.violation(ruleSelector, "the selector must be exactly matchLabels %v", c.in.Selector)
+	}
+	if err := c.keys(o, &d.Spec.Template.ObjectMeta, "pod template ", false); err != nil {
+		return err
+	}
+	return c.pod(o, &d.Spec.Template)
+}
+
+// exactSelector reports whether s is matchLabels want and nothing else.
+func exactSelector(s *metav1.LabelSelector, want map[string]string) bool {
+	return s != nil && len(s.MatchExpressions) == 0 && maps.Equal(s.MatchLabels, want)
+}
+
+// pod applies the pod rules: the gate's own first, for their precise names, then the restricted
+// Pod Security Standard as the catch-all.
+func (c *checker) pod(o *object, t *corev1.PodTemplateSpec) error {
+	rules := []func(*object, *corev1.PodSpec) error{
+		c.hostNamespaces, c.hostPorts, c.placement, c.serviceAccountUse, c.containers,
+		c.volumes, c.secretRefs, c.resources,
+	}
+	for _, rule := range rules {
+		if err := rule(o, &t.Spec); err != nil {
+			return err
+		}
+	}
+	return podSecurity(o, t)
+}
+
+// hostNamespaces refuses sharing the node's network, process, IPC or user namespaces.
+func (c *checker) hostNamespaces(o *object, p *corev1.PodSpec) error {
+	if p.HostNetwork || p.HostPID || p.HostIPC || (p.HostUsers != nil && *p.HostUsers) {
+		return o.violation(ruleHostNamespace, "the pod shares a namespace of the node")
+	}
+	return nil
+}
+
+// hostPorts refuses binding a port of the node.
+func (c *checker) hostPorts(o *object, p *corev1.PodSpec) error {
+	for _, ctr := range slices.Concat(p.InitContainers, p.Containers) {
+		for _, port := range ctr.Ports {
+			if port.HostPort != 0 {
+				return o.violation(ruleHostPort, "container %q binds host port %d", ctr.Name, port.HostPort)
+			}
+		}
+	}
+	return nil
+}
+
+// placement refuses choosing a node, a priority, a runtime or a scheduler, and
+// rewriting the pod's name resolution: an instance is placed like every other
+// one, and cannot evict others, pick a weaker runtime or spoof hosts.
+func (c *checker) placement(o *object, p *corev1.PodSpec) error {
+	chosen := p.NodeName != "" || len(p.NodeSelector) > 0 || p.Affinity != nil || len(p.Tolerations) > 0 ||
+		p.PriorityClassName != "" || p.Priority != nil || p.RuntimeClassName != nil || p.SchedulerName != "" ||
+		len(p.HostAliases) > 0 || p.DNSConfig != nil || (p.DNSPolicy != "" && p.DNSPolicy != corev1.DNSClusterFirst) ||
+		p.ShareProcessNamespace != nil && *p.ShareProcessNamespace
+	if chosen {
+		return o.violation(rulePlacement, "the pod may not choose its node, priority, runtime, scheduler or name resolution")
+	}
+	return nil
+}
+
+// serviceAccountUse runs the pod as the instance's own identity, without an API token.
+func (c *checker) serviceAccountUse(o *object, p *corev1.PodSpec) error {
+	name := p.ServiceAccountName
+	if name != c.in.Release || (p.DeprecatedServiceAccount != "" && p.DeprecatedServiceAccount != name) {
+		return o.violation(ruleServiceAccount, "the pod must run as service account %q", c.in.Release)
+	}
+	if p.AutomountServiceAccountToken == nil || *p.AutomountServiceAccountToken {
+		return o.violation(ruleServiceAccount, "the pod must set automountServiceAccountToken: false")
+	}
+	return nil
+}
+
+// containers allows exactly one container and nothing that runs beside or before it.
+func (c *checker) containers(o *object, p *corev1.PodSpec) error {
+	if len(p.InitContainers) > 0 || len(p.EphemeralContainers) > 0 || len(p.Containers) != 1 {
+		return o.violation(ruleContainers, "exactly one container, with no init or ephemeral containers")
+	}
+	return nil
+}
+
+// volumes allows scratch space and the instance's own flag, nothing from the node or the API.
+func (c *checker) volumes(o *object, p *corev1.PodSpec) error {
+	for _, v := range p.Volumes {
+		rest := v.VolumeSource
+		rest.EmptyDir, rest.Secret = nil, nil
+		flag := v.Secret != nil && c.in.FlagSecret != "" && v.Secret.SecretName == c.in.FlagSecret
+		if rest != (corev1.VolumeSource{}) || (v.EmptyDir != nil) == (v.Secret != nil) || (v.Secret != nil && !flag) {
+			return o.violation(ruleVolume, "volume %q: only emptyDir and the flag Secret %q", v.Name, c.in.FlagSecret)
+		}
+	}
+	return nil
+}
+
+// secretRefs allows the environment to read the flag Secret only, and nothing else by reference.
+func (c *checker) secretRefs(o *object, p *corev1.PodSpec) error {
+	for _, ctr := range p.Containers {
+		if len(ctr.EnvFrom) > 0 {
+			return o.violation(ruleSecretRef, "container %q uses envFrom", ctr.Name)
+		}
+		for _, e := range ctr.Env {
+			if e.ValueFrom != nil && !c.flagRef(e.ValueFrom) {
+				return o.violation(ruleSecretRef, "container %q: env %s may only read the flag Secret %q",
+					ctr.Name, e.Name, c.in.FlagSecret)
+			}
+		}
+	}
+	return nil
+}
+
+// flagRef reports whether an env source is a key of the flag Secret and nothing else.
+func (c *checker) flagRef(src *corev1.EnvVarSource) bool {
+	rest := *src
+	rest.SecretKeyRef = nil
+	ref := src.SecretKeyRef
+	return rest == (corev1.EnvVarSource{}) && ref != nil && c.in.FlagSecret != "" && ref.Name == c.in.FlagSecret
+}
+
+// resources requires cpu and memory limits under the organiser's ceilings on every container, so
+// one instance cannot starve a node; a zero limit means none.
+func (c *checker) resources(o *object, p *corev1.PodSpec) error {
+	ceilings := []struct {
+		name corev1.ResourceName
+		max  resource.Quantity
+	}{{corev1.ResourceCPU, c.in.Limits.CPU}, {corev1.ResourceMemory, c.in.Limits.Memory}}
+	for _, ctr := range p.Containers {
+		for _, ceiling := range ceilings {
+			q, ok := ctr.Resources.Limits[ceiling.name]
+			if !ok || q.Sign() <= 0 {
+				return o.violation(ruleResources, "container %q sets no %s limit", ctr.Name, ceiling.name)
+			}
+			if q.Cmp(ceiling.max) > 0 {
+				return o.violation(ruleResources, "container %q: %s limit %s is above the ceiling %s",
+					ctr.Name, ceiling.name, q.String(), ceiling.max.String())
+			}
+		}
+	}
+	return nil
+}
+
+// podSecurity evaluates the restricted Pod Security Standard, latest version, as the API server
+// would in a namespace that enforces it.
+func podSecurity(o *object, t *corev1.PodTemplateSpec) error {
+	ev, err := restricted()
+	if err != nil {
+		return err
+	}
+	lv := psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}
+	result := psapolicy.AggregateCheckResults(ev.EvaluatePod(lv, &t.ObjectMeta, &t.Spec))
+	if !result.Allowed {
+		return o.violation(rulePodSecurity, "restricted: %s", result.ForbiddenDetail())
+	}
+	return nil
+}

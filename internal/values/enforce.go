@@ -1,0 +1,97 @@
+package values
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
+)
+
+// metadataValues are the value paths whose keys become label or annotation keys.
+var metadataValues = [][]string{{"podLabels"}, {"podAnnotations"}, {"expose", "annotations"}}
+
+// checkKeys refuses reserved label and annotation keys (Kubernetes', Helm's,
+// the operator's, AppArmor and seccomp) that the operator does not allow:
+// they would take another instance's identity, become a DNS peer, weaken the
+// pod's confinement or make Helm keep or skip objects.
+func checkKeys(vals map[string]any, keys policy.Keys) error {
+	var refused []string
+	for _, path := range metadataValues {
+		m, _ := lookup(vals, path).(map[string]any)
+		for k := range m {
+			if keys.Refused(k) {
+				refused = append(refused, fmt.Sprintf("%s %q", joinPath(path), k))
+			}
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	sort.Strings(refused)
+	return lifecycle.Errorf(lifecycle.ReasonPolicyViolation,
+		"metadata-key: reserved keys may not be set: %v (the operator's --allow-metadata-keys lists exceptions)", refused)
+}
+
+func lookup(vals map[string]any, path []string) any {
+	var cur any = vals
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[p]
+	}
+	return cur
+}
+
+func joinPath(path []string) string {
+	out := path[0]
+	for _, p := range path[1:] {
+		out += "." + p
+	}
+	return out
+}
+
+// resourceFloor returns the container resources with cpu and memory limits
+// always set, and requests no larger than the limits, whatever the values
+// left out: an instance without limits could starve its node.
+func resourceFloor(v any) map[string]any {
+	res, _ := v.(map[string]any)
+	requests, _ := res["requests"].(map[string]any)
+	limits, _ := res["limits"].(map[string]any)
+	outRequests, outLimits := copyMap(requests), copyMap(limits)
+	for _, r := range []struct{ name, limit, request string }{
+		{"cpu", DefaultCPULimit, DefaultCPURequest},
+		{"memory", DefaultMemoryLimit, DefaultMemoryRequest},
+	} {
+		limit := quantityOr(limits[r.name], r.limit)
+		request := quantityOr(requests[r.name], r.request)
+		if request.Cmp(limit) > 0 {
+			request = limit
+		}
+		outLimits[r.name], outRequests[r.name] = limit.String(), request.String()
+	}
+	return map[string]any{"requests": outRequests, "limits": outLimits}
+}
+
+// quantityOr parses v, or def when v is unset or unparsable (admission
+// refuses those; the chart's schema would refuse them again).
+func quantityOr(v any, def string) resource.Quantity {
+	if s, ok := v.(string); ok {
+		if q, err := resource.ParseQuantity(s); err == nil {
+			return q
+		}
+	}
+	return resource.MustParse(def)
+}
+
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

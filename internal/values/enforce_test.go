@@ -1,0 +1,119 @@
+package values
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
+)
+
+func TestEnforcedValuesAreSetOnEveryRender(t *testing.T) {
+	g := NewWithT(t)
+	got, err := Compose(challenge(nil), nil, Settings{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(HaveKeyWithValue("flag", HaveKeyWithValue("enabled", false)), "no flag unless a template gives one")
+	g.Expect(got).To(HaveKeyWithValue("namespacePerInstance", HaveKeyWithValue("enabled", false)))
+	g.Expect(got).To(HaveKeyWithValue("networkPolicy", And(
+		HaveKeyWithValue("internalCIDRs", ConsistOf(toAny(DefaultInternalCIDRs)...)),
+		HaveKeyWithValue("egress", BeEmpty()),
+		HaveKeyWithValue("allowInternetEgress", false),
+		HaveKeyWithValue("dnsNamespace", "kube-system"),
+	)), "network boundaries are set even without operator flags or a template")
+}
+
+func TestResourceFloor(t *testing.T) {
+	tests := []struct {
+		name      string
+		resources *ctfv1alpha1.Resources
+		want      map[string]any
+	}{
+		{"nothing set: the defaults", nil, map[string]any{
+			"requests": map[string]any{"cpu": "50m", "memory": "64Mi"},
+			"limits":   map[string]any{"cpu": "500m", "memory": "256Mi"},
+		}},
+		{"only requests: limits still set", &ctfv1alpha1.Resources{Requests: &ctfv1alpha1.ResourceAmounts{CPU: quantity("100m")}}, map[string]any{
+			"requests": map[string]any{"cpu": "100m", "memory": "64Mi"},
+			"limits":   map[string]any{"cpu": "500m", "memory": "256Mi"},
+		}},
+		{"requests above limits are lowered to them", &ctfv1alpha1.Resources{
+			Requests: &ctfv1alpha1.ResourceAmounts{CPU: quantity("2"), Memory: quantity("1Gi")},
+			Limits:   &ctfv1alpha1.ResourceAmounts{CPU: quantity("10m"), Memory: quantity("32Mi")},
+		}, map[string]any{
+			"requests": map[string]any{"cpu": "10m", "memory": "32Mi"},
+			"limits":   map[string]any{"cpu": "10m", "memory": "32Mi"},
+		}},
+		{"ephemeral storage passes through", &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{EphemeralStorage: quantity("1Gi")}}, map[string]any{
+			"requests": map[string]any{"cpu": "50m", "memory": "64Mi"},
+			"limits":   map[string]any{"cpu": "500m", "memory": "256Mi", "ephemeral-storage": "1Gi"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := Compose(challenge(func(s *ctfv1alpha1.ChallengeSpec) { s.Resources = tt.resources }), nil, Settings{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got["resources"]).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestReservedMetadataKeysAreRefused(t *testing.T) {
+	for _, v := range []string{
+		`{"podLabels": {"k8s-app": "kube-dns"}}`,
+		`{"podLabels": {"ctf.challenge-operator.io/participant": "victim"}}`,
+		`{"podLabels": {"app.kubernetes.io/instance": "other"}}`,
+		`{"podAnnotations": {"container.apparmor.security.beta.kubernetes.io/challenge": "unconfined"}}`,
+		`{"podAnnotations": {"seccomp.security.alpha.kubernetes.io/pod": "unconfined"}}`,
+		`{"expose": {"annotations": {"helm.sh/resource-policy": "keep"}}}`,
+		`{"expose": {"annotations": {"helm.sh/hook": "pre-install"}}}`,
+		`{"expose": {"annotations": {"meta.helm.sh/release-name": "other"}}}`,
+	} {
+		t.Run(v, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := Compose(challenge(func(s *ctfv1alpha1.ChallengeSpec) { s.Values = raw(v) }), nil, Settings{})
+			g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), "got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring("metadata-key"))
+		})
+	}
+	g := NewWithT(t)
+	allowed := Settings{Keys: policy.Keys{Allowed: []string{"service.beta.kubernetes.io/"}}}
+	_, err := Compose(challenge(func(s *ctfv1alpha1.ChallengeSpec) {
+		s.Values = raw(`{"expose": {"annotations": {"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}}}`)
+	}), nil, allowed)
+	g.Expect(err).NotTo(HaveOccurred(), "an organiser may allow a reserved prefix on purpose")
+	_, err = Compose(challenge(func(s *ctfv1alpha1.ChallengeSpec) {
+		s.Values = raw(`{"expose": {"annotations": {"helm.sh/resource-policy": "keep"}}}`)
+	}), nil, Settings{Keys: policy.Keys{Allowed: []string{"helm.sh/"}}})
+	g.Expect(err).To(HaveOccurred(), "Helm's keys can never be allowed")
+}
+
+func TestFlagSecretsOnlyFromAllowedNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := template(func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: "kube-system", Name: "bootstrap-token-abc", Key: "token-secret"}}
+	})
+	tr := Translator{Settings: Settings{FlagSecretNamespaces: []string{"ctf-organiser"}}}
+	err := tr.Settings.checkFlagSecret(tmpl)
+	g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring(`"kube-system"`))
+	tmpl.Spec.Flag.Static.Namespace = "ctf-organiser"
+	g.Expect(tr.Settings.checkFlagSecret(tmpl)).To(Succeed())
+}
+
+func TestInstanceNamespacesNeverCollide(t *testing.T) {
+	g := NewWithT(t)
+	ns := func(namespace, name string) string {
+		return InstanceNamespace(&ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+	}
+	g.Expect(ns("a-b", "c")).NotTo(Equal(ns("a", "b-c")), "the plain join of both is a-b-c")
+	long := "x123456789012345678901234567890123456789012345678901"
+	g.Expect(ns(long, "web-1")).NotTo(Equal(ns(long, "web-2")), "truncation would make these equal")
+	for _, n := range []string{ns("a-b", "c"), ns(long, "web-1"), ns(long+long[:10], "y")} {
+		g.Expect(len(n)).To(BeNumerically("<=", 63), n)
+		g.Expect(n).To(MatchRegexp(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`))
+	}
+}
