@@ -61,6 +61,12 @@ func (g *gate) instanceFor(ctx context.Context, obj client.Object) (policy.Insta
 			return policy.Instance{}, fmt.Errorf("reading ChallengeTemplate %s for the policy gate: %w", ch.Spec.Template, err)
 		}
 	}
+	return g.instance(ctx, ch, tmpl)
+}
+
+// instance says what the release of ch, an instance of tmpl (nil without a
+// template), may contain.
+func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (policy.Instance, error) {
 	limits, err := limitsFor(g.limits, tmpl)
 	if err != nil {
 		return policy.Instance{}, err

@@ -1,0 +1,79 @@
+package operator
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/internal/values"
+)
+
+// TestChartPassesTheGate renders charts/challenge as the translator composes
+// its values, with every feature on, and holds it to the gate exactly as the
+// operator does: the chart, the enforced values and the gate must agree, or
+// every release would be refused. (Pure: the template is at hand, and
+// nothing here is decided by an API server.)
+func TestChartPassesTheGate(t *testing.T) {
+	tmpl := &ctfv1alpha1.ChallengeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{
+			Image:  "registry.example/web:1",
+			Ports:  []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
+			Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, Host: "web-team1.ctf.example"},
+			Flag: &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: "ctf", Name: "flags", Key: "web"},
+				Mount: ctfv1alpha1.FlagMountFile, Path: "/flag/flag.txt"},
+			Egress: []ctfv1alpha1.EgressRule{{Name: "checker", CIDR: "203.0.113.0/24"}},
+			Policy: &ctfv1alpha1.InstancePolicy{InternetEgress: true},
+		},
+	}
+	for _, perInstance := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shared namespace", true: "namespace per instance"}[perInstance], func(t *testing.T) {
+			g := NewWithT(t)
+			ch := &ctfv1alpha1.Challenge{
+				ObjectMeta: metav1.ObjectMeta{Name: "web-team1", Namespace: "ctf-teams"},
+				Spec:       ctfv1alpha1.ChallengeSpec{Participant: "team1", Template: "web"},
+			}
+			settings := values.Settings{NamespacePerInstance: perInstance, IngressFromNamespaces: []string{"ingress-nginx"}}
+			vals, err := values.Compose(ch, tmpl, settings)
+			g.Expect(err).NotTo(HaveOccurred())
+			vals["flag"].(map[string]any)["value"] = "CTF{x}"
+
+			chrt, err := loader.Load(filepath.Join(testcluster.RepoRoot(), "charts", "challenge"))
+			g.Expect(err).NotTo(HaveOccurred())
+			renderVals, err := chartutil.ToRenderValues(chrt, vals, chartutil.ReleaseOptions{Name: ch.Name, Namespace: ch.Namespace, IsInstall: true}, nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			files, err := engine.Render(chrt, renderVals)
+			g.Expect(err).NotTo(HaveOccurred())
+			hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(hooks).To(BeEmpty())
+			var manifest []byte
+			for _, m := range manifests {
+				manifest = append(manifest, []byte("---\n"+m.Content+"\n")...)
+			}
+
+			gt := &gate{reader: noIngresses{}, limits: gateLimits(Options{
+				Values: settings, Limits: policy.Limits{IngressDomain: "ctf.example"},
+			}), namespacePerInstance: perInstance}
+			in, err := gt.instance(context.Background(), ch, tmpl)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(policy.Check(manifest, in)).To(Succeed())
+		})
+	}
+}
+
+// noIngresses is a reader of a cluster without other instances' Ingresses.
+type noIngresses struct{ client.Reader }
+
+func (noIngresses) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
