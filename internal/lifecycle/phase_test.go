@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -100,5 +102,41 @@ func TestApplyTruncatesHugeMessages(t *testing.T) {
 	g.Expect(len(st.Message)).To(BeNumerically("<=", maxMessage))
 	for _, c := range st.Conditions {
 		g.Expect(len(c.Message)).To(BeNumerically("<=", maxMessage))
+	}
+}
+
+// TestKstatusReadsThePhase: kstatus (and so Flux, Argo CD and kubectl wait)
+// sees Error as Failed, None and Pending as InProgress, Running as Current.
+func TestKstatusReadsThePhase(t *testing.T) {
+	deployed := []metav1.Condition{deployed}
+	failed := []metav1.Condition{installErr}
+	ready := []Workload{ready}
+	endpoint := ep
+	tests := []struct {
+		name string
+		obs  Observation
+		want kstatus.Status
+	}{
+		{"None", Observation{}, kstatus.InProgressStatus},
+		{"Pending", Observation{Operation: Installing}, kstatus.InProgressStatus},
+		{"Error", Observation{Conditions: failed}, kstatus.FailedStatus},
+		{"Running", Observation{Conditions: deployed, Workloads: ready, Endpoints: endpoint}, kstatus.CurrentStatus},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			st := ctfv1alpha1.ChallengeStatus{}
+			Apply(&st, 3, tt.obs, metav1.Now())
+			g.Expect(string(st.Phase)).To(Equal(tt.name))
+			ch := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 3}, Status: st}
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ch)
+			g.Expect(err).NotTo(HaveOccurred())
+			res, err := kstatus.Compute(&unstructured.Unstructured{Object: m})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Status).To(Equal(tt.want), res.Message)
+			Apply(&st, 3, Observation{Conditions: deployed, Workloads: ready, Endpoints: endpoint}, metav1.Now())
+			g.Expect(meta.FindStatusCondition(st.Conditions, ConditionStalled)).To(BeNil(), "cleared once Running")
+			g.Expect(meta.FindStatusCondition(st.Conditions, ConditionReconciling)).To(BeNil(), "cleared once Running")
+		})
 	}
 }

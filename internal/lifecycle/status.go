@@ -29,6 +29,7 @@ func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observat
 	st.ObservedGeneration = observedGeneration
 	st.Conditions = o.Conditions
 	meta.SetStatusCondition(&st.Conditions, readyCondition(v, observedGeneration))
+	setKstatusConditions(&st.Conditions, v, observedGeneration)
 
 	st.Endpoints = o.Endpoints
 	st.Endpoint = nil
@@ -65,6 +66,38 @@ func readyCondition(v Verdict, generation int64) metav1.Condition {
 		c.Reason = defaultReason
 	}
 	return c
+}
+
+// kstatus's conditions: what Flux, Argo CD and `kubectl wait` read.
+const (
+	// ConditionReconciling is True while the instance is on its way (None, Pending).
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True while the instance is in Error: waiting will not help.
+	ConditionStalled = "Stalled"
+)
+
+// setKstatusConditions follows kstatus's conventions, so that tools that wait
+// on a Challenge fail fast on Error instead of timing out: Stalled while in
+// Error, Reconciling while None or Pending, neither once Running (or Deleted,
+// which kstatus reads from the deletion timestamp).
+func setKstatusConditions(conds *[]metav1.Condition, v Verdict, generation int64) {
+	meta.RemoveStatusCondition(conds, ConditionReconciling)
+	meta.RemoveStatusCondition(conds, ConditionStalled)
+	var t string
+	switch v.Phase {
+	case ctfv1alpha1.PhaseError:
+		t = ConditionStalled
+	case ctfv1alpha1.PhaseNone, ctfv1alpha1.PhasePending:
+		t = ConditionReconciling
+	default:
+		return
+	}
+	reason := v.Reason
+	if reason == "" {
+		reason = defaultReason
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason,
+		Message: truncate(v.Message), ObservedGeneration: generation})
 }
 
 // normalise makes the reconciler's conditions valid metav1.Conditions of this generation.
