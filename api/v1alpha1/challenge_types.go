@@ -236,9 +236,15 @@ type ChallengeStatus struct {
 	// +optional
 	Renewals int32 `json:"renewals,omitempty"`
 
-	// RenewedAt is the last accepted spec.renewedAt.
+	// RenewedAt is when the last accepted renewal took effect: its
+	// spec.renewedAt, or the moment it was seen if that was in the future.
 	// +optional
 	RenewedAt *metav1.Time `json:"renewedAt,omitempty"`
+
+	// LastRenewalRequest is the spec.renewedAt last counted (accepted or
+	// refused), so that every renewal is counted exactly once.
+	// +optional
+	LastRenewalRequest *metav1.Time `json:"lastRenewalRequest,omitempty"`
 
 	// FlagSecretName names the Secret (in the Challenge's namespace) holding
 	// the instance's flag under the key "flag". The flag itself never appears here.

@@ -169,6 +169,10 @@ func (in *ChallengeStatus) DeepCopyInto(out *ChallengeStatus) {
 		in, out := &in.RenewedAt, &out.RenewedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.LastRenewalRequest != nil {
+		in, out := &in.LastRenewalRequest, &out.LastRenewalRequest
+		*out = (*in).DeepCopy()
+	}
 	if in.StartedAt != nil {
 		in, out := &in.StartedAt, &out.StartedAt
 		*out = (*in).DeepCopy()

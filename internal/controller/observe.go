@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -139,11 +140,18 @@ func (o *Observer) lifetime(ctx context.Context, ch *ctfv1alpha1.Challenge, obs 
 	}
 	tmpl := &ctfv1alpha1.ChallengeTemplate{}
 	if err := o.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
+		// Gone or renamed: keep the expiry and the renewals as they are,
+		// rather than let the instance live forever.
+		obs.LifetimeUnknown = true
 		return client.IgnoreNotFound(err)
 	}
 	if lt := tmpl.Spec.Lifetime; lt != nil {
-		if obs.Lifetime == 0 && lt.Default != nil {
-			obs.Lifetime = lt.Default.Duration
+		// Without a default, the template's maximum is the lifetime: an
+		// instance under a template that bounds lifetimes always expires.
+		for _, d := range []*metav1.Duration{lt.Default, lt.Max} {
+			if obs.Lifetime == 0 && d != nil {
+				obs.Lifetime = d.Duration
+			}
 		}
 		obs.MaxRenewals = lt.MaxRenewals
 	}

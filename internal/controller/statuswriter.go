@@ -89,6 +89,7 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 	ch.Status.ReadyAt = last.Status.ReadyAt
 	ch.Status.ObservedGeneration = last.Status.ObservedGeneration
 	ch.Status.Renewals, ch.Status.RenewedAt = last.Status.Renewals, last.Status.RenewedAt
+	ch.Status.LastRenewalRequest, ch.Status.ExpiresAt = last.Status.LastRenewalRequest, last.Status.ExpiresAt
 	ch.Status.Phase, ch.Status.Reason = last.Status.Phase, last.Status.Reason
 	if ch.Status.Conditions == nil {
 		ch.Status.Conditions = last.Status.Conditions

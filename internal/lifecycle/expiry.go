@@ -20,9 +20,15 @@ const (
 
 // applyExpiry accepts a new renewal within the limit and sets expiresAt: a
 // lifetime after the last accepted renewal, or after creation. A renewal
-// dated in the future counts from now, so nobody renews in advance.
+// dated in the future counts from now, so nobody renews in advance; each
+// spec.renewedAt is counted once, however often the status is written. While
+// the lifetime is unknown (the template is gone) nothing changes.
 func applyExpiry(st *ctfv1alpha1.ChallengeStatus, o Observation, generation int64, now metav1.Time) {
-	if r := o.RenewedAt; r != nil && (st.RenewedAt == nil || r.After(st.RenewedAt.Time)) {
+	if o.LifetimeUnknown {
+		return
+	}
+	if r := o.RenewedAt; r != nil && (st.LastRenewalRequest == nil || r.After(st.LastRenewalRequest.Time)) {
+		st.LastRenewalRequest = r.DeepCopy()
 		if o.MaxRenewals == nil || st.Renewals < *o.MaxRenewals {
 			at := *r
 			if at.After(now.Time) {

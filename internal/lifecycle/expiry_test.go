@@ -47,3 +47,60 @@ func TestExpiryAndRenewal(t *testing.T) {
 	applyExpiry(st3, Observation{Created: created}, 1, at(0))
 	g.Expect(st3.ExpiresAt).To(BeNil(), "no lifetime, no expiry")
 }
+
+// TestEveryRenewalCountsOnce writes the status again and again, as the
+// operator does, with renewals dated in the future, the past, the same time,
+// and a second ahead of the operator's clock.
+func TestEveryRenewalCountsOnce(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(created.Add(d)) }
+	tests := []struct {
+		name       string
+		renewedAt  metav1.Time
+		seenAt     metav1.Time
+		wantExpiry time.Time
+	}{
+		{"in the future", at(time.Hour), at(10 * time.Minute), created.Add(40 * time.Minute)},
+		{"a second of clock skew", at(10*time.Minute + time.Second), at(10 * time.Minute), created.Add(40 * time.Minute)},
+		{"in the past", at(5 * time.Minute), at(10 * time.Minute), created.Add(35 * time.Minute)},
+		{"now", at(10 * time.Minute), at(10 * time.Minute), created.Add(40 * time.Minute)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			st := &ctfv1alpha1.ChallengeStatus{}
+			o := Observation{Created: created, Lifetime: 30 * time.Minute, RenewedAt: &tt.renewedAt}
+			applyExpiry(st, o, 2, tt.seenAt)
+			for later := time.Duration(0); later < 3*time.Minute; later += 20 * time.Second {
+				applyExpiry(st, o, 2, metav1.NewTime(tt.seenAt.Add(later)))
+			}
+			g.Expect(st.Renewals).To(Equal(int32(1)), "counted once, without a limit")
+			g.Expect(st.ExpiresAt.Time).To(Equal(tt.wantExpiry))
+
+			limited := &ctfv1alpha1.ChallengeStatus{}
+			o.MaxRenewals = ptr.To[int32](2)
+			for later := time.Duration(0); later < time.Minute; later += 10 * time.Second {
+				applyExpiry(limited, o, 2, metav1.NewTime(tt.seenAt.Add(later)))
+			}
+			g.Expect(limited.Renewals).To(Equal(int32(1)), "one renewal burns one of the two allowed")
+			g.Expect(meta.IsStatusConditionTrue(limited.Conditions, ConditionRenewed)).To(BeTrue())
+		})
+	}
+}
+
+func TestExpiryKeptWhileTheLifetimeIsUnknown(t *testing.T) {
+	g := NewWithT(t)
+	created := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	st := &ctfv1alpha1.ChallengeStatus{}
+	applyExpiry(st, Observation{Created: created, Lifetime: time.Hour, MaxRenewals: ptr.To[int32](0)}, 1, created)
+	expiry := st.ExpiresAt.DeepCopy()
+
+	renewal := metav1.NewTime(created.Add(time.Minute))
+	applyExpiry(st, Observation{Created: created, LifetimeUnknown: true, RenewedAt: &renewal}, 2, metav1.NewTime(created.Add(time.Minute)))
+	g.Expect(st.ExpiresAt).To(Equal(expiry), "the template is gone: the instance still expires")
+	g.Expect(st.Renewals).To(BeZero(), "and renewals wait for the limit to be known")
+
+	applyExpiry(st, Observation{Created: created, Lifetime: time.Hour, MaxRenewals: ptr.To[int32](0), RenewedAt: &renewal}, 2, metav1.NewTime(created.Add(2*time.Minute)))
+	g.Expect(st.Renewals).To(BeZero(), "refused once the limit is known again")
+	g.Expect(st.ExpiresAt).To(Equal(expiry))
+}

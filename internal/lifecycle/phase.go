@@ -75,6 +75,9 @@ type Observation struct {
 	Created metav1.Time
 	// Lifetime is how long the instance lives; 0 means until deleted.
 	Lifetime time.Duration
+	// LifetimeUnknown is set while the template that gives the lifetime
+	// cannot be read: expiry and renewals then stay as they are.
+	LifetimeUnknown bool
 	// RenewedAt is the Challenge's spec.renewedAt.
 	RenewedAt *metav1.Time
 	// MaxRenewals caps accepted renewals; nil means no cap.

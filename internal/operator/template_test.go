@@ -320,3 +320,31 @@ func TestPodsPassTheRestrictedProfile(t *testing.T) {
 	g.Expect(pod.Spec.AutomountServiceAccountToken).To(Equal(ptr.To(false)))
 	g.Expect(pod.Spec.Containers[0].Resources.Limits).NotTo(BeEmpty())
 }
+
+// TestExpiryOutlivesItsTemplate: a template deleted and re-created never
+// clears an instance's expiry (it would live forever, renewing without limit).
+func TestExpiryOutlivesItsTemplate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	spec := func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Max: &metav1.Duration{Duration: time.Hour}, MaxRenewals: ptr.To[int32](1)}
+	}
+	tmpl := newTemplate(t, "tpl-gone", spec)
+	ch := fromTemplate(ns, "orphan", "team-g", "tpl-gone")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	g.Expect(got.Status.ExpiresAt).NotTo(BeNil(), "a template with only a maximum still bounds the lifetime")
+	expiry := got.Status.ExpiresAt.Time
+	g.Expect(expiry).To(Equal(got.CreationTimestamp.Add(time.Hour)))
+
+	g.Expect(k8s.Delete(ctx, tmpl)).To(Succeed())
+	got = eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("TemplateNotFound"))
+	g.Expect(got.Status.ExpiresAt).NotTo(BeNil())
+	g.Expect(got.Status.ExpiresAt.Time).To(Equal(expiry), "kept while the template is gone")
+
+	newTemplate(t, "tpl-gone", spec)
+	got = eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	g.Expect(got.Status.ExpiresAt.Time).To(Equal(expiry), "and after it is back")
+}
