@@ -52,9 +52,12 @@ var reasonPrefix = regexp.MustCompile(`^([A-Z][A-Za-z]+): (?s)(.*)$`)
 // reconciler have wrapped it in their own words.
 const policyMarker = ReasonPolicyViolation + ": "
 
+// terminalPrefix is how controller-runtime's reconcile.TerminalError reads.
+const terminalPrefix = "terminal error: "
+
 // splitReason recovers a ReasonedError's reason from a condition message.
 func splitReason(message string) (reason, rest string, ok bool) {
-	if m := reasonPrefix.FindStringSubmatch(message); m != nil && specReasons[m[1]] {
+	if m := reasonPrefix.FindStringSubmatch(strings.TrimPrefix(message, terminalPrefix)); m != nil && specReasons[m[1]] {
 		return m[1], m[2], true
 	}
 	if i := strings.Index(message, policyMarker); i >= 0 {

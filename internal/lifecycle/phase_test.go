@@ -140,3 +140,16 @@ func TestKstatusReadsThePhase(t *testing.T) {
 		})
 	}
 }
+
+func TestSpecReasonsSurviveWrapping(t *testing.T) {
+	for msg, want := range map[string][2]string{
+		"terminal error: TemplateNotFound: ChallengeTemplate \"x\" does not exist":                                   {"TemplateNotFound", "ChallengeTemplate \"x\" does not exist"},
+		"QuotaExceeded: participant p already has 2 active instances, the limit is 2":                                {"QuotaExceeded", "participant p already has 2 active instances, the limit is 2"},
+		"error while running post render on files: PolicyViolation: replicas: Deployment a/b: 3 replicas, at most 1": {"PolicyViolation", "replicas: Deployment a/b: 3 replicas, at most 1"},
+	} {
+		g := NewWithT(t)
+		v := PhaseFor(Observation{Conditions: []metav1.Condition{cond(ConditionIrreconcilable, metav1.ConditionTrue, "ErrorGettingValues", msg)}})
+		g.Expect(v.Phase).To(Equal(ctfv1alpha1.PhaseError))
+		g.Expect([2]string{v.Reason, v.Message}).To(Equal(want), msg)
+	}
+}

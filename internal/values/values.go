@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/flag"
@@ -71,8 +73,20 @@ type Translator struct {
 	Settings Settings
 }
 
-// Translate implements values.Translator of helm-operator-plugins.
+// Translate implements values.Translator of helm-operator-plugins. A spec
+// error (a ReasonedError) is terminal: retrying cannot fix it, and the watches
+// on templates, sibling Challenges and the Challenge itself wake the
+// reconcile when something that could fix it changes.
 func (t Translator) Translate(ctx context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {
+	vals, err := t.translate(ctx, u)
+	var re *lifecycle.ReasonedError
+	if errors.As(err, &re) {
+		return nil, reconcile.TerminalError(err)
+	}
+	return vals, err
+}
+
+func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {
 	var c ctfv1alpha1.Challenge
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
 		return nil, fmt.Errorf("decoding Challenge %s/%s: %w", u.GetNamespace(), u.GetName(), err)
