@@ -5,6 +5,7 @@ package action
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +29,11 @@ type ClientGetter struct {
 	inner    helmclient.ActionClientGetter
 	recorder events.EventRecorder
 	inFlight *inFlight
+	// Leftovers, when set, removes what an uninstall cannot find once the
+	// release record is gone (the namespace controller or the garbage
+	// collector may delete it first); an error keeps the finalizer, so the
+	// uninstall is tried again.
+	Leftovers func(ctx context.Context, obj client.Object) error
 }
 
 // NewClientGetter returns a getter whose uninstalls wait (up to
@@ -79,7 +86,7 @@ func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (
 	if err := g.unlockStale(ctx, ac, key, obj); err != nil {
 		return nil, err
 	}
-	return &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight}, nil
+	return &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight, ctx: ctx, obj: obj, leftovers: g.Leftovers}, nil
 }
 
 // unlockStale marks a pending release that no operation of this process owns
@@ -106,8 +113,11 @@ func (g *ClientGetter) unlockStale(ctx context.Context, ac helmclient.ActionInte
 // trackedClient records which releases have an operation in progress.
 type trackedClient struct {
 	helmclient.ActionInterface
-	key      string
-	inFlight *inFlight
+	key       string
+	inFlight  *inFlight
+	ctx       context.Context
+	obj       client.Object
+	leftovers func(ctx context.Context, obj client.Object) error
 }
 
 func (c *trackedClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*release.Release, error) {
@@ -120,9 +130,18 @@ func (c *trackedClient) Upgrade(name, namespace string, chrt *chart.Chart, vals 
 	return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 }
 
+// Uninstall removes the release, then whatever of the instance the release
+// record no longer names.
 func (c *trackedClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
 	defer c.inFlight.start(c.key)()
-	return c.ActionInterface.Uninstall(name, opts...)
+	resp, err := c.ActionInterface.Uninstall(name, opts...)
+	if (err != nil && !errors.Is(err, driver.ErrReleaseNotFound)) || c.leftovers == nil {
+		return resp, err
+	}
+	if lerr := c.leftovers(c.ctx, c.obj); lerr != nil {
+		return resp, lerr
+	}
+	return resp, err
 }
 
 // inFlight is the set of releases with an operation running in this process.

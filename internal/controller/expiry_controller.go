@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +37,10 @@ func (r *ExpiryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
 	// The UID precondition keeps a timer from deleting a re-created namesake.
-	err := r.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID}, client.PropagationPolicy("Foreground"))
+	// Background, not foreground: the garbage collector would otherwise
+	// delete the release record (owned by the Challenge) before the
+	// uninstall reads it; the uninstall removes every object itself.
+	err := r.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

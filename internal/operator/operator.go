@@ -3,6 +3,7 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"time"
@@ -11,8 +12,10 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/hook"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
@@ -76,6 +79,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	actions, err := action.NewClientGetter(actionConfig, recorder, uninstallTimeout, helmclient.AppendPostRenderers(gate.provider()))
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
+	}
+	if opts.Values.NamespacePerInstance {
+		actions.Leftovers = deleteInstanceNamespaces(mgr.GetClient())
 	}
 	quota := &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	if opts.Webhook {
@@ -186,4 +192,30 @@ func gateLimits(opts Options) policy.Limits {
 	l.IngressFromNamespaces = opts.Values.IngressFromNamespaces
 	l.DNSNamespace = opts.Values.DNSNamespace
 	return l
+}
+
+// deleteInstanceNamespaces removes the namespaces of an instance, the one
+// kind of object that has no owner reference to its Challenge (it is
+// cluster-scoped), and reports an error while any is still there.
+func deleteInstanceNamespaces(cl client.Client) func(context.Context, client.Object) error {
+	return func(ctx context.Context, obj client.Object) error {
+		var list corev1.NamespaceList
+		if err := cl.List(ctx, &list, client.MatchingLabels{
+			controller.InstanceLabel: obj.GetName(), controller.InstanceNamespaceLabel: obj.GetNamespace(),
+		}); err != nil {
+			return fmt.Errorf("listing the namespaces of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+		for i := range list.Items {
+			ns := &list.Items[i]
+			if ns.DeletionTimestamp.IsZero() {
+				if err := cl.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+					return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+				}
+			}
+		}
+		if len(list.Items) > 0 {
+			return fmt.Errorf("waiting for namespace %s of %s/%s to be gone", list.Items[0].Name, obj.GetNamespace(), obj.GetName())
+		}
+		return nil
+	}
 }

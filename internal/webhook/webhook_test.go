@@ -3,11 +3,13 @@ package webhook_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,4 +124,41 @@ func TestWebhookRefusesReservedKeysOnCreateAndUpdate(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}))
 	}, testharness.Timeout, testharness.Interval).Should(BeTrue(), "the finalizer's removal is never refused")
+}
+
+// TestNothingOrphanedWhenTheNamespaceGoes deletes the namespace of a
+// Challenge, and lets another expire: the namespace controller and the
+// garbage collector remove the release record while the uninstall runs, and
+// yet the instance namespace (cluster-scoped, no owner reference) goes too.
+func TestNothingOrphanedWhenTheNamespaceGoes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := h.Namespace(t, nil)
+	ch := testharness.NewChallenge(ns, "inside", "team-z")
+	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	instanceNS := values.InstanceNamespace(ch)
+	g.Expect(h.Client.Get(ctx, client.ObjectKey{Name: instanceNS}, &corev1.Namespace{})).To(Succeed())
+
+	g.Expect(h.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKey{Name: instanceNS}, &corev1.Namespace{}))
+	}, 2*testharness.Timeout, testharness.Interval).Should(BeTrue(), "the instance namespace is not orphaned")
+}
+
+func TestNothingOrphanedWhenAnInstanceExpires(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := h.Namespace(t, nil)
+	ch := testharness.NewChallenge(ns, "brief", "team-e")
+	ch.Spec.Lifetime = &metav1.Duration{Duration: 6 * time.Second}
+	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	instanceNS := values.InstanceNamespace(ch)
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}))
+	}, 2*testharness.Timeout, testharness.Interval).Should(BeTrue(), "expired")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKey{Name: instanceNS}, &corev1.Namespace{}))
+	}, 2*testharness.Timeout, testharness.Interval).Should(BeTrue(), "the instance namespace is not orphaned")
 }
