@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,7 +47,6 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(cidrsValue{&o.operator.Values.InternalCIDRs}, "internal-cidrs", "Comma-separated pod, service and private ranges instances may not reach (the chart's defaults when empty).")
 	fs.BoolVar(&o.operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")
 	fs.BoolVar(&o.operator.Webhook, "enable-webhook", false, "Serve the validating webhook that refuses duplicate and over-quota Challenges at admission (needs a serving certificate).")
-	fs.DurationVar(&o.operator.UninstallTimeout, "uninstall-timeout", 2*time.Minute, "How long an uninstall waits for the instance's objects to be gone.")
 	// The security policy: what values may set and what a release may contain.
 	fs.Var(listValue{&o.operator.Values.IngressFromNamespaces}, "ingress-from-namespaces", "Comma-separated namespaces (an ingress controller's, the platform's) whose pods may connect to instances.")
 	fs.StringVar(&o.operator.Values.DNSNamespace, "dns-namespace", "kube-system", "Namespace of the cluster DNS (pods labelled k8s-app=kube-dns), the one in-cluster peer instances may reach.")

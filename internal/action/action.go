@@ -1,6 +1,6 @@
 // Package action gives the Helm reconciler its Helm action clients: releases
 // left pending by a crash are unlocked before anything else touches them, and
-// uninstalls wait until every object of the release is gone.
+// an uninstall is over only when every object of the release is gone.
 package action
 
 import (
@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
@@ -29,24 +28,25 @@ type ClientGetter struct {
 	inner    helmclient.ActionClientGetter
 	recorder events.EventRecorder
 	inFlight *inFlight
-	// Leftovers, when set, removes what an uninstall cannot find once the
-	// release record is gone (the namespace controller or the garbage
-	// collector may delete it first); an error keeps the finalizer, so the
-	// uninstall is tried again.
+	// Leftovers, when set, runs after every uninstall, whether the release
+	// was found or not (the namespace controller or the garbage collector may
+	// delete the record first): it removes what the release record no longer
+	// names and reports an error while anything of the instance remains, which
+	// keeps the finalizer, so the uninstall is tried again.
 	Leftovers func(ctx context.Context, obj client.Object) error
 }
 
-// NewClientGetter returns a getter whose uninstalls wait (up to
-// uninstallTimeout) for the release's objects, dependents included, to be
-// gone, and which never run chart hooks (install, upgrade, rollback,
-// uninstall): the chart has none, and a hook is the one thing Helm would apply
-// without post-rendering it, so no value can smuggle an object past the policy
-// gate as a hook.
-func NewClientGetter(cfg helmclient.ActionConfigGetter, recorder events.EventRecorder, uninstallTimeout time.Duration, opts ...helmclient.ActionClientGetterOption) (*ClientGetter, error) {
+// NewClientGetter returns a getter whose uninstalls delete the release's
+// objects (dependents first) without waiting for them: Leftovers then keeps
+// the finalizer, and the reconcile comes back, until they are gone, so no
+// worker is held while pods terminate. Its clients never run chart hooks
+// (install, upgrade, rollback, uninstall): the chart has none, and a hook is
+// the one thing Helm would apply without post-rendering it, so no value can
+// smuggle an object past the policy gate as a hook.
+func NewClientGetter(cfg helmclient.ActionConfigGetter, recorder events.EventRecorder, opts ...helmclient.ActionClientGetterOption) (*ClientGetter, error) {
 	opts = append([]helmclient.ActionClientGetterOption{
 		helmclient.AppendUninstallOptions(func(u *action.Uninstall) error {
-			u.Wait = true
-			u.Timeout = uninstallTimeout
+			u.Wait = false
 			u.DeletionPropagation = "foreground"
 			u.DisableHooks = true
 			return nil

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -292,4 +293,61 @@ func helmStorage(t *testing.T, ns string) *storage.Storage {
 	cs, err := kubernetes.NewForConfig(cluster.Config)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(ns)))
+}
+
+// TestTeardownsDoNotBlockInstalls holds the pods of more instances than the
+// operator has workers (a finalizer keeps them terminating) while they are
+// deleted: a new instance still becomes Running, because an uninstall does
+// not hold a worker while objects go, and the held ones stay Deleted until
+// their pods are gone.
+func TestTeardownsDoNotBlockInstalls(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	const hold = "test.challenge-operator.io/hold"
+	var held []*ctfv1alpha1.Challenge
+	for i := range 6 { // the suite runs 4 workers
+		ch := newChallenge(ns, fmt.Sprintf("held-%d", i), fmt.Sprintf("team-held-%d", i))
+		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+		held = append(held, ch)
+	}
+	var pods []*corev1.Pod
+	for _, ch := range held {
+		eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+		pod := instancePod(t, ns, ch.Name)
+		patch := client.MergeFrom(pod.DeepCopy())
+		pod.Finalizers = append(pod.Finalizers, hold)
+		g.Expect(k8s.Patch(ctx, pod, patch)).To(Succeed())
+		pods = append(pods, pod)
+	}
+	release := func() {
+		for _, pod := range pods {
+			g.Expect(client.IgnoreNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod))).To(Succeed())
+			patch := client.MergeFrom(pod.DeepCopy())
+			pod.Finalizers = nil
+			_ = k8s.Patch(ctx, pod, patch)
+		}
+	}
+	t.Cleanup(release)
+	for _, ch := range held {
+		g.Expect(k8s.Delete(ctx, ch)).To(Succeed())
+	}
+	for _, ch := range held {
+		eventuallyPhase(t, ch, ctfv1alpha1.PhaseDeleted)
+	}
+
+	fresh := newChallenge(ns, "fresh", "team-fresh")
+	g.Expect(k8s.Create(ctx, fresh)).To(Succeed())
+	eventuallyPhase(t, fresh, ctfv1alpha1.PhaseRunning)
+	for _, ch := range held {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), ch)).To(Succeed(), "still there while its pod is")
+		g.Expect(ch.Status.Phase).To(Equal(ctfv1alpha1.PhaseDeleted))
+	}
+
+	release()
+	for _, ch := range held {
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}))
+		}, timeout, interval).Should(BeTrue(), "gone once its pod is")
+	}
 }

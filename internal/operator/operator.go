@@ -12,7 +12,10 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/hook"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,8 +37,6 @@ type Options struct {
 	NodeAddress string
 	// MaxConcurrentReconciles is the default number of Challenges reconciled at once.
 	MaxConcurrentReconciles int
-	// UninstallTimeout bounds how long an uninstall waits for the release's objects to go.
-	UninstallTimeout time.Duration
 	// MaxInstancesPerParticipant is the operator-wide cap on one participant's
 	// active instances; a template's own limit wins; 0 means none.
 	MaxInstancesPerParticipant int32
@@ -71,18 +72,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
 	}
-	uninstallTimeout := opts.UninstallTimeout
-	if uninstallTimeout == 0 {
-		uninstallTimeout = 2 * time.Minute
-	}
 	gate := &gate{reader: mgr.GetClient(), limits: gateLimits(opts), keys: opts.Values.Keys, namespacePerInstance: opts.Values.NamespacePerInstance}
-	actions, err := action.NewClientGetter(actionConfig, recorder, uninstallTimeout, helmclient.AppendPostRenderers(gate.provider()))
+	actions, err := action.NewClientGetter(actionConfig, recorder, helmclient.AppendPostRenderers(gate.provider()))
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
-	if opts.Values.NamespacePerInstance {
-		actions.Leftovers = deleteInstanceNamespaces(mgr.GetClient())
-	}
+	actions.Leftovers = leftovers(mgr.GetClient(), opts.Values.NamespacePerInstance)
 	quota := &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	if opts.Webhook {
 		if err := webhook.Setup(mgr, quota, opts.Values); err != nil {
@@ -194,28 +189,49 @@ func gateLimits(opts Options) policy.Limits {
 	return l
 }
 
-// deleteInstanceNamespaces removes the namespaces of an instance, the one
-// kind of object that has no owner reference to its Challenge (it is
-// cluster-scoped), and reports an error while any is still there.
-func deleteInstanceNamespaces(cl client.Client) func(context.Context, client.Object) error {
+// leftovers reports what remains of an instance after its uninstall, from
+// the cache: its workloads and pods, whose termination the uninstall no
+// longer waits for, and, with a namespace per instance, its namespaces, the
+// one kind without an owner reference to the Challenge (cluster-scoped),
+// which it deletes.
+func leftovers(cl client.Client, namespacePerInstance bool) func(context.Context, client.Object) error {
 	return func(ctx context.Context, obj client.Object) error {
-		var list corev1.NamespaceList
-		if err := cl.List(ctx, &list, client.MatchingLabels{
-			controller.InstanceLabel: obj.GetName(), controller.InstanceNamespaceLabel: obj.GetNamespace(),
-		}); err != nil {
-			return fmt.Errorf("listing the namespaces of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
-		}
-		for i := range list.Items {
-			ns := &list.Items[i]
-			if ns.DeletionTimestamp.IsZero() {
-				if err := cl.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
-					return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
-				}
+		sel := client.MatchingLabels{controller.InstanceLabel: obj.GetName(), controller.InstanceNamespaceLabel: obj.GetNamespace()}
+		if namespacePerInstance {
+			if err := deleteInstanceNamespaces(ctx, cl, sel); err != nil {
+				return err
 			}
 		}
-		if len(list.Items) > 0 {
-			return fmt.Errorf("waiting for namespace %s of %s/%s to be gone", list.Items[0].Name, obj.GetNamespace(), obj.GetName())
+		lists := []client.ObjectList{&appsv1.DeploymentList{}, &corev1.PodList{}, &corev1.ServiceList{},
+			&networkingv1.IngressList{}, &networkingv1.NetworkPolicyList{}, &corev1.ServiceAccountList{}}
+		if namespacePerInstance {
+			lists = append(lists, &corev1.NamespaceList{})
+		}
+		for _, list := range lists {
+			if err := cl.List(ctx, list, sel); err != nil {
+				return fmt.Errorf("listing what remains of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+			}
+			if n := apimeta.LenList(list); n > 0 {
+				return fmt.Errorf("waiting for %d %T of %s/%s to be gone", n, list, obj.GetNamespace(), obj.GetName())
+			}
 		}
 		return nil
 	}
+}
+
+// deleteInstanceNamespaces deletes the namespaces of an instance.
+func deleteInstanceNamespaces(ctx context.Context, cl client.Client, sel client.MatchingLabels) error {
+	var list corev1.NamespaceList
+	if err := cl.List(ctx, &list, sel); err != nil {
+		return fmt.Errorf("listing instance namespaces: %w", err)
+	}
+	for i := range list.Items {
+		ns := &list.Items[i]
+		if ns.DeletionTimestamp.IsZero() {
+			if err := cl.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+			}
+		}
+	}
+	return nil
 }
