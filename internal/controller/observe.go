@@ -55,28 +55,34 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 	if err := o.lifetime(ctx, ch, &obs); err != nil {
 		return obs, err
 	}
-	workloads, err := o.workloads(ctx, ch)
+	deployments, err := o.deployments(ctx, ch)
 	if err != nil {
 		return obs, err
 	}
-	obs.Workloads = workloads
+	if obs.Workloads, err = workloadsOf(deployments); err != nil {
+		return obs, err
+	}
 	var pods corev1.PodList
 	if err := o.Reader.List(ctx, &pods, client.InNamespace(o.namespace(ch)), client.MatchingLabels{InstanceLabel: ch.Name}); err != nil {
 		return obs, fmt.Errorf("listing pods of %s/%s: %w", ch.Namespace, ch.Name, err)
 	}
-	obs.PodProblems = lifecycle.PodProblems(pods.Items)
+	obs.PodProblems = append(lifecycle.DeploymentProblems(deployments), lifecycle.PodProblems(pods.Items)...)
 	obs.Endpoints, err = o.endpoints(ctx, ch)
 	return obs, err
 }
 
-func (o *Observer) workloads(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]lifecycle.Workload, error) {
+func (o *Observer) deployments(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]appsv1.Deployment, error) {
 	var list appsv1.DeploymentList
 	if err := o.Reader.List(ctx, &list, client.InNamespace(o.namespace(ch)), client.MatchingLabels{InstanceLabel: ch.Name}); err != nil {
 		return nil, fmt.Errorf("listing Deployments of %s/%s: %w", ch.Namespace, ch.Name, err)
 	}
-	out := make([]lifecycle.Workload, 0, len(list.Items))
-	for i := range list.Items {
-		w, err := workloadOf("Deployment", &list.Items[i])
+	return list.Items, nil
+}
+
+func workloadsOf(deployments []appsv1.Deployment) ([]lifecycle.Workload, error) {
+	out := make([]lifecycle.Workload, 0, len(deployments))
+	for i := range deployments {
+		w, err := workloadOf("Deployment", &deployments[i])
 		if err != nil {
 			return nil, err
 		}

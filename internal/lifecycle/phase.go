@@ -125,7 +125,7 @@ func PhaseFor(o Observation) Verdict {
 		// need one (e.g. a broken new pod behind a serving old one).
 		if len(o.PodProblems) > 0 {
 			p := o.PodProblems[0]
-			return Verdict{ctfv1alpha1.PhaseError, p.Reason, fmt.Sprintf("pod %s: %s", p.Pod, p.Message)}
+			return Verdict{ctfv1alpha1.PhaseError, p.Reason, fmt.Sprintf("%s: %s", p.where(), p.Message)}
 		}
 		return Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, describe(notReady)}
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -152,4 +154,20 @@ func TestSpecReasonsSurviveWrapping(t *testing.T) {
 		g.Expect(v.Phase).To(Equal(ctfv1alpha1.PhaseError))
 		g.Expect([2]string{v.Reason, v.Message}).To(Equal(want), msg)
 	}
+}
+
+func TestPodsRefusedAtCreationAreAnError(t *testing.T) {
+	g := NewWithT(t)
+	dep := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{{
+		Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+		Message: `pods "web-1" is forbidden: exceeded quota: none, requested: pods=1, used: pods=0, limited: pods=0`,
+	}}}}
+	problems := DeploymentProblems([]appsv1.Deployment{dep})
+	g.Expect(problems).To(HaveLen(1))
+	v := PhaseFor(Observation{Conditions: []metav1.Condition{deployed}, Workloads: []Workload{rolling}, PodProblems: problems})
+	g.Expect(v.Phase).To(Equal(ctfv1alpha1.PhaseError))
+	g.Expect(v.Reason).To(Equal("FailedCreate"))
+	g.Expect(v.Message).To(Equal(`Deployment web: pods "web-1" is forbidden: exceeded quota: none, requested: pods=1, used: pods=0, limited: pods=0`))
+	dep.Status.Conditions[0].Status = corev1.ConditionFalse
+	g.Expect(DeploymentProblems([]appsv1.Deployment{dep})).To(BeEmpty())
 }

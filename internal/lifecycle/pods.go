@@ -3,14 +3,47 @@ package lifecycle
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
-// PodProblem is why one pod cannot become ready, in the kubelet's or the scheduler's words.
+// PodProblem is why one pod cannot become ready, or cannot even be created,
+// in the words of the kubelet, the scheduler or the API server.
 type PodProblem struct {
-	Pod     string
-	Reason  string
-	Message string
+	// Pod names the pod; for a pod that could not be created, the Deployment.
+	Pod string
+	// Workload is set when the pod could not be created: it names the Deployment.
+	Workload bool
+	Reason   string
+	Message  string
+}
+
+// where says which object has the problem, for the phase's message.
+func (p PodProblem) where() string {
+	if p.Workload {
+		return "Deployment " + p.Pod
+	}
+	return "pod " + p.Pod
+}
+
+// DeploymentProblems lists the Deployments whose pods the API server refuses
+// to create (Pod Security admission, a ResourceQuota): the ReplicaSet
+// controller reports it as ReplicaFailure, and no pod will ever show it.
+func DeploymentProblems(deps []appsv1.Deployment) []PodProblem {
+	var out []PodProblem
+	for i := range deps {
+		d := &deps[i]
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue && d.DeletionTimestamp == nil {
+				reason := c.Reason
+				if reason == "" {
+					reason = "FailedCreate"
+				}
+				out = append(out, PodProblem{Pod: d.Name, Workload: true, Reason: reason, Message: c.Message})
+			}
+		}
+	}
+	return out
 }
 
 // stuckReasons are container waiting reasons that do not resolve without a fix.

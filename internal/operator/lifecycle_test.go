@@ -18,6 +18,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -350,4 +351,22 @@ func TestTeardownsDoNotBlockInstalls(t *testing.T) {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}))
 		}, timeout, interval).Should(BeTrue(), "gone once its pod is")
 	}
+}
+
+// TestPodsRefusedAtCreationGiveError: a ResourceQuota that admits no pod
+// makes the API server refuse the instance's pod; the Challenge says so at
+// once, with the API server's reason, instead of waiting in Pending.
+func TestPodsRefusedAtCreationGiveError(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	g.Expect(k8s.Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "none", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
+	})).To(Succeed())
+	ch := newChallenge(ns, "refused", "team-q")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("FailedCreate"))
+	g.Expect(got.Status.Message).To(ContainSubstring("exceeded quota"))
 }
