@@ -32,7 +32,7 @@ var (
 
 // TestMain starts the control plane and the operator once for the package.
 func TestMain(m *testing.M) {
-	os.Exit(testharness.Run(m, testharness.Options{Operator: operator.Options{
+	os.Exit(testharness.Run(m, testharness.Options{AsServiceAccount: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
 		Values:                  values.Settings{InternalCIDRs: internalCIDRs, IngressFromNamespaces: []string{ingressNamespace}},
 	}}, &h, func() { k8s, cluster = h.Client, h.Cluster }))

@@ -16,10 +16,13 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
@@ -64,6 +68,11 @@ type Harness struct {
 // Options configure the operator; WatchesFile is filled in.
 type Options struct {
 	Operator operator.Options
+	// AsServiceAccount runs the operator as its own service account, bound to
+	// the ClusterRoles `make manifests` generates (plus the namespace-per-instance
+	// role when that mode is on), rather than as the cluster admin: a right
+	// missing from the RBAC fails the suite.
+	AsServiceAccount bool
 	// ValidatingWebhooks are installed and served by the operator.
 	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
 }
@@ -96,7 +105,27 @@ func Run(m *testing.M, opts Options, h **Harness, ready func()) int {
 	if ready != nil {
 		ready()
 	}
-	return m.Run()
+	code := m.Run()
+	if forbidden := (*h).forbidden(); code == 0 && forbidden != "" {
+		fmt.Fprintln(os.Stderr, "the operator was refused a right it needs:", forbidden)
+		return 1
+	}
+	return code
+}
+
+// forbidden returns the first line of the operator's log where the API
+// server refused it something.
+func (h *Harness) forbidden() string {
+	data, err := os.ReadFile(h.LogFile)
+	if err != nil {
+		return err.Error()
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, "forbidden: User") && strings.Contains(line, "system:serviceaccount:") {
+			return line
+		}
+	}
+	return ""
 }
 
 // Restart stops the operator and starts a fresh one, with empty caches, as
@@ -134,7 +163,13 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 		return nil, err
 	}
 	host, port, certDir := h.Cluster.Webhook()
-	mgr, err := ctrl.NewManager(h.Cluster.Config, ctrl.Options{
+	cfg := h.Cluster.Config
+	if opts.AsServiceAccount {
+		if cfg, err = h.serviceAccountConfig(ctx, root, opts, scheme); err != nil {
+			return nil, err
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -175,6 +210,49 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 		}
 	}()
 	return done, nil
+}
+
+// operatorServiceAccount is the identity the operator runs as with AsServiceAccount.
+var operatorServiceAccount = types.NamespacedName{Namespace: "ctf-operator", Name: "challenge-operator"}
+
+// serviceAccountConfig binds the generated ClusterRoles to the operator's
+// service account and returns a config that impersonates it.
+func (h *Harness) serviceAccountConfig(ctx context.Context, root string, opts Options, scheme *runtime.Scheme) (*rest.Config, error) {
+	admin, err := client.New(h.Cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	roles := []string{filepath.Join(root, "config", "rbac", "role.yaml")}
+	if opts.Operator.Values.NamespacePerInstance {
+		roles = append(roles, filepath.Join(root, "config", "namespace-per-instance", "role.yaml"))
+	}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorServiceAccount.Namespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorServiceAccount.Name, Namespace: operatorServiceAccount.Namespace}},
+	}
+	for _, path := range roles {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.Unmarshal(data, role); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		objs = append(objs, role, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: operatorServiceAccount.Name, Namespace: operatorServiceAccount.Namespace}},
+		})
+	}
+	for _, obj := range objs {
+		if err := admin.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	cfg := rest.CopyConfig(h.Cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + operatorServiceAccount.Namespace + ":" + operatorServiceAccount.Name}
+	return cfg, nil
 }
 
 // watchesFile is the project's watches.yaml with the chart path made

@@ -24,6 +24,7 @@ var h *testharness.Harness
 // TestMain runs the operator with the webhook and one namespace per instance.
 func TestMain(m *testing.M) {
 	os.Exit(testharness.Run(m, testharness.Options{
+		AsServiceAccount: true,
 		Operator: operator.Options{
 			MaxInstancesPerParticipant: 2,
 			Values:                     values.Settings{NamespacePerInstance: true},
