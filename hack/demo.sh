@@ -44,7 +44,7 @@ echo "Ready after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 "$kubectl" get challenges -A -o wide
 "$kubectl" get challenges -n default -o jsonpath='{range .items[*]}{.metadata.name}: {.status.phase} {.status.endpoint.address} expires {.status.expiresAt} flag in Secret {.status.flagSecretName}{"\n"}{end}'
 "$kubectl" get challengetemplates
-"$kubectl" get deploy,svc,networkpolicy,pods -n default -l app.kubernetes.io/managed-by=challenge-operator
+"$kubectl" get deploy,svc,networkpolicy,pods -n default -l ctf.challenge-operator.io/instance
 
 if [[ "${KEEP:-0}" == "1" ]]; then
   step "left running: export KUBECONFIG=$KUBECONFIG; kubectl is $kubectl. Ctrl-C stops everything."
@@ -54,5 +54,5 @@ fi
 
 step "deleting the sample: the instance passes through Deleted and every object goes"
 "$kubectl" delete -k config/samples --wait=true --timeout=60s
-"$kubectl" get deploy,svc,networkpolicy,secrets -n default -l app.kubernetes.io/managed-by=challenge-operator
+"$kubectl" get deploy,svc,networkpolicy,secrets -n default -l ctf.challenge-operator.io/instance
 step "done; stopping the operator and the control plane"

@@ -192,3 +192,48 @@ func metaControlledBy(obj client.Object, owner *ctfv1alpha1.Challenge) bool {
 	}
 	return false
 }
+
+// TestDeletedByHandIsRestored: a rendered object, or the release record,
+// deleted by hand comes back within seconds; deleting the Challenge
+// afterwards still leaves nothing.
+func TestDeletedByHandIsRestored(t *testing.T) {
+	for _, what := range []string{"Service", "release record"} {
+		t.Run(what, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns := namespace(t)
+			ch := newChallenge(ns, "restored", "team-r")
+			g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+			eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+			key := client.ObjectKeyFromObject(ch)
+
+			if what == "Service" {
+				svc := &corev1.Service{}
+				g.Expect(k8s.Get(ctx, key, svc)).To(Succeed())
+				g.Expect(k8s.Delete(ctx, svc)).To(Succeed())
+				g.Eventually(func(g Gomega) {
+					again := &corev1.Service{}
+					g.Expect(k8s.Get(ctx, key, again)).To(Succeed())
+					g.Expect(again.UID).NotTo(Equal(svc.UID))
+				}, timeout, interval).Should(Succeed(), "the Service is restored")
+			} else {
+				for _, s := range releaseSecrets(ctx, g, ns, "restored") {
+					g.Expect(k8s.Delete(ctx, &s)).To(Succeed())
+				}
+				g.Eventually(func(g Gomega) {
+					g.Expect(releaseSecrets(ctx, g, ns, "restored")).NotTo(BeEmpty())
+				}, timeout, interval).Should(Succeed(), "the release record is restored")
+			}
+			eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+			g.Expect(k8s.Delete(ctx, ch)).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &ctfv1alpha1.Challenge{}))).To(BeTrue())
+				g.Expect(releaseSecrets(ctx, g, ns, "restored")).To(BeEmpty())
+				for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.NetworkPolicy{}, &corev1.ServiceAccount{}} {
+					g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, obj))).To(BeTrue(), "%T", obj)
+				}
+			}, timeout, interval).Should(Succeed(), "nothing is left")
+		})
+	}
+}

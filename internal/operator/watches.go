@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -39,8 +42,8 @@ func addIndexes(mgr ctrl.Manager) error {
 
 // extraWatches make the Helm reconciler retry what its own watches cannot
 // see: a Challenge waiting for a template when the template appears or
-// changes, and a Challenge refused by quota when another instance of the
-// participant goes away.
+// changes, a Challenge refused by quota when another instance of the
+// participant goes away, and a Challenge whose release record was deleted.
 func extraWatches(mgr ctrl.Manager) reconciler.ControllerSetupFunc {
 	cl := mgr.GetClient()
 	return func(c reconciler.ControllerSetup) error {
@@ -60,7 +63,21 @@ func extraWatches(mgr ctrl.Manager) reconciler.ControllerSetupFunc {
 				return e.ObjectOld.DeletionTimestamp.IsZero() && !e.ObjectNew.DeletionTimestamp.IsZero()
 			},
 		}
-		return c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, siblings, leaving))
+		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, siblings, leaving)); err != nil {
+			return err
+		}
+		// A release record deleted by hand is re-created by the next
+		// reconcile, which the deletion itself must trigger.
+		release := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *corev1.Secret) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Labels["name"]}}}
+		})
+		deleted := predicate.TypedFuncs[*corev1.Secret]{
+			CreateFunc:  func(event.TypedCreateEvent[*corev1.Secret]) bool { return false },
+			UpdateFunc:  func(event.TypedUpdateEvent[*corev1.Secret]) bool { return false },
+			GenericFunc: func(event.TypedGenericEvent[*corev1.Secret]) bool { return false },
+			DeleteFunc:  func(e event.TypedDeleteEvent[*corev1.Secret]) bool { return e.Object.Labels["name"] != "" },
+		}
+		return c.Watch(source.Kind(mgr.GetCache(), &corev1.Secret{}, release, deleted))
 	}
 }
 

@@ -327,7 +327,7 @@ func SelectorLabels(c *ctfv1alpha1.Challenge) map[string]string {
 // rendered object to exactly these.
 func IdentityLabels(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) map[string]string {
 	l := SelectorLabels(c)
-	l["app.kubernetes.io/managed-by"] = "challenge-operator"
+	l["app.kubernetes.io/managed-by"] = "Helm" // what Helm needs to adopt live objects
 	l["ctf.challenge-operator.io/instance"] = c.Name
 	l["ctf.challenge-operator.io/instance-namespace"] = c.Namespace
 	l["ctf.challenge-operator.io/participant"] = c.Spec.Participant

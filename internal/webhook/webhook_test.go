@@ -35,6 +35,8 @@ func TestWebhookRefusesDuplicateAndOverQuota(t *testing.T) {
 	// The operator-wide limit is 2: a second instance (another challenge) is fine, a third is not.
 	second := testharness.NewChallenge(ns, "second", "team-w")
 	g.Expect(h.Client.Create(ctx, second)).To(Succeed())
+	// The webhook counts from the operator's cache: wait until it holds the second.
+	h.EventuallyPhase(t, second, ctfv1alpha1.PhaseRunning)
 	err = h.Client.Create(ctx, testharness.NewChallenge(ns, "third", "team-w"))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("the limit is 2"))

@@ -5,10 +5,12 @@ app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end }}
 
 {{/* Labels on every object of the instance: who it belongs to and what it is.
-The post-render gate checks that every object carries exactly these. */}}
+The post-render gate checks that every object carries exactly these.
+managed-by is Helm's own value: Helm adopts live objects into a release only
+with it, so a release record lost (deleted by hand) is re-installed over them. */}}
 {{- define "challenge.labels" -}}
 {{ include "challenge.selectorLabels" . }}
-app.kubernetes.io/managed-by: challenge-operator
+app.kubernetes.io/managed-by: Helm
 ctf.challenge-operator.io/instance: {{ .Release.Name | quote }}
 ctf.challenge-operator.io/instance-namespace: {{ .Release.Namespace | quote }}
 ctf.challenge-operator.io/participant: {{ required "participant is required" .Values.participant | quote }}
