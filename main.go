@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -91,6 +93,10 @@ func run(opts options) error {
 		LeaderElectionID:        "challenge-operator.ctf.challenge-operator.io",
 		LeaderElectionNamespace: opts.leaderElectionNS,
 		Cache:                   operator.CacheOptions(watchNamespaces()),
+		// A panic in any reconciler (the Helm one's hooks, translator and
+		// policy gate included) fails that reconcile only, and is counted in
+		// controller_runtime_reconcile_panics_total{controller}.
+		Controller: config.Controller{RecoverPanic: ptr.To(true)},
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
