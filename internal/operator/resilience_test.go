@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
@@ -43,4 +46,38 @@ func TestWorstAdmittedValuesNeverStopTheOperator(t *testing.T) {
 	g.Expect(k8s.Create(ctx, fresh)).To(Succeed())
 	eventuallyPhase(t, fresh, ctfv1alpha1.PhaseRunning)
 	eventuallyPhase(t, worst, ctfv1alpha1.PhaseError)
+}
+
+// TestDeletionWaitsForTheOperator: a Challenge deleted while the operator is
+// down keeps its finalizer, so nothing is orphaned, and its teardown finishes
+// once the operator is back.
+func TestDeletionWaitsForTheOperator(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	ch := newChallenge(ns, "while-down", "team-down")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	h.Stop()
+	started := false
+	t.Cleanup(func() {
+		if !started {
+			_ = h.Start()
+		}
+	})
+	g.Expect(k8s.Delete(ctx, ch)).To(Succeed())
+	key := client.ObjectKeyFromObject(ch)
+	got := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(ctx, key, got)).To(Succeed(), "the finalizer holds it while nobody can uninstall")
+	g.Expect(got.DeletionTimestamp).NotTo(BeNil())
+	g.Expect(k8s.Get(ctx, key, &appsv1.Deployment{})).To(Succeed())
+
+	g.Expect(h.Start()).To(Succeed())
+	started = true
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &ctfv1alpha1.Challenge{}))).To(BeTrue())
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &appsv1.Deployment{}))).To(BeTrue())
+		g.Expect(releaseSecrets(ctx, g, ns, ch.Name)).To(BeEmpty())
+	}, timeout, interval).Should(Succeed(), "finished once the operator is back")
 }

@@ -135,6 +135,12 @@ func (h *Harness) Restart() error {
 	return h.start()
 }
 
+// Stop stops the operator until Start; the control plane runs on.
+func (h *Harness) Stop() { h.stop(); h.stop = func() {} }
+
+// Start starts a fresh operator after Stop.
+func (h *Harness) Start() error { return h.start() }
+
 func (h *Harness) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped, err := h.startOperator(ctx, h.root, h.opts)
