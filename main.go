@@ -6,7 +6,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"strconv"
@@ -135,23 +134,16 @@ func (v int32Value) Set(s string) error {
 // cidrsValue is a flag.Value for a comma-separated list of CIDRs.
 type cidrsValue struct{ p *[]string }
 
-func (v cidrsValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return strings.Join(*v.p, ",")
-}
+func (v cidrsValue) String() string { return listValue(v).String() }
 
 func (v cidrsValue) Set(s string) error {
-	*v.p = nil
-	for _, c := range strings.Split(s, ",") {
-		if c = strings.TrimSpace(c); c == "" {
-			continue
-		}
-		if _, _, err := net.ParseCIDR(c); err != nil {
+	if err := listValue(v).Set(s); err != nil {
+		return err
+	}
+	for _, c := range *v.p {
+		if _, err := netip.ParsePrefix(c); err != nil {
 			return err
 		}
-		*v.p = append(*v.p, c)
 	}
 	return nil
 }
@@ -210,16 +202,12 @@ func (v prefixesValue) String() string {
 
 func (v prefixesValue) Set(s string) error {
 	var words []string
-	if err := (listValue{&words}).Set(s); err != nil {
+	if err := (cidrsValue{&words}).Set(s); err != nil {
 		return err
 	}
 	*v.p = nil
 	for _, w := range words {
-		p, err := netip.ParsePrefix(w)
-		if err != nil {
-			return err
-		}
-		*v.p = append(*v.p, p)
+		*v.p = append(*v.p, netip.MustParsePrefix(w))
 	}
 	return nil
 }

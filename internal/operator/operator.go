@@ -174,18 +174,14 @@ func gateLimits(opts Options) policy.Limits {
 	if l.MaxReplicas == 0 {
 		l.MaxReplicas = 1
 	}
-	cidrs := opts.Values.InternalCIDRs
-	if len(cidrs) == 0 {
-		cidrs = values.DefaultInternalCIDRs
-	}
 	l.InternalCIDRs = nil
-	for _, c := range cidrs {
-		if p, err := netip.ParsePrefix(c); err == nil {
+	for _, c := range opts.Values.EffectiveInternalCIDRs() {
+		if p, err := netip.ParsePrefix(c); err == nil { // the flag was checked with the same parser
 			l.InternalCIDRs = append(l.InternalCIDRs, p)
 		}
 	}
 	l.IngressFromNamespaces = opts.Values.IngressFromNamespaces
-	l.DNSNamespace = opts.Values.DNSNamespace
+	l.DNSNamespace = opts.Values.EffectiveDNSNamespace()
 	return l
 }
 

@@ -3,6 +3,7 @@ package values
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -23,7 +24,7 @@ func checkKeys(vals map[string]any, keys policy.Keys) error {
 		m, _ := lookup(vals, path).(map[string]any)
 		for k := range m {
 			if keys.Refused(k) {
-				refused = append(refused, fmt.Sprintf("%s %q", joinPath(path), k))
+				refused = append(refused, fmt.Sprintf("%s %q", strings.Join(path, "."), k))
 			}
 		}
 	}
@@ -45,14 +46,6 @@ func lookup(vals map[string]any, path []string) any {
 		cur = m[p]
 	}
 	return cur
-}
-
-func joinPath(path []string) string {
-	out := path[0]
-	for _, p := range path[1:] {
-		out += "." + p
-	}
-	return out
 }
 
 // resourceFloor returns the container resources with cpu and memory limits

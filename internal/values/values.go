@@ -204,24 +204,27 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"challenge":   ChallengeLabel(c, tmpl),
 		"flag":        flagValues,
 		"networkPolicy": map[string]any{
-			"internalCIDRs":         toAny(settings.internalCIDRs()),
+			"internalCIDRs":         toAny(settings.EffectiveInternalCIDRs()),
 			"egress":                egress,
 			"allowInternetEgress":   internetEgress,
 			"ingressFromNamespaces": toAny(settings.IngressFromNamespaces),
-			"dnsNamespace":          settings.dnsNamespace(),
+			"dnsNamespace":          settings.EffectiveDNSNamespace(),
 		},
 		"namespacePerInstance": map[string]any{"enabled": settings.NamespacePerInstance, "name": InstanceNamespace(c)},
 	}
 }
 
-func (s Settings) internalCIDRs() []string {
+// EffectiveInternalCIDRs are the internal ranges instances are held to:
+// InternalCIDRs, or DefaultInternalCIDRs when none are given.
+func (s Settings) EffectiveInternalCIDRs() []string {
 	if len(s.InternalCIDRs) > 0 {
 		return s.InternalCIDRs
 	}
 	return DefaultInternalCIDRs
 }
 
-func (s Settings) dnsNamespace() string {
+// EffectiveDNSNamespace is the namespace of the DNS peer instances may reach.
+func (s Settings) EffectiveDNSNamespace() string {
 	if s.DNSNamespace != "" {
 		return s.DNSNamespace
 	}
