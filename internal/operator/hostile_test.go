@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -415,16 +416,15 @@ func expectNothingOutside(g Gomega, ctx context.Context) {
 	}
 }
 
+// listItems returns a list's items as objects.
 func listItems(list client.ObjectList) ([]client.Object, error) {
-	var out []client.Object
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(list)
+	objs, err := apimeta.ExtractList(list)
 	if err != nil {
 		return nil, err
 	}
-	items, _ := m["items"].([]any)
-	for _, it := range items {
-		u := &unstructured.Unstructured{Object: it.(map[string]any)}
-		out = append(out, u)
+	out := make([]client.Object, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(client.Object))
 	}
 	return out, nil
 }

@@ -16,7 +16,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -347,9 +346,7 @@ func TestTeardownsDoNotBlockInstalls(t *testing.T) {
 
 	release()
 	for _, ch := range held {
-		g.Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}))
-		}, timeout, interval).Should(BeTrue(), "gone once its pod is")
+		h.EventuallyGone(t, ch, timeout, "gone once its pod is")
 	}
 }
 

@@ -137,8 +137,10 @@ func TestBadValuesGiveErrorAndFixingRecovers(t *testing.T) {
 	g.Expect(got.Status.Message).To(ContainSubstring("replicas"))
 	g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, "Ready")).To(BeTrue())
 
+	// A patch, not an update: the operator writes status meanwhile.
+	patch := client.MergeFrom(got.DeepCopy())
 	got.Spec.Values = testharness.Values(`{"replicas": 1}`)
-	g.Expect(k8s.Update(ctx, got)).To(Succeed())
+	g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 }
 
@@ -163,9 +165,7 @@ func TestDeletionRemovesEveryObject(t *testing.T) {
 	g.Expect(releaseSecrets(ctx, g, ns, "gone")).NotTo(BeEmpty())
 
 	g.Expect(k8s.Delete(ctx, ch)).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(k8s.Get(ctx, key, &ctfv1alpha1.Challenge{}))
-	}, timeout, interval).Should(BeTrue(), "the finalizer is removed and the Challenge goes")
+	h.EventuallyGone(t, ch, timeout, "the finalizer is removed and the Challenge goes")
 	for _, obj := range released() {
 		g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, key, obj)) }, timeout, interval).
 			Should(BeTrue(), "%T is gone", obj)

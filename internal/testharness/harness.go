@@ -300,6 +300,16 @@ func (h *Harness) EventuallyPhase(t *testing.T, ch *ctfv1alpha1.Challenge, phase
 	return got
 }
 
+// EventuallyGone waits, up to within, until obj no longer exists; obj itself
+// is left as it is.
+func (h *Harness) EventuallyGone(t *testing.T, obj client.Object, within time.Duration, why string) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	NewWithT(t).Eventually(func() bool {
+		return apierrors.IsNotFound(h.Client.Get(context.Background(), key, obj.DeepCopyObject().(client.Object)))
+	}, within, Interval).Should(BeTrue(), why)
+}
+
 // NewChallenge returns a valid Challenge without a template.
 func NewChallenge(ns, name, participant string) *ctfv1alpha1.Challenge {
 	return &ctfv1alpha1.Challenge{
