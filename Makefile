@@ -62,6 +62,10 @@ test: ## Verify and build the control plane (both at once), then run every test 
 	KUBEBUILDER_ASSETS="$$(hack/test-bins.sh)" go test $(GO_TEST_FLAGS) ./...
 
 FUZZTIME ?= 30s
+.PHONY: test-faults
+test-faults: test-bins ## Run the fault suite (internal/faults) at full scale; FAULTS_REPORT=file.jsonl keeps the figures.
+	CHALLENGE_FAULTS=full KUBEBUILDER_ASSETS="$$(hack/test-bins.sh)" go test -count=1 -v -timeout 90m ./internal/faults/
+
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME.
 	@for target in $$(grep -rhoE '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' internal api | sed 's/^func //'); do \

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"strconv"
 	"testing"
 	"time"
 
@@ -347,4 +348,75 @@ func TestExpiryOutlivesItsTemplate(t *testing.T) {
 	newTemplate(t, "tpl-gone", spec)
 	got = eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Expect(got.Status.ExpiresAt.Time).To(Equal(expiry), "and after it is back")
+}
+
+// TestEveryRenewalCountsOnceWhateverTheClock: renewedAt in the past, the same
+// value again, in the future (a platform clock ahead of the cluster's) and
+// further in the future: each distinct value is counted exactly once, however
+// many status writes follow, and a future one counts from when it is seen.
+func TestEveryRenewalCountsOnceWhateverTheClock(t *testing.T) {
+	const lifetime = time.Hour
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	newTemplate(t, "tpl-renew", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: lifetime}, MaxRenewals: ptr.To[int32](10)}
+		s.OverridableValues = []ctfv1alpha1.ValuePath{"env"}
+	})
+	ch := fromTemplate(ns, "renew", "team-r", "tpl-renew")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	g.Expect(got.Status.Renewals).To(BeZero())
+
+	renew := func(at time.Time) {
+		t.Helper()
+		patch := client.MergeFrom(got.DeepCopy())
+		got.Spec.RenewedAt = &metav1.Time{Time: at.Truncate(time.Second)}
+		g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
+	}
+	// churn makes the operator write the status several times (an upgrade
+	// goes Pending and back to Running) without touching renewedAt.
+	churns := 0
+	churn := func() {
+		t.Helper()
+		churns++
+		patch := client.MergeFrom(got.DeepCopy())
+		got.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "CHURN", Value: strconv.Itoa(churns)}}
+		g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+			g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
+		}, timeout, interval).Should(Succeed())
+	}
+	expectRenewals := func(n int32, expiresAfter, expiresBy time.Time, why string) {
+		t.Helper()
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+			g.Expect(got.Status.Renewals).To(Equal(n), why)
+		}, timeout, interval).Should(Succeed())
+		g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally(">=", expiresAfter), why)
+		g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("<=", expiresBy), why)
+		churn()
+		g.Consistently(func() int32 {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)
+			return got.Status.Renewals
+		}, 2*time.Second, interval).Should(Equal(n), "%s: counted once through later status writes", why)
+	}
+
+	past := time.Now().Add(-5 * time.Minute).Truncate(time.Second)
+	renew(past)
+	expectRenewals(1, past.Add(lifetime), past.Add(lifetime), "a renewal in the past counts from its date")
+
+	renew(past) // the same value again: nothing new
+	expectRenewals(1, past.Add(lifetime), past.Add(lifetime), "the same renewedAt again")
+
+	before := time.Now().Truncate(time.Second)
+	skewed := time.Now().Add(10 * time.Minute)
+	renew(skewed)
+	expectRenewals(2, before.Add(lifetime), time.Now().Add(lifetime), "a renewal in the future counts from when it is seen")
+
+	before = time.Now().Truncate(time.Second)
+	renew(skewed.Add(time.Second))
+	expectRenewals(3, before.Add(lifetime), time.Now().Add(lifetime), "a later future renewal counts once more")
 }

@@ -52,7 +52,22 @@ type Cluster struct {
 	LogDir string
 
 	env      *envtest.Environment
-	children []*exec.Cmd
+	children []*child
+}
+
+// child is a process this cluster started, reaped as soon as it exits.
+type child struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func startReaped(cmd *exec.Cmd) (*child, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ch := &child{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(ch.exited) }()
+	return ch, nil
 }
 
 // Webhook returns where the installed webhooks expect the server: host,
@@ -170,10 +185,11 @@ func (c *Cluster) startChild(path string, args []string) error {
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), "HOME="+c.LogDir, "KUBECONFIG="+c.Kubeconfig) // kwok writes ~/.kwok
-	if err := cmd.Start(); err != nil {
+	ch, err := startReaped(cmd)
+	if err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	c.children = append(c.children, cmd)
+	c.children = append(c.children, ch)
 	return nil
 }
 
@@ -218,9 +234,9 @@ func (c *Cluster) addNode(ctx context.Context) error {
 
 // Stop ends every component this cluster started, and only those.
 func (c *Cluster) Stop() {
-	for _, cmd := range c.children {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+	for _, ch := range c.children {
+		_ = ch.cmd.Process.Kill()
+		<-ch.exited
 	}
 	c.children = nil
 	if c.env != nil {

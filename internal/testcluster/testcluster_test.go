@@ -47,4 +47,12 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 	g.Expect(pods.Items).To(HaveLen(1))
 	g.Expect(pods.Items[0].Status.Phase).To(Equal(corev1.PodRunning))
 	g.Expect(pods.Items[0].Spec.NodeName).To(Equal(NodeName))
+
+	// The control plane restarts with its data and certificates: the same
+	// clients find the same objects, twice in a row.
+	for range 2 {
+		g.Expect(c.RestartControlPlane(ctx, 0)).To(Succeed())
+		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(dep), dep)).To(Succeed())
+		g.Expect(dep.Status.AvailableReplicas).To(Equal(int32(1)))
+	}
 }

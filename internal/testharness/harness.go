@@ -171,7 +171,7 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 	host, port, certDir := h.Cluster.Webhook()
 	cfg := h.Cluster.Config
 	if opts.AsServiceAccount {
-		if cfg, err = h.serviceAccountConfig(ctx, root, opts, scheme); err != nil {
+		if cfg, err = BindServiceAccount(ctx, h.Cluster.Config, opts.Operator.Values.NamespacePerInstance); err != nil {
 			return nil, err
 		}
 	}
@@ -187,7 +187,7 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	opts.Operator.WatchesFile, err = watchesFile(root)
+	opts.Operator.WatchesFile, err = WatchesFile()
 	if err != nil {
 		return nil, err
 	}
@@ -218,23 +218,25 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 	return done, nil
 }
 
-// operatorServiceAccount is the identity the operator runs as with AsServiceAccount.
-var operatorServiceAccount = types.NamespacedName{Namespace: "ctf-operator", Name: "challenge-operator"}
+// OperatorServiceAccount is the identity the operator runs as with AsServiceAccount.
+var OperatorServiceAccount = types.NamespacedName{Namespace: "ctf-operator", Name: "challenge-operator"}
 
-// serviceAccountConfig binds the generated ClusterRoles to the operator's
-// service account and returns a config that impersonates it.
-func (h *Harness) serviceAccountConfig(ctx context.Context, root string, opts Options, scheme *runtime.Scheme) (*rest.Config, error) {
-	admin, err := client.New(h.Cluster.Config, client.Options{Scheme: scheme})
+// BindServiceAccount binds the generated ClusterRoles (and the
+// namespace-per-instance one when nsPerInstance) to OperatorServiceAccount
+// and returns a copy of admin that impersonates it.
+func BindServiceAccount(ctx context.Context, admin *rest.Config, nsPerInstance bool) (*rest.Config, error) {
+	cl, err := client.New(admin, client.Options{})
 	if err != nil {
 		return nil, err
 	}
+	root := testcluster.RepoRoot()
 	roles := []string{filepath.Join(root, "config", "rbac", "role.yaml")}
-	if opts.Operator.Values.NamespacePerInstance {
+	if nsPerInstance {
 		roles = append(roles, filepath.Join(root, "config", "namespace-per-instance", "role.yaml"))
 	}
 	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorServiceAccount.Namespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorServiceAccount.Name, Namespace: operatorServiceAccount.Namespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OperatorServiceAccount.Namespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: OperatorServiceAccount.Name, Namespace: OperatorServiceAccount.Namespace}},
 	}
 	for _, path := range roles {
 		data, err := os.ReadFile(path)
@@ -248,22 +250,44 @@ func (h *Harness) serviceAccountConfig(ctx context.Context, root string, opts Op
 		objs = append(objs, role, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: operatorServiceAccount.Name, Namespace: operatorServiceAccount.Namespace}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: OperatorServiceAccount.Name, Namespace: OperatorServiceAccount.Namespace}},
 		})
 	}
+	// Leader election: the Role every install mode has in the operator's namespace.
+	electionPath := filepath.Join(root, "config", "rbac", "common", "leader_election_role.yaml")
+	data, err := os.ReadFile(electionPath)
+	if err != nil {
+		return nil, err
+	}
+	election := &rbacv1.Role{}
+	if err := yaml.Unmarshal(data, election); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", electionPath, err)
+	}
+	election.Namespace = OperatorServiceAccount.Namespace
+	objs = append(objs, election, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: election.Name, Namespace: election.Namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: election.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: OperatorServiceAccount.Name, Namespace: OperatorServiceAccount.Namespace}},
+	})
 	for _, obj := range objs {
-		if err := admin.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := cl.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, err
 		}
 	}
-	cfg := rest.CopyConfig(h.Cluster.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + operatorServiceAccount.Namespace + ":" + operatorServiceAccount.Name}
+	cfg := rest.CopyConfig(admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: ServiceAccountUser()}
 	return cfg, nil
 }
 
-// watchesFile is the project's watches.yaml with the chart path made
-// absolute, since tests run in their package directory.
-func watchesFile(root string) (string, error) {
+// ServiceAccountUser is the user name of OperatorServiceAccount.
+func ServiceAccountUser() string {
+	return "system:serviceaccount:" + OperatorServiceAccount.Namespace + ":" + OperatorServiceAccount.Name
+}
+
+// WatchesFile writes the project's watches.yaml with the chart path made
+// absolute, since tests run in their package directory, and returns its path.
+func WatchesFile() (string, error) {
+	root := testcluster.RepoRoot()
 	f, err := os.CreateTemp("", "watches-*.yaml")
 	if err != nil {
 		return "", err

@@ -1,0 +1,139 @@
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// RestartControlPlane kills etcd and kube-apiserver as a crash would
+// (SIGKILL) and starts them again with the same command lines, data and
+// certificates, then waits until the API server is ready. down is how long
+// both stay down. Clients keep their configuration, as they would against a
+// real cluster whose control plane restarts.
+func (c *Cluster) RestartControlPlane(ctx context.Context, down time.Duration) error {
+	var restarts []*procInfo
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		p, err := findChild(name)
+		if err != nil {
+			return err
+		}
+		if err := syscall.Kill(p.pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("killing %s: %w", name, err)
+		}
+		if err := waitGone(ctx, p.pid); err != nil {
+			return fmt.Errorf("%s did not exit: %w", name, err)
+		}
+		restarts = append(restarts, p)
+	}
+	select {
+	case <-time.After(down):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for i := len(restarts) - 1; i >= 0; i-- { // etcd first
+		p := restarts[i]
+		logFile, err := os.OpenFile(filepath.Join(c.LogDir, filepath.Base(p.argv[0])+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(p.argv[0], p.argv[1:]...)
+		cmd.Env, cmd.Stdout, cmd.Stderr = p.env, logFile, logFile
+		ch, err := startReaped(cmd)
+		if err != nil {
+			return fmt.Errorf("restarting %s: %w", p.argv[0], err)
+		}
+		c.children = append(c.children, ch)
+	}
+	return c.waitReady(ctx)
+}
+
+// waitReady waits until the API server answers /readyz.
+func (c *Cluster) waitReady(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(body) == "ok", nil
+	})
+}
+
+// procInfo is what it takes to start a process again.
+type procInfo struct {
+	pid  int
+	argv []string
+	env  []string
+}
+
+// findChild finds the one running child of this process whose executable
+// is named name. envtest starts etcd and kube-apiserver without exposing
+// their processes, so /proc is read.
+func findChild(name string) (*procInfo, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
+		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+		fields := bytes.Fields(rest)
+		if len(fields) < 2 || string(fields[0]) == "Z" || string(fields[1]) != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv := split0(cmdline)
+		if len(argv) == 0 || filepath.Base(argv[0]) != name {
+			continue
+		}
+		environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			return nil, err
+		}
+		return &procInfo{pid: pid, argv: argv, env: split0(environ)}, nil
+	}
+	return nil, fmt.Errorf("no running %s started by this process", name)
+}
+
+func split0(b []byte) []string {
+	var out []string
+	for _, part := range bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0}) {
+		if len(part) > 0 {
+			out = append(out, string(part))
+		}
+	}
+	return out
+}
+
+// waitGone waits until pid has exited.
+func waitGone(ctx context.Context, pid int) error {
+	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			return true, nil
+		}
+		fields := bytes.Fields(stat[bytes.LastIndexByte(stat, ')')+1:])
+		return len(fields) > 0 && string(fields[0]) == "Z", nil
+	})
+}
