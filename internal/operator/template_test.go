@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
