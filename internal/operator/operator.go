@@ -11,12 +11,15 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/hook"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	helmvalues "github.com/operator-framework/helm-operator-plugins/pkg/values"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,8 +87,20 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up the webhook: %w", err)
 		}
 	}
+	// The Helm reconciler reads Challenges as unstructured objects, which the
+	// manager's client reads live from the API server: a request per
+	// reconcile. This client serves them from an informer of their own
+	// (decoding into the typed API and back would lose what it cannot
+	// represent, such as sub-second times).
+	helmClient, err := client.New(mgr.GetConfig(), client.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true},
+	})
+	if err != nil {
+		return err
+	}
 	wiring := reconcilerWiring{
-		client:  &controller.StatusClient{Client: mgr.GetClient(), Writer: writer},
+		client:  &controller.StatusClient{Client: helmClient, Writer: writer},
 		actions: actions,
 		preHook: controller.MarkReleasingHook(writer),
 		translator: values.Translator{
@@ -95,6 +110,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Settings:     opts.Values,
 		},
 		extraWatches: extraWatches(mgr),
+		recorder:     mgr.GetEventRecorderFor(HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
 	}
 	for _, w := range ws {
 		if w.GroupVersionKind != ctfv1alpha1.GroupVersion.WithKind("Challenge") {
@@ -104,7 +120,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("creating reconciler for %s: %w", w.GroupVersionKind, err)
 		}
-		if err := r.SetupWithManager(mgr); err != nil {
+		if err := setupHelmController(mgr, r, concurrency(w, opts), wiring.extraWatches, opts.Values.NamespacePerInstance); err != nil {
 			return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
 		}
 	}
@@ -124,13 +140,23 @@ type reconcilerWiring struct {
 	preHook      hook.PreHook
 	translator   values.Translator
 	extraWatches reconciler.ControllerSetupFunc
+	recorder     record.EventRecorder
 }
 
-func reconcilerOptions(w watches.Watch, opts Options, wiring reconcilerWiring) []reconciler.Option {
-	concurrency := opts.MaxConcurrentReconciles
+// concurrency is how many Challenges are reconciled at once: the watch's own
+// setting, else the operator's.
+func concurrency(w watches.Watch, opts Options) int {
+	n := opts.MaxConcurrentReconciles
 	if w.MaxConcurrentReconciles != nil {
-		concurrency = *w.MaxConcurrentReconciles
+		n = *w.MaxConcurrentReconciles
 	}
+	return max(n, 1)
+}
+
+// reconcilerOptions configure the Helm reconciler completely: it runs under
+// setupHelmController, never its own SetupWithManager, which would fill in
+// defaults and register watches.
+func reconcilerOptions(w watches.Watch, opts Options, wiring reconcilerWiring) []reconciler.Option {
 	var period time.Duration
 	if w.ReconcilePeriod != nil {
 		period = w.ReconcilePeriod.Duration
@@ -141,19 +167,26 @@ func reconcilerOptions(w watches.Watch, opts Options, wiring reconcilerWiring) [
 		reconciler.WithOverrideValues(w.OverrideValues),
 		reconciler.WithSelector(*w.Selector),
 		reconciler.WithReconcilePeriod(period),
-		reconciler.WithMaxConcurrentReconciles(max(concurrency, 1)),
-		// watches.Load defaults this to true; the stock helm-operator's
-		// SkipDependentWatches(*w.WatchDependentResources) inverts it.
-		reconciler.SkipDependentWatches(!*w.WatchDependentResources),
 		// The typed API is registered in the scheme; keep it there.
 		reconciler.SkipPrimaryGVKSchemeRegistration(true),
 		reconciler.WithValueTranslator(wiring.translator),
-		reconciler.WithControllerSetupFunc(wiring.extraWatches),
+		reconciler.WithValueMapper(identityMapper),
+		reconciler.WithLog(ctrl.Log.WithName("controllers").WithName("Helm")),
+		reconciler.WithEventRecorder(wiring.recorder),
+		reconciler.WithMaxReleaseHistory(maxReleaseHistory),
+		reconciler.WithWaitForDeletionTimeout(30 * time.Second),
 		reconciler.WithClient(wiring.client),
 		reconciler.WithActionClientGetter(wiring.actions),
 		reconciler.WithPreHook(wiring.preHook),
 	}
 }
+
+// identityMapper leaves values as the translator made them; the reconciler
+// needs a mapper, and its default comes only with its SetupWithManager.
+var identityMapper = helmvalues.MapperFunc(func(v chartutil.Values) chartutil.Values { return v }) //nolint:staticcheck
+
+// maxReleaseHistory is how many release records Helm keeps per Challenge.
+const maxReleaseHistory = 10
 
 // Operator-wide ceilings when the options leave them out.
 var (

@@ -1,0 +1,120 @@
+package operator
+
+import (
+	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	internalcontroller "github.com/challenge-operator/challenge-operator/internal/controller"
+)
+
+// HelmControllerName names the controller that runs the Helm reconciler (and
+// its metrics: controller_runtime_reconcile_total{controller=...}).
+const HelmControllerName = "challenge-controller"
+
+// setupHelmController runs the Helm reconciler under a controller of our own
+// instead of the one its SetupWithManager builds, so that what starts a Helm
+// reconcile is chosen here. That one enqueues on every event of the primary
+// kind and of every release record, and watches dependents through a post-hook:
+// each status write and each release write start another full reconcile (a
+// server-side dry-run upgrade of every object), a feedback loop that runs for
+// minutes after a burst. Here a Helm reconcile starts only for what can change
+// the release: a new generation, labels or annotations, a deletion or a
+// finalizer change of the Challenge; its template changing; a sibling leaving
+// (quota); its release record deleted; or an object of the release deleted or
+// changed in its spec (drift). Status-only changes go to the status controller.
+func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency int, extra reconciler.ControllerSetupFunc, namespacePerInstance bool) error {
+	c, err := controller.New(HelmControllerName, mgr, controller.Options{
+		Reconciler:              r,
+		MaxConcurrentReconciles: concurrency,
+		RecoverPanic:            ptr.To(true),
+	})
+	if err != nil {
+		return err
+	}
+	// The Challenge as the reconciler reads it: events and reads come from
+	// the same informer, so a reconcile never misses the object that started it.
+	challenge := &unstructured.Unstructured{}
+	challenge.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(challenge), &handler.EnqueueRequestForObject{}, releaseInputChanged())); err != nil {
+		return err
+	}
+	dependents := []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{},
+		&networkingv1.NetworkPolicy{}, &networkingv1.Ingress{}}
+	if namespacePerInstance {
+		dependents = append(dependents, &corev1.Namespace{}, &corev1.ResourceQuota{}, &corev1.LimitRange{})
+	}
+	for _, obj := range dependents {
+		if err := c.Watch(source.Kind(mgr.GetCache(), obj,
+			handler.EnqueueRequestsFromMapFunc(internalcontroller.ChallengeOfInstanceObject), drifted())); err != nil {
+			return err
+		}
+	}
+	return extra(c)
+}
+
+// releaseInputChanged passes the Challenge events that can change its release.
+func releaseInputChanged() predicate.Predicate {
+	return predicate.Funcs{
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			return o.GetGeneration() != n.GetGeneration() ||
+				!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+				!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
+				!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
+				!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations())
+		},
+	}
+}
+
+// drifted passes deletions of a release's objects and changes to what the
+// release sets in them: their spec (a new generation where the kind counts
+// them, else anything but status and bookkeeping) or their labels. Status
+// changes, and the annotations controllers add, are not drift.
+func drifted() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			if !equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) {
+				return true
+			}
+			if n.GetGeneration() > 0 {
+				return o.GetGeneration() != n.GetGeneration()
+			}
+			return !equality.Semantic.DeepEqual(withoutBookkeeping(o), withoutBookkeeping(n))
+		},
+	}
+}
+
+// withoutBookkeeping is obj as a map without status and the metadata the API
+// server and controllers maintain.
+func withoutBookkeeping(obj client.Object) map[string]any {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil
+	}
+	delete(m, "status")
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		for _, k := range []string{"resourceVersion", "managedFields", "annotations", "generation"} {
+			delete(meta, k)
+		}
+	}
+	return m
+}
