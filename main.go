@@ -32,6 +32,8 @@ type options struct {
 	probeAddr        string
 	leaderElect      bool
 	leaderElectionNS string
+	kubeAPIQPS       float64
+	kubeAPIBurst     int
 	operator         operator.Options
 	zap              zap.Options
 }
@@ -43,7 +45,11 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the operator's own.")
 	fs.StringVar(&o.operator.WatchesFile, "watches-file", "watches.yaml", "helm-operator watches file naming the chart for Challenges.")
 	fs.StringVar(&o.operator.NodeAddress, "node-address", "", "Host published as the endpoint of NodePort instances; defaults to a ready node's IP.")
-	fs.IntVar(&o.operator.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Challenges reconciled at once, unless watches.yaml says otherwise.")
+	fs.IntVar(&o.operator.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Challenges reconciled at once, unless watches.yaml says otherwise.")
+	// client-go's defaults (5/s, burst 10) throttle an install of a few
+	// objects each to a crawl when hundreds of Challenges arrive at once.
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Requests per second the operator may send to the API server.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Requests the operator may send at once above kube-api-qps.")
 	fs.Var(int32Value{&o.operator.MaxInstancesPerParticipant}, "max-instances-per-participant", "Active instances one participant may have, unless the template says otherwise; 0 means no limit.")
 	fs.Var(cidrsValue{&o.operator.Values.InternalCIDRs}, "internal-cidrs", "Comma-separated pod, service and private ranges instances may not reach (the chart's defaults when empty).")
 	fs.BoolVar(&o.operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")
@@ -84,7 +90,9 @@ func run(opts options) error {
 	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
