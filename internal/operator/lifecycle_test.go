@@ -3,6 +3,9 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
+	"time"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -366,4 +369,62 @@ func TestPodsRefusedAtCreationGiveError(t *testing.T) {
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("FailedCreate"))
 	g.Expect(got.Status.Message).To(ContainSubstring("exceeded quota"))
+}
+
+// TestStatusWritesDoNotStartHelmReconciles: once a Challenge runs, writes to
+// its status (anyone's, the operator's own included) never start a Helm
+// reconcile, each of which would be a server-side dry-run upgrade of every
+// object.
+func TestStatusWritesDoNotStartHelmReconciles(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	ch := newChallenge(ns, "quiet", "team-quiet")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	helmReconciles := func() int {
+		data, err := os.ReadFile(h.LogFile)
+		g.Expect(err).NotTo(HaveOccurred())
+		n := 0
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "Reconciliation triggered") && strings.Contains(line, fmt.Sprintf(`"name":"quiet","namespace":"%s"`, ns)) {
+				n++
+			}
+		}
+		return n
+	}
+	// The install, and the reconcile its finalizer starts, settle first.
+	var settled int
+	g.Eventually(func() bool {
+		before := helmReconciles()
+		settled = before
+		return consistentlyEqual(helmReconciles, before)
+	}, timeout, interval).Should(BeTrue())
+	g.Expect(settled).To(BeNumerically("<=", 3), "an install takes one Helm reconcile and at most a couple more")
+
+	// A status-only change: another writer pokes the message; the status
+	// controller puts the truth back.
+	got := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+	truth := got.Status.Message
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Status.Message = "poked"
+	g.Expect(k8s.Status().Patch(ctx, got, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		g.Expect(got.Status.Message).To(Equal(truth))
+	}, timeout, interval).Should(Succeed(), "the status is rewritten")
+	g.Consistently(helmReconciles, 2*time.Second, interval).Should(Equal(settled), "status writes started Helm reconciles")
+}
+
+// consistentlyEqual polls f for a second and reports whether it stayed want.
+func consistentlyEqual(f func() int, want int) bool {
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if f() != want {
+			return false
+		}
+		time.Sleep(interval) // the poll interval of this check, not synchronisation
+	}
+	return true
 }
