@@ -256,3 +256,26 @@ func anyTornDown(ctx context.Context, ns string) bool {
 	}
 	return false
 }
+
+// TestNamespaceDeletedWithInstances: deleting a namespace that holds
+// Challenges leaves nothing behind, their instance namespaces (cluster-scoped,
+// owned by no one the garbage collector follows) included.
+func TestNamespaceDeletedWithInstances(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, "doomed")
+	startOperator(t, "doomed", "--leader-elect=false")
+	const n = 5
+	chs := make([]*ctfv1alpha1.Challenge, n)
+	for i := range chs {
+		chs[i] = challenge(ns, i)
+	}
+	g.Expect(createAll(chs)).To(Succeed())
+	eventuallyAllRunning(t, ns, n, within(n))
+	g.Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	took := eventuallyNothingLeft(t, ns, within(n))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}))
+	}, within(n), interval).Should(BeTrue(), "the namespace itself goes")
+	report(t, measurement{Fault: "namespace deleted with its instances: nothing left", Challenges: n, Times: 1, Seconds: seconds([]time.Duration{took})})
+}
