@@ -74,8 +74,15 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 		go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; \
 	done
 
+# Hours at the defaults (N = 100, 500, 1000; three systems; three repetitions;
+# five idle minutes each): e.g. BENCH_ARGS="-n 100,500 -reps 1 -idle=false".
+BENCH_ARGS ?=
 .PHONY: bench
-bench: test-bins ## Run the benchmarks.
+bench: test-bins ## Burst benchmark, ours vs stock helm-operator vs floor: writes docs/benchmarks.md and .json.
+	KUBEBUILDER_ASSETS="$$(hack/test-bins.sh)" go run ./hack/bench $(BENCH_ARGS)
+
+.PHONY: bench-go
+bench-go: test-bins ## Run the Go benchmarks of the packages.
 	KUBEBUILDER_ASSETS="$$(hack/test-bins.sh)" go test -run '^$$' -bench . -benchmem ./...
 
 ##@ Build

@@ -34,6 +34,11 @@ type ClientGetter struct {
 	// names and reports an error while anything of the instance remains, which
 	// keeps the finalizer, so the uninstall is tried again.
 	Leftovers func(ctx context.Context, obj client.Object) error
+	// RenderInputs, when set, names what besides the chart and the values a
+	// render depends on (a template's generation, the policy in force). A
+	// release stores the hash of all three (RenderHashLabel), and a dry-run
+	// upgrade of a deployed release with the same hash is skipped.
+	RenderInputs func(ctx context.Context, obj client.Object) (string, error)
 }
 
 // NewClientGetter returns a getter whose uninstalls delete the release's
@@ -86,7 +91,14 @@ func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (
 	if err := g.unlockStale(ctx, ac, key, obj); err != nil {
 		return nil, err
 	}
-	return &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight, ctx: ctx, obj: obj, leftovers: g.Leftovers}, nil
+	tc := &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight, ctx: ctx, obj: obj, leftovers: g.Leftovers}
+	if g.RenderInputs != nil {
+		if tc.renderInputs, err = g.RenderInputs(ctx, obj); err != nil {
+			return nil, err
+		}
+		tc.hashing = true
+	}
+	return tc, nil
 }
 
 // unlockStale marks a pending release that no operation of this process owns
@@ -118,14 +130,39 @@ type trackedClient struct {
 	ctx       context.Context
 	obj       client.Object
 	leftovers func(ctx context.Context, obj client.Object) error
+	// hashing is on when renderInputs were given.
+	hashing      bool
+	renderInputs string
 }
 
 func (c *trackedClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.InstallOption) (*release.Release, error) {
 	defer c.inFlight.start(c.key)()
+	if c.hashing {
+		hash, err := renderHash(chrt, vals, c.renderInputs)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, func(i *action.Install) error { i.Labels = withLabel(i.Labels, hash); return nil })
+	}
 	return c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
 }
 
+// Upgrade upgrades, or answers a dry run for an unchanged render with the
+// deployed release itself.
 func (c *trackedClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]interface{}, opts ...helmclient.UpgradeOption) (*release.Release, error) {
+	if c.hashing {
+		hash, err := renderHash(chrt, vals, c.renderInputs)
+		if err != nil {
+			return nil, err
+		}
+		if isDryRun(opts) {
+			if last := unchangedRelease(c.Config(), name, hash); last != nil {
+				return last, nil
+			}
+		} else {
+			opts = append(opts, func(u *action.Upgrade) error { u.Labels = withLabel(u.Labels, hash); return nil })
+		}
+	}
 	defer c.inFlight.start(c.key)()
 	return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 }

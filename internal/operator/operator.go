@@ -4,6 +4,7 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"time"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -81,6 +83,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
 	actions.Leftovers = leftovers(mgr.GetClient(), opts.Values.NamespacePerInstance)
+	actions.RenderInputs = renderInputs(mgr.GetClient(), gate.limits)
 	quota := &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	if opts.Webhook {
 		if err := webhook.Setup(mgr, quota, opts.Values); err != nil {
@@ -216,6 +219,30 @@ func gateLimits(opts Options) policy.Limits {
 	l.IngressFromNamespaces = opts.Values.IngressFromNamespaces
 	l.DNSNamespace = opts.Values.EffectiveDNSNamespace()
 	return l
+}
+
+// renderInputs names what a render depends on besides the chart and the
+// values: the policy the gate holds it to, and the generation of the
+// Challenge's template, whose policy the gate reads.
+func renderInputs(cl client.Reader, limits policy.Limits) func(context.Context, client.Object) (string, error) {
+	encoded, _ := json.Marshal(limits) // quantities and prefixes marshal canonically
+	policyInForce := string(encoded)
+	return func(ctx context.Context, obj client.Object) (string, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return "", fmt.Errorf("unexpected %T", obj)
+		}
+		name, _, _ := unstructured.NestedString(u.Object, "spec", "template")
+		if name == "" {
+			return policyInForce, nil
+		}
+		tmpl := &ctfv1alpha1.ChallengeTemplate{}
+		if err := cl.Get(ctx, client.ObjectKey{Name: name}, tmpl); err != nil {
+			// The translator reports a missing template; nothing is rendered.
+			return policyInForce, client.IgnoreNotFound(err)
+		}
+		return fmt.Sprintf("%s\x00%s/%d", policyInForce, tmpl.UID, tmpl.Generation), nil
+	}
 }
 
 // leftovers reports what remains of an instance after its uninstall, from

@@ -1,0 +1,283 @@
+// Command bench measures an opening burst on the local control plane for three
+// systems in turn, each on a fresh cluster: challenge-operator as shipped, the
+// stock helm-operator (v0.9.1, the module this operator embeds) on the same
+// chart, and the floor (the same rendered objects applied without Helm). It
+// writes a Markdown report and the raw figures; see docs/benchmarks.md.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+)
+
+type config struct {
+	sizes   []int
+	reps    int
+	systems []string
+	idle    bool
+	secrets int
+	out     string
+	raw     string
+	cpu     string
+}
+
+func main() {
+	var cfg config
+	sizes := flag.String("n", "100,500,1000", "comma-separated burst sizes")
+	systems := flag.String("systems", "floor,ours,stock", "systems to measure, in order")
+	flag.IntVar(&cfg.reps, "reps", 3, "repetitions per system and size (the report shows medians)")
+	flag.BoolVar(&cfg.idle, "idle", true, "also measure five minutes after the burst")
+	flag.IntVar(&cfg.secrets, "secrets", 5000, "unrelated 32 KiB Secrets created to measure cache growth (0 skips)")
+	flag.StringVar(&cfg.out, "out", "docs/benchmarks.md", "Markdown report")
+	flag.StringVar(&cfg.raw, "json", "docs/benchmarks.json", "raw figures")
+	flag.StringVar(&cfg.cpu, "cpu", "1", "CPU the operators are pinned to (taskset -c)")
+	flag.Parse()
+	ctrllog.SetLogger(logr.Discard())
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fatal(fmt.Errorf("-n %q: want positive integers", *sizes))
+		}
+		cfg.sizes = append(cfg.sizes, n)
+	}
+	cfg.systems = strings.Split(*systems, ",")
+	if err := run(cfg); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+func run(cfg config) error {
+	root := testcluster.RepoRoot()
+	bin, err := os.MkdirTemp("", "bench-bin-")
+	if err != nil {
+		return err
+	}
+	for name, pkg := range map[string]string{"manager": ".", "helm-operator": "github.com/operator-framework/helm-operator-plugins"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg)
+		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building %s: %w", name, err)
+		}
+	}
+	var results []result
+	for _, n := range cfg.sizes {
+		for _, sys := range cfg.systems {
+			for rep := range cfg.reps {
+				fmt.Fprintf(os.Stderr, "== %s, N=%d, repetition %d\n", sys, n, rep+1)
+				r, err := measure(cfg, root, bin, sys, n)
+				if err != nil {
+					return fmt.Errorf("%s N=%d: %w", sys, n, err)
+				}
+				r.Rep = rep + 1
+				fmt.Fprintf(os.Stderr, "   %+v\n", r)
+				results = append(results, r)
+				if err := write(cfg, results); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// result is one system's figures for one burst.
+type result struct {
+	System string `json:"system"`
+	N      int    `json:"n"`
+	Rep    int    `json:"rep"`
+	// AllRunning is from the first create to the last instance Running (ours)
+	// or Available (stock, floor).
+	AllRunning float64 `json:"allRunningSeconds"`
+	P50        float64 `json:"createToRunningP50Seconds"`
+	P95        float64 `json:"createToRunningP95Seconds"`
+	P99        float64 `json:"createToRunningP99Seconds"`
+	// HelmReconcilesPerInstance counts the Helm controller's reconciles until 70 s after the last Running.
+	HelmReconcilesPerInstance float64 `json:"helmReconcilesPerInstance"`
+	// After is 10 to 70 s after the last Running; Idle is 5 to 6 minutes after.
+	AfterRequestsPerSecond float64 `json:"afterRequestsPerSecond"`
+	AfterCPUPercent        float64 `json:"afterCPUPercent"`
+	IdleRequestsPerSecond  float64 `json:"idleRequestsPerSecond,omitempty"`
+	IdleCPUPercent         float64 `json:"idleCPUPercent,omitempty"`
+	PeakRSSMiB             float64 `json:"peakRSSMiB"`
+	SecretsGrowthMiB       float64 `json:"unrelatedSecretsRSSGrowthMiB"`
+	DeleteAll              float64 `json:"deleteAllSeconds"`
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(float64(len(s)-1) * p)
+	return s[i]
+}
+
+// write renders the report and the raw figures so far.
+func write(cfg config, results []result) error {
+	raw, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfg.raw, append(raw, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(cfg.out, []byte(report(cfg, results)), 0o644)
+}
+
+func report(cfg config, results []result) string {
+	med := map[string]map[int]result{}
+	for _, sys := range []string{"floor", "ours", "stock"} {
+		med[sys] = map[int]result{}
+		for _, n := range cfg.sizes {
+			var rs []result
+			for _, r := range results {
+				if r.System == sys && r.N == n {
+					rs = append(rs, r)
+				}
+			}
+			if len(rs) == 0 {
+				continue
+			}
+			m := result{System: sys, N: n, Rep: len(rs)}
+			pick := func(f func(r result) float64) float64 {
+				var xs []float64
+				for _, r := range rs {
+					xs = append(xs, f(r))
+				}
+				return median(xs)
+			}
+			m.AllRunning = pick(func(r result) float64 { return r.AllRunning })
+			m.P50 = pick(func(r result) float64 { return r.P50 })
+			m.P95 = pick(func(r result) float64 { return r.P95 })
+			m.P99 = pick(func(r result) float64 { return r.P99 })
+			m.HelmReconcilesPerInstance = pick(func(r result) float64 { return r.HelmReconcilesPerInstance })
+			m.AfterRequestsPerSecond = pick(func(r result) float64 { return r.AfterRequestsPerSecond })
+			m.AfterCPUPercent = pick(func(r result) float64 { return r.AfterCPUPercent })
+			m.IdleRequestsPerSecond = pick(func(r result) float64 { return r.IdleRequestsPerSecond })
+			m.IdleCPUPercent = pick(func(r result) float64 { return r.IdleCPUPercent })
+			m.PeakRSSMiB = pick(func(r result) float64 { return r.PeakRSSMiB })
+			m.SecretsGrowthMiB = pick(func(r result) float64 { return r.SecretsGrowthMiB })
+			m.DeleteAll = pick(func(r result) float64 { return r.DeleteAll })
+			med[sys][n] = m
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmarks: an opening burst\n\n")
+	fmt.Fprintf(&b, "Written by `make bench` (`go run ./hack/bench %s`); raw figures in `%s`. ", strings.Join(os.Args[1:], " "), filepath.Base(cfg.raw))
+	fmt.Fprintf(&b, "Each system runs on a fresh local control plane (kube-apiserver, etcd, controller-manager, scheduler, KWOK), "+
+		"the operators pinned to CPU %s. **ours**: challenge-operator as shipped; **stock**: helm-operator-plugins' `helm-operator run` "+
+		"v0.9.1 with its defaults on the same chart, one CR per instance whose spec is the values challenge-operator renders; "+
+		"**floor**: the same rendered objects applied with server-side apply by 8 workers, no Helm, no operator. "+
+		"Running means phase Running (ours) or the Deployment Available (stock, floor). Medians of %d repetition(s).\n\n", cfg.cpu, cfg.reps)
+	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s; %s, Kubernetes 1.35.4, helm-operator-plugins v0.9.1, %s.\n\n", runtime.NumCPU(), cpuModel(), memTotal(), runtime.Version(), helmVersion())
+	fmt.Fprintf(&b, "| N | metric | floor | ours | stock | ours/stock | ours/floor |\n|---|---|---|---|---|---|---|\n")
+	for _, n := range cfg.sizes {
+		rows := []struct {
+			name  string
+			f     func(result) float64
+			unit  string
+			floor bool
+		}{
+			{"all Running (s)", func(r result) float64 { return r.AllRunning }, "%.1f", true},
+			{"create to Running p50 / p95 / p99 (s)", nil, "", true},
+			{"Helm reconciles per instance", func(r result) float64 { return r.HelmReconcilesPerInstance }, "%.2f", false},
+			{"API requests/s, 10-70 s after", func(r result) float64 { return r.AfterRequestsPerSecond }, "%.1f", false},
+			{"CPU % of a core, 10-70 s after", func(r result) float64 { return r.AfterCPUPercent }, "%.1f", false},
+			{"API requests/s, 5-6 min after", func(r result) float64 { return r.IdleRequestsPerSecond }, "%.2f", false},
+			{"CPU % of a core, 5-6 min after", func(r result) float64 { return r.IdleCPUPercent }, "%.2f", false},
+			{"peak RSS (MiB)", func(r result) float64 { return r.PeakRSSMiB }, "%.0f", false},
+			{"RSS growth, unrelated Secrets (MiB)", func(r result) float64 { return r.SecretsGrowthMiB }, "%.1f", false},
+			{"delete all until nothing left (s)", func(r result) float64 { return r.DeleteAll }, "%.1f", true},
+		}
+		for _, row := range rows {
+			if !cfg.idle && strings.Contains(row.name, "min after") {
+				continue
+			}
+			cell := func(sys string) string {
+				r, ok := med[sys][n]
+				if !ok || (sys == "floor" && !row.floor) {
+					return "-"
+				}
+				if row.f == nil {
+					return fmt.Sprintf("%.1f / %.1f / %.1f", r.P50, r.P95, r.P99)
+				}
+				return fmt.Sprintf(row.unit, row.f(r))
+			}
+			ratio := func(other string) string {
+				o, ok1 := med[other][n]
+				r, ok2 := med["ours"][n]
+				if !ok1 || !ok2 || row.f == nil || (other == "floor" && !row.floor) || row.f(o) == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%.2f", row.f(r)/row.f(o))
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", n, row.name, cell("floor"), cell("ours"), cell("stock"), ratio("stock"), ratio("floor"))
+		}
+	}
+	return b.String()
+}
+
+func cpuModel() string {
+	data, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "model name") {
+			return strings.TrimSpace(strings.SplitN(line, ":", 2)[1])
+		}
+	}
+	return "unknown CPU"
+}
+
+func memTotal() string {
+	data, _ := os.ReadFile("/proc/meminfo")
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "MemTotal:") {
+			kb, _ := strconv.Atoi(strings.Fields(line)[1])
+			return fmt.Sprintf("%.0f GiB", float64(kb)/1024/1024)
+		}
+	}
+	return "unknown memory"
+}
+
+func helmVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "helm.sh/helm/v3" {
+				return "Helm " + dep.Version
+			}
+		}
+	}
+	return "Helm"
+}
+
+// since is seconds from t0 to t.
+func since(t0, t time.Time) float64 { return t.Sub(t0).Seconds() }

@@ -1,0 +1,540 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/internal/values"
+)
+
+const (
+	benchNamespace = "bench"
+	metricsAddr    = "127.0.0.1:18480"
+	instanceLabel  = "ctf.challenge-operator.io/instance"
+)
+
+// stockGVK is the kind the stock helm-operator reconciles: a CR whose spec is the values.
+var stockGVK = schema.GroupVersionKind{Group: "bench.challenge-operator.io", Version: "v1", Kind: "StockChallenge"}
+
+func stockCRD() *apiextensionsv1.CustomResourceDefinition {
+	preserve := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "stockchallenges." + stockGVK.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: stockGVK.Group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: stockGVK.Kind, ListKind: stockGVK.Kind + "List", Plural: "stockchallenges", Singular: "stockchallenge"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: stockGVK.Version, Served: true, Storage: true,
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &preserve,
+				}},
+			}},
+		},
+	}
+}
+
+// measure runs one burst of n for one system on a fresh control plane.
+func measure(cfg config, root, bin, sys string, n int) (result, error) {
+	ctx := context.Background()
+	r := result{System: sys, N: n}
+	cluster, err := testcluster.Start(ctx, testcluster.Options{
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDs:              []*apiextensionsv1.CustomResourceDefinition{stockCRD()},
+	})
+	if err != nil {
+		return r, err
+	}
+	defer cluster.Stop()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return r, err
+	}
+	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
+		return r, err
+	}
+	cl, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return r, err
+	}
+	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}); err != nil {
+		return r, err
+	}
+	chs := make([]*ctfv1alpha1.Challenge, n)
+	for i := range chs {
+		chs[i] = testharness.NewChallenge(benchNamespace, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i))
+	}
+	create, err := creator(ctx, cl, sys, chs, root)
+	if err != nil {
+		return r, err
+	}
+
+	var proc *process
+	switch sys {
+	case "ours":
+		watches, err := testharness.WatchesFile()
+		if err != nil {
+			return r, err
+		}
+		proc, err = startProcess(cluster, cfg.cpu, filepath.Join(bin, "manager"), "--watches-file="+watches,
+			"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0", "--leader-elect=false",
+			"--flag-secret-namespaces="+benchNamespace, "--zap-log-level=info")
+		if err != nil {
+			return r, err
+		}
+	case "stock":
+		watches := filepath.Join(cluster.LogDir, "stock-watches.yaml")
+		content := fmt.Sprintf("- group: %s\n  version: %s\n  kind: %s\n  chart: %s\n", stockGVK.Group, stockGVK.Version, stockGVK.Kind, filepath.Join(root, "charts", "challenge"))
+		if err := os.WriteFile(watches, []byte(content), 0o644); err != nil {
+			return r, err
+		}
+		proc, err = startProcess(cluster, cfg.cpu, filepath.Join(bin, "helm-operator"), "run", "--watches-file="+watches,
+			"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0", "--zap-log-level=info")
+		if err != nil {
+			return r, err
+		}
+	}
+	if proc != nil {
+		defer proc.stop()
+		if err := waitMetrics(ctx); err != nil {
+			return r, fmt.Errorf("%w (log: %s)", err, proc.log)
+		}
+	}
+
+	created := make([]time.Time, n)
+	readyCh := make(chan map[string]time.Time, 1)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if err := watchReady(watchCtx, cl, sys, n, readyCh); err != nil {
+		return r, err
+	}
+	start := time.Now()
+	if err := parallel(n, 8, func(i int) error {
+		created[i] = time.Now()
+		return create(i)
+	}); err != nil {
+		return r, err
+	}
+	var ready map[string]time.Time
+	select {
+	case ready = <-readyCh:
+	case <-time.After(time.Duration(n)*time.Second + 10*time.Minute):
+		return r, fmt.Errorf("not all %d Running in time", n)
+	}
+	last := start
+	var latencies []float64
+	for i, ch := range chs {
+		t := ready[ch.Name]
+		if t.After(last) {
+			last = t
+		}
+		latencies = append(latencies, since(created[i], t))
+	}
+	r.AllRunning = since(start, last)
+	r.P50, r.P95, r.P99 = percentile(latencies, 0.5), percentile(latencies, 0.95), percentile(latencies, 0.99)
+
+	if proc != nil {
+		controllerLabel := `controller="challenge-controller"`
+		if sys == "stock" {
+			controllerLabel = `controller="stockchallenge-controller"`
+		}
+		sleepUntil(last.Add(10 * time.Second))
+		a, err := proc.sample(controllerLabel)
+		if err != nil {
+			return r, err
+		}
+		sleepUntil(last.Add(70 * time.Second))
+		b, err := proc.sample(controllerLabel)
+		if err != nil {
+			return r, err
+		}
+		r.AfterRequestsPerSecond, r.AfterCPUPercent = rates(a, b)
+		r.HelmReconcilesPerInstance = b.reconciles / float64(n)
+		if cfg.idle {
+			sleepUntil(last.Add(300 * time.Second))
+			a, err := proc.sample(controllerLabel)
+			if err != nil {
+				return r, err
+			}
+			sleepUntil(last.Add(360 * time.Second))
+			b, err := proc.sample(controllerLabel)
+			if err != nil {
+				return r, err
+			}
+			r.IdleRequestsPerSecond, r.IdleCPUPercent = rates(a, b)
+		}
+		r.PeakRSSMiB = proc.memory("VmHWM")
+		if cfg.secrets > 0 {
+			before := proc.memory("VmRSS")
+			if err := unrelatedSecrets(ctx, cl, cfg.secrets); err != nil {
+				return r, err
+			}
+			sleepUntil(time.Now().Add(20 * time.Second)) // let the caches settle, if they hold the Secrets
+			r.SecretsGrowthMiB = proc.memory("VmRSS") - before
+		}
+	}
+
+	t0 := time.Now()
+	if err := deleteAll(ctx, cl, sys); err != nil {
+		return r, err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return nothingLeft(ctx, cl, sys)
+	}); err != nil {
+		return r, fmt.Errorf("delete all: %w", err)
+	}
+	r.DeleteAll = since(t0, time.Now())
+	return r, nil
+}
+
+// creator returns how instance i is created for sys; the floor's manifests
+// are rendered here, before the clock starts.
+func creator(ctx context.Context, cl client.Client, sys string, chs []*ctfv1alpha1.Challenge, root string) (func(i int) error, error) {
+	switch sys {
+	case "ours":
+		return func(i int) error { return cl.Create(ctx, chs[i].DeepCopy()) }, nil
+	case "stock", "floor":
+	default:
+		return nil, fmt.Errorf("unknown system %q: want ours, stock or floor", sys)
+	}
+	translator := values.Translator{Settings: values.Settings{FlagSecretNamespaces: []string{benchNamespace}}}
+	vals := make([]map[string]any, len(chs))
+	for i, ch := range chs {
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ch)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+		v, err := translator.Translate(ctx, u)
+		if err != nil {
+			return nil, fmt.Errorf("values of %s: %w", ch.Name, err)
+		}
+		vals[i] = v.AsMap()
+	}
+	if sys == "stock" {
+		return func(i int) error {
+			u := &unstructured.Unstructured{Object: map[string]any{"spec": vals[i]}}
+			u.SetGroupVersionKind(stockGVK)
+			u.SetNamespace(benchNamespace)
+			u.SetName(chs[i].Name)
+			return cl.Create(ctx, u)
+		}, nil
+	}
+	chrt, err := loader.Load(filepath.Join(root, "charts", "challenge"))
+	if err != nil {
+		return nil, err
+	}
+	objects := make([][]*unstructured.Unstructured, len(chs))
+	for i, ch := range chs {
+		install := action.NewInstall(&action.Configuration{})
+		install.DryRun, install.ClientOnly, install.Replace = true, true, true
+		install.ReleaseName, install.Namespace = ch.Name, benchNamespace
+		install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
+		rel, err := install.Run(chrt, vals[i])
+		if err != nil {
+			return nil, fmt.Errorf("rendering %s: %w", ch.Name, err)
+		}
+		for _, doc := range strings.Split(rel.Manifest, "\n---") {
+			m := map[string]any{}
+			if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+				return nil, err
+			}
+			if len(m) == 0 {
+				continue
+			}
+			u := &unstructured.Unstructured{Object: m}
+			if u.GetNamespace() == "" {
+				u.SetNamespace(benchNamespace)
+			}
+			objects[i] = append(objects[i], u)
+		}
+	}
+	return func(i int) error {
+		for _, obj := range objects[i] {
+			//nolint:staticcheck // server-side apply of unstructured objects, as kubectl apply --server-side does
+			if err := cl.Patch(ctx, obj.DeepCopy(), client.Apply, client.FieldOwner("bench-floor"), client.ForceOwnership); err != nil {
+				return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			}
+		}
+		return nil
+	}, nil
+}
+
+// watchReady sends, once all n are Running (ours) or Available, when each became so.
+func watchReady(ctx context.Context, cl client.WithWatch, sys string, n int, out chan<- map[string]time.Time) error {
+	var list client.ObjectList = &appsv1.DeploymentList{}
+	if sys == "ours" {
+		list = &ctfv1alpha1.ChallengeList{}
+	}
+	w, err := cl.Watch(ctx, list, client.InNamespace(benchNamespace))
+	if err != nil {
+		return err
+	}
+	go func() {
+		ready := map[string]time.Time{}
+		for {
+			for ev := range w.ResultChan() {
+				if ev.Type != watch.Added && ev.Type != watch.Modified {
+					continue
+				}
+				name, ok := "", false
+				switch o := ev.Object.(type) {
+				case *ctfv1alpha1.Challenge:
+					name, ok = o.Name, o.Status.Phase == ctfv1alpha1.PhaseRunning
+				case *appsv1.Deployment:
+					name, ok = o.Labels[instanceLabel], o.Status.AvailableReplicas > 0
+				}
+				if _, seen := ready[name]; ok && name != "" && !seen {
+					ready[name] = time.Now()
+					if len(ready) == n {
+						out <- ready
+						return
+					}
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			// The API server ends watches now and then: start again (an
+			// instance seen twice keeps its first time).
+			if w, err = cl.Watch(ctx, list, client.InNamespace(benchNamespace)); err != nil {
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+func deleteAll(ctx context.Context, cl client.Client, sys string) error {
+	switch sys {
+	case "ours":
+		return cl.DeleteAllOf(ctx, &ctfv1alpha1.Challenge{}, client.InNamespace(benchNamespace))
+	case "stock":
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(stockGVK)
+		return cl.DeleteAllOf(ctx, u, client.InNamespace(benchNamespace))
+	}
+	has := client.HasLabels{instanceLabel}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}, &networkingv1.NetworkPolicy{}, &corev1.Secret{}} {
+		if err := cl.DeleteAllOf(ctx, obj, client.InNamespace(benchNamespace), has, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nothingLeft reports whether no instance object, pod, release record or CR is left.
+func nothingLeft(ctx context.Context, cl client.Client, sys string) (bool, error) {
+	in := client.InNamespace(benchNamespace)
+	stock := &unstructured.UnstructuredList{}
+	stock.SetGroupVersionKind(stockGVK.GroupVersion().WithKind(stockGVK.Kind + "List"))
+	lists := []struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{&ctfv1alpha1.ChallengeList{}, []client.ListOption{in}},
+		{stock, []client.ListOption{in}},
+		{&corev1.SecretList{}, []client.ListOption{in, client.MatchingLabels{"owner": "helm"}}},
+		{&appsv1.DeploymentList{}, []client.ListOption{in, client.HasLabels{instanceLabel}}},
+		{&corev1.PodList{}, []client.ListOption{in, client.HasLabels{instanceLabel}}},
+		{&corev1.ServiceList{}, []client.ListOption{in, client.HasLabels{instanceLabel}}},
+		{&corev1.ServiceAccountList{}, []client.ListOption{in, client.HasLabels{instanceLabel}}},
+		{&networkingv1.NetworkPolicyList{}, []client.ListOption{in, client.HasLabels{instanceLabel}}},
+	}
+	for _, l := range lists {
+		if err := cl.List(ctx, l.list, l.opts...); err != nil {
+			return false, err
+		}
+		if apimeta.LenList(l.list) > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// unrelatedSecrets creates count 32 KiB Secrets the operator has no business with.
+func unrelatedSecrets(ctx context.Context, cl client.Client, count int) error {
+	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unrelated"}}); err != nil {
+		return err
+	}
+	payload := bytes.Repeat([]byte("x"), 32*1024)
+	return parallel(count, 16, func(i int) error {
+		return cl.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i), Namespace: "unrelated"},
+			Data:       map[string][]byte{"blob": payload},
+		})
+	})
+}
+
+// parallel runs f(0..n-1) on workers goroutines and returns the first error.
+func parallel(n, workers int, f func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
+
+// process is an operator under measurement.
+type process struct {
+	cmd    *exec.Cmd
+	log    string
+	exited chan struct{}
+}
+
+func startProcess(cluster *testcluster.Cluster, cpu, path string, args ...string) (*process, error) {
+	p := &process{log: filepath.Join(cluster.LogDir, filepath.Base(path)+".log"), exited: make(chan struct{})}
+	logFile, err := os.Create(p.log)
+	if err != nil {
+		return nil, err
+	}
+	// taskset execs the operator in its own place: the PID is the operator's.
+	p.cmd = exec.Command("taskset", append([]string{"-c", cpu, path}, args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE="+benchNamespace)
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = p.cmd.Wait(); _ = logFile.Close(); close(p.exited) }()
+	return p, nil
+}
+
+func (p *process) stop() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// sample is a process's counters at one moment.
+type sample struct {
+	at                   time.Time
+	requests, reconciles float64
+	cpuSeconds           float64
+}
+
+func (p *process) sample(controllerLabel string) (sample, error) {
+	s := sample{at: time.Now()}
+	body, err := scrape()
+	if err != nil {
+		return s, err
+	}
+	s.requests = sum(body, "rest_client_requests_total")
+	s.reconciles = sum(body, "controller_runtime_reconcile_total", controllerLabel)
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return s, err
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	s.cpuSeconds = (utime + stime) / 100 // USER_HZ
+	return s, nil
+}
+
+func rates(a, b sample) (requestsPerSecond, cpuPercent float64) {
+	d := b.at.Sub(a.at).Seconds()
+	return (b.requests - a.requests) / d, 100 * (b.cpuSeconds - a.cpuSeconds) / d
+}
+
+// memory reads a VmRSS-style field of /proc/pid/status, in MiB.
+func (p *process) memory(field string) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, field+":") {
+			kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func scrape() (string, error) {
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
+func waitMetrics(ctx context.Context) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		_, err := scrape()
+		return err == nil, nil
+	})
+}
+
+// sum adds the values of a metric's series whose labels contain every one of labels.
+func sum(body, metric string, labels ...string) float64 {
+	total := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
+			continue
+		}
+		match := true
+		for _, l := range labels {
+			match = match && strings.Contains(line, l)
+		}
+		if !match {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err == nil {
+			total += v
+		}
+	}
+	return total
+}
