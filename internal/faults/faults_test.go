@@ -142,9 +142,10 @@ func TestLeaderLostMidBurst(t *testing.T) {
 	report(t, measurement{Fault: "leader killed mid-burst: all Running", Challenges: sc.FailoverBurst, Times: sc.Failovers, Seconds: seconds(convergences)})
 }
 
-// TestControlPlaneRestart: etcd and kube-apiserver are killed and restarted
-// under the running operator, mid-burst; it reconnects without exiting,
-// and instances created before, during and after converge.
+// TestControlPlaneRestart: the control plane (etcd, kube-apiserver, the
+// controller-manager and the scheduler, as a control-plane node's reboot) is
+// killed and restarted under the running operator, mid-burst; it reconnects
+// without exiting, and instances created before, during and after converge.
 func TestControlPlaneRestart(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -170,7 +171,7 @@ func TestControlPlaneRestart(t *testing.T) {
 	}
 	expectOneReleaseEach(t, ns)
 	deleteAllAndCheck(t, ns, within(total))
-	report(t, measurement{Fault: "etcd and kube-apiserver restarted mid-burst", Challenges: sc.RestartBurst, Times: sc.Restarts, Seconds: seconds(convergences)})
+	report(t, measurement{Fault: "control plane (etcd, kube-apiserver, controller-manager, scheduler) restarted mid-burst", Challenges: sc.RestartBurst, Times: sc.Restarts, Seconds: seconds(convergences)})
 }
 
 // TestMassDeletionAndExpiry: DeleteAll Challenges are deleted at once while

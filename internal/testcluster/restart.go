@@ -15,14 +15,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// RestartControlPlane kills etcd and kube-apiserver as a crash would
-// (SIGKILL) and starts them again with the same command lines, data and
-// certificates, then waits until the API server is ready. down is how long
-// both stay down. Clients keep their configuration, as they would against a
-// real cluster whose control plane restarts.
+// RestartControlPlane restarts the control plane as a control-plane node's
+// reboot would: etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler are killed (SIGKILL) and started again with the same command
+// lines, data and certificates, then the API server is waited for. down is
+// how long they stay down. KWOK's node and clients outside the control plane
+// (the operator) keep running and keep their configuration.
 func (c *Cluster) RestartControlPlane(ctx context.Context, down time.Duration) error {
 	var restarts []*procInfo
-	for _, name := range []string{"kube-apiserver", "etcd"} {
+	// Stopped in this order, started in the reverse one.
+	for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
 		p, err := findChild(name)
 		if err != nil {
 			return err
@@ -41,6 +43,11 @@ func (c *Cluster) RestartControlPlane(ctx context.Context, down time.Duration) e
 		return ctx.Err()
 	}
 	for i := len(restarts) - 1; i >= 0; i-- { // etcd first
+		if i == 1 { // the controllers once the API server serves
+			if err := c.waitReady(ctx); err != nil {
+				return err
+			}
+		}
 		p := restarts[i]
 		logFile, err := os.OpenFile(filepath.Join(c.LogDir, filepath.Base(p.argv[0])+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
