@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"context"
+
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -8,13 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -49,7 +54,7 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency
 	// the same informer, so a reconcile never misses the object that started it.
 	challenge := &unstructured.Unstructured{}
 	challenge.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
-	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(challenge), &handler.EnqueueRequestForObject{}, releaseInputChanged())); err != nil {
+	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(challenge), installsFirst{}, releaseInputChanged())); err != nil {
 		return err
 	}
 	dependents := []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{},
@@ -64,6 +69,55 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency
 		}
 	}
 	return extra(c)
+}
+
+// installsFirst enqueues a Challenge with a priority: one waiting for its
+// install or upgrade goes ahead of teardowns, so that a wave of deletions or
+// expiries never makes a participant wait for an instance; Challenges merely
+// listed at start-up go last. (controller-runtime's priority queue keeps an
+// item's priority when it is requeued, so a teardown stays behind.)
+type installsFirst struct{}
+
+// Priorities of installsFirst.
+const (
+	priorityRelease  = 1
+	priorityTeardown = 0
+)
+
+func (installsFirst) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	switch {
+	case e.IsInInitialList:
+		enqueue(q, e.Object, handler.LowPriority)
+	case e.Object.GetDeletionTimestamp() != nil:
+		enqueue(q, e.Object, priorityTeardown)
+	default:
+		enqueue(q, e.Object, priorityRelease)
+	}
+}
+
+func (installsFirst) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.ObjectNew.GetDeletionTimestamp() != nil {
+		enqueue(q, e.ObjectNew, priorityTeardown)
+		return
+	}
+	enqueue(q, e.ObjectNew, priorityRelease)
+}
+
+func (installsFirst) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueue(q, e.Object, priorityTeardown)
+}
+
+func (installsFirst) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueue(q, e.Object, priorityTeardown)
+}
+
+func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], obj client.Object, priority int) {
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, req)
+		return
+	}
+	q.Add(req)
 }
 
 // releaseInputChanged passes the Challenge events that can change its release.
