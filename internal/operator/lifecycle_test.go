@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
-	"time"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chart/loader"
