@@ -102,7 +102,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		return r, err
 	}
 
-	var proc *process
+	var proc process
 	switch sys {
 	case "ours":
 		watches, err := testharness.WatchesFile()
@@ -127,10 +127,10 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 			return r, err
 		}
 	}
-	if proc != nil {
-		defer proc.stop()
+	if proc.Process != nil {
+		defer proc.Kill()
 		if err := waitMetrics(ctx); err != nil {
-			return r, fmt.Errorf("%w (log: %s)", err, proc.log)
+			return r, fmt.Errorf("%w (log: %s)", err, proc.Log)
 		}
 	}
 
@@ -166,7 +166,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	r.AllRunning = since(start, last)
 	r.P50, r.P95, r.P99 = percentile(latencies, 0.5), percentile(latencies, 0.95), percentile(latencies, 0.99)
 
-	if proc != nil {
+	if proc.Process != nil {
 		controllerLabel := `controller="challenge-controller"`
 		if sys == "stock" {
 			controllerLabel = `controller="stockchallenge-controller"`
@@ -425,32 +425,14 @@ func parallel(n, workers int, f func(i int) error) error {
 func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 
 // process is an operator under measurement.
-type process struct {
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
-}
+type process struct{ *testcluster.Process }
 
-func startProcess(cluster *testcluster.Cluster, cpu, path string, args ...string) (*process, error) {
-	p := &process{log: filepath.Join(cluster.LogDir, filepath.Base(path)+".log"), exited: make(chan struct{})}
-	logFile, err := os.Create(p.log)
-	if err != nil {
-		return nil, err
-	}
+func startProcess(cluster *testcluster.Cluster, cpu, path string, args ...string) (process, error) {
 	// taskset execs the operator in its own place: the PID is the operator's.
-	p.cmd = exec.Command("taskset", append([]string{"-c", cpu, path}, args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE="+benchNamespace)
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { _ = p.cmd.Wait(); _ = logFile.Close(); close(p.exited) }()
-	return p, nil
-}
-
-func (p *process) stop() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	cmd := exec.Command("taskset", append([]string{"-c", cpu, path}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE="+benchNamespace)
+	p, err := testcluster.StartProcess(cmd, filepath.Join(cluster.LogDir, filepath.Base(path)+".log"))
+	return process{p}, err
 }
 
 // sample is a process's counters at one moment.
@@ -460,7 +442,7 @@ type sample struct {
 	cpuSeconds           float64
 }
 
-func (p *process) sample(controllerLabel string) (sample, error) {
+func (p process) sample(controllerLabel string) (sample, error) {
 	s := sample{at: time.Now()}
 	body, err := scrape()
 	if err != nil {
@@ -468,7 +450,7 @@ func (p *process) sample(controllerLabel string) (sample, error) {
 	}
 	s.requests = sum(body, "rest_client_requests_total")
 	s.reconciles = sum(body, "controller_runtime_reconcile_total", controllerLabel)
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
 	if err != nil {
 		return s, err
 	}
@@ -485,8 +467,8 @@ func rates(a, b sample) (requestsPerSecond, cpuPercent float64) {
 }
 
 // memory reads a VmRSS-style field of /proc/pid/status, in MiB.
-func (p *process) memory(field string) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+func (p process) memory(field string) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		return 0
 	}

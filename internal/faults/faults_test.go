@@ -42,8 +42,8 @@ func TestOperatorKilledMidBurst(t *testing.T) {
 
 	// One replica without leader election, as a single-replica install runs:
 	// the restarted process takes over at once.
-	operator := func() *operatorProcess { return startOperator(t, "killed", "--leader-elect=false") }
-	processes := []*operatorProcess{operator()}
+	operator := func() operatorProcess { return startOperator(t, "killed", "--leader-elect=false") }
+	processes := []operatorProcess{operator()}
 
 	chs := make([]*ctfv1alpha1.Challenge, sc.Burst)
 	for i := range chs {
@@ -78,7 +78,7 @@ func TestOperatorKilledMidBurst(t *testing.T) {
 			time.Sleep(time.Duration(rng.Int64N(int64(3 * time.Second)))) // a random moment, not synchronisation
 		}
 		t.Logf("SIGKILL at %s", moment)
-		processes[len(processes)-1].kill()
+		processes[len(processes)-1].Kill()
 		processes = append(processes, operator())
 	}
 	killedAt := time.Now()
@@ -90,7 +90,7 @@ func TestOperatorKilledMidBurst(t *testing.T) {
 	}
 	expectOneReleaseEach(t, ns)
 	for _, p := range processes {
-		g.Expect(p.logContains(busyRelease)).To(BeFalse(), "%s: Helm found a release locked", p.log)
+		g.Expect(p.logContains(busyRelease)).To(BeFalse(), "%s: Helm found a release locked", p.Log)
 	}
 	teardown := deleteAllAndCheck(t, ns, within(sc.Burst))
 	report(t, measurement{Fault: "SIGKILL mid-burst", Challenges: sc.Burst, Times: sc.Kills, Seconds: seconds([]time.Duration{converged})})
@@ -103,10 +103,10 @@ func TestOperatorKilledMidBurst(t *testing.T) {
 func TestLeaderLostMidBurst(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t, "failover")
-	replicas := []*operatorProcess{startOperator(t, "replica", "--leader-elect"), startOperator(t, "replica", "--leader-elect")}
+	replicas := []operatorProcess{startOperator(t, "replica", "--leader-elect"), startOperator(t, "replica", "--leader-elect")}
 	leader := func() int {
 		for i, p := range replicas {
-			if p.running() && p.logContains(leaseAcquired) {
+			if p.Running() && p.logContains(leaseAcquired) {
 				return i
 			}
 		}
@@ -126,7 +126,7 @@ func TestLeaderLostMidBurst(t *testing.T) {
 			Should(BeNumerically(">=", total-len(chs)+len(chs)/3), "round %d: a third of the burst is Running", round)
 
 		dead := leader()
-		replicas[dead].kill()
+		replicas[dead].Kill()
 		killedAt := time.Now()
 		standby := 1 - dead
 		g.Eventually(func() bool { return replicas[standby].logContains(leaseAcquired) }, 60*time.Second, interval).
@@ -167,7 +167,7 @@ func TestControlPlaneRestart(t *testing.T) {
 		g.Expect(createAll(chs[len(chs)/2:])).To(Succeed())
 		eventuallyAllRunning(t, ns, total, within(total))
 		convergences = append(convergences, time.Since(restartedAt))
-		g.Expect(operator.running()).To(BeTrue(), "the operator rode out the restart (see %s)", operator.log)
+		g.Expect(operator.Running()).To(BeTrue(), "the operator rode out the restart (see %s)", operator.Log)
 	}
 	expectOneReleaseEach(t, ns)
 	deleteAllAndCheck(t, ns, within(total))

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,35 +22,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
 )
 
 const interval = 200 * time.Millisecond
 
 // operatorProcess is one run of the operator binary.
-type operatorProcess struct {
-	name   string
-	log    string
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
+type operatorProcess struct{ *testcluster.Process }
 
 var processCount atomic.Int32
 
 // startOperator runs the operator binary as its service account, with
 // namespace-per-instance on (the mode with cluster-scoped objects to leak),
 // and kills it when the test ends.
-func startOperator(t *testing.T, name string, extra ...string) *operatorProcess {
+func startOperator(t *testing.T, name string, extra ...string) operatorProcess {
 	t.Helper()
-	p := &operatorProcess{
-		name:   name,
-		log:    filepath.Join(cluster.LogDir, fmt.Sprintf("operator-%s-%d.log", name, processCount.Add(1))),
-		exited: make(chan struct{}),
-	}
-	logFile, err := os.Create(p.log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := append([]string{
 		"--watches-file=" + watchesFile,
 		"--metrics-bind-address=0",
@@ -61,36 +47,19 @@ func startOperator(t *testing.T, name string, extra ...string) *operatorProcess 
 		"--flag-secret-namespaces=" + testharness.OrganiserNamespace,
 		"--ingress-domain=" + testharness.IngressDomain,
 	}, extra...)
-	p.cmd = exec.Command(managerBin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+operatorKubeconfig, "POD_NAMESPACE="+testharness.OperatorServiceAccount.Namespace)
-	if err := p.cmd.Start(); err != nil {
+	cmd := exec.Command(managerBin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+operatorKubeconfig, "POD_NAMESPACE="+testharness.OperatorServiceAccount.Namespace)
+	p, err := testcluster.StartProcess(cmd, filepath.Join(cluster.LogDir, fmt.Sprintf("operator-%s-%d.log", name, processCount.Add(1))))
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = p.cmd.Wait(); _ = logFile.Close(); close(p.exited) }()
-	t.Cleanup(p.kill)
-	return p
-}
-
-// kill ends the process as a crash or an OOM kill would: SIGKILL, no cleanup.
-func (p *operatorProcess) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
-// running reports whether the process has not exited.
-func (p *operatorProcess) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
+	t.Cleanup(p.Kill)
+	return operatorProcess{p}
 }
 
 // logContains reports whether the process has logged s.
-func (p *operatorProcess) logContains(s string) bool {
-	data, err := os.ReadFile(p.log)
+func (p operatorProcess) logContains(s string) bool {
+	data, err := os.ReadFile(p.Log)
 	return err == nil && strings.Contains(string(data), s)
 }
 

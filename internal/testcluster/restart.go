@@ -48,18 +48,14 @@ func (c *Cluster) RestartControlPlane(ctx context.Context, down time.Duration) e
 				return err
 			}
 		}
-		p := restarts[i]
-		logFile, err := os.OpenFile(filepath.Join(c.LogDir, filepath.Base(p.argv[0])+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		r := restarts[i]
+		cmd := exec.Command(r.argv[0], r.argv[1:]...)
+		cmd.Env = r.env
+		p, err := StartProcess(cmd, filepath.Join(c.LogDir, filepath.Base(r.argv[0])+".log"))
 		if err != nil {
-			return err
+			return fmt.Errorf("restarting %s: %w", r.argv[0], err)
 		}
-		cmd := exec.Command(p.argv[0], p.argv[1:]...)
-		cmd.Env, cmd.Stdout, cmd.Stderr = p.env, logFile, logFile
-		ch, err := startReaped(cmd)
-		if err != nil {
-			return fmt.Errorf("restarting %s: %w", p.argv[0], err)
-		}
-		c.children = append(c.children, ch)
+		c.children = append(c.children, p)
 	}
 	return c.waitReady(ctx)
 }

@@ -52,22 +52,7 @@ type Cluster struct {
 	LogDir string
 
 	env      *envtest.Environment
-	children []*child
-}
-
-// child is a process this cluster started, reaped as soon as it exits.
-type child struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
-
-func startReaped(cmd *exec.Cmd) (*child, error) {
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	ch := &child{cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(ch.exited) }()
-	return ch, nil
+	children []*Process
 }
 
 // Webhook returns where the installed webhooks expect the server: host,
@@ -178,18 +163,13 @@ func (c *Cluster) StartBinary(name string, args ...string) error {
 
 func (c *Cluster) startChild(path string, args []string) error {
 	name := filepath.Base(path)
-	logFile, err := os.Create(filepath.Join(c.LogDir, name+".log"))
-	if err != nil {
-		return err
-	}
 	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), "HOME="+c.LogDir, "KUBECONFIG="+c.Kubeconfig) // kwok writes ~/.kwok
-	ch, err := startReaped(cmd)
+	p, err := StartProcess(cmd, filepath.Join(c.LogDir, name+".log"))
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	c.children = append(c.children, ch)
+	c.children = append(c.children, p)
 	return nil
 }
 
@@ -234,9 +214,8 @@ func (c *Cluster) addNode(ctx context.Context) error {
 
 // Stop ends every component this cluster started, and only those.
 func (c *Cluster) Stop() {
-	for _, ch := range c.children {
-		_ = ch.cmd.Process.Kill()
-		<-ch.exited
+	for _, p := range c.children {
+		p.Kill()
 	}
 	c.children = nil
 	if c.env != nil {
