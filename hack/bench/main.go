@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -132,6 +133,24 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
+// medians is a result whose every figure is the median of that figure in rs
+// (one system and size).
+func medians(rs []result) result {
+	m := result{System: rs[0].System, N: rs[0].N, Rep: len(rs)}
+	out := reflect.ValueOf(&m).Elem()
+	for f := range out.NumField() {
+		if out.Field(f).Kind() != reflect.Float64 {
+			continue
+		}
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = reflect.ValueOf(r).Field(f).Float()
+		}
+		out.Field(f).SetFloat(median(xs))
+	}
+	return m
+}
+
 func percentile(xs []float64, p float64) float64 {
 	if len(xs) == 0 {
 		return 0
@@ -168,27 +187,7 @@ func report(cfg config, results []result) string {
 			if len(rs) == 0 {
 				continue
 			}
-			m := result{System: sys, N: n, Rep: len(rs)}
-			pick := func(f func(r result) float64) float64 {
-				var xs []float64
-				for _, r := range rs {
-					xs = append(xs, f(r))
-				}
-				return median(xs)
-			}
-			m.AllRunning = pick(func(r result) float64 { return r.AllRunning })
-			m.P50 = pick(func(r result) float64 { return r.P50 })
-			m.P95 = pick(func(r result) float64 { return r.P95 })
-			m.P99 = pick(func(r result) float64 { return r.P99 })
-			m.HelmReconcilesPerInstance = pick(func(r result) float64 { return r.HelmReconcilesPerInstance })
-			m.AfterRequestsPerSecond = pick(func(r result) float64 { return r.AfterRequestsPerSecond })
-			m.AfterCPUPercent = pick(func(r result) float64 { return r.AfterCPUPercent })
-			m.IdleRequestsPerSecond = pick(func(r result) float64 { return r.IdleRequestsPerSecond })
-			m.IdleCPUPercent = pick(func(r result) float64 { return r.IdleCPUPercent })
-			m.PeakRSSMiB = pick(func(r result) float64 { return r.PeakRSSMiB })
-			m.SecretsGrowthMiB = pick(func(r result) float64 { return r.SecretsGrowthMiB })
-			m.DeleteAll = pick(func(r result) float64 { return r.DeleteAll })
-			med[sys][n] = m
+			med[sys][n] = medians(rs)
 		}
 	}
 	var b strings.Builder
