@@ -20,17 +20,12 @@ func CacheOptions(namespaces []string) cache.Options {
 	helmReleases := labels.SelectorFromSet(labels.Set{"owner": "helm"})
 	opts := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}:          {Label: instances},
-			&corev1.Service{}:             {Label: instances},
-			&corev1.Pod{}:                 {Label: instances},
-			&corev1.ServiceAccount{}:      {Label: instances},
-			&networkingv1.Ingress{}:       {Label: instances},
-			&networkingv1.NetworkPolicy{}: {Label: instances},
-			&corev1.Secret{}:              {Label: helmReleases},
-			&corev1.Namespace{}:           {Label: instances},
-			&corev1.ResourceQuota{}:       {Label: instances},
-			&corev1.LimitRange{}:          {Label: instances},
+			&corev1.Pod{}:    {Label: instances},
+			&corev1.Secret{}: {Label: helmReleases},
 		},
+	}
+	for _, obj := range releaseKinds(true) {
+		opts.ByObject[obj] = cache.ByObject{Label: instances}
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
@@ -39,6 +34,19 @@ func CacheOptions(namespaces []string) cache.Options {
 		}
 	}
 	return opts
+}
+
+// releaseKinds returns an object of each kind a release renders and the
+// cache holds by the instance label: those of a namespace of its own only
+// with ownNamespace. (The flag Secret is not among them: Secrets are cached
+// as release records.)
+func releaseKinds(ownNamespace bool) []client.Object {
+	kinds := []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{},
+		&networkingv1.NetworkPolicy{}, &networkingv1.Ingress{}}
+	if ownNamespace {
+		kinds = append(kinds, &corev1.Namespace{}, &corev1.ResourceQuota{}, &corev1.LimitRange{})
+	}
+	return kinds
 }
 
 func mustRequirement(key string, op selection.Operator) labels.Requirement {

@@ -4,9 +4,6 @@ import (
 	"context"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,12 +54,7 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency
 	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(challenge), installsFirst{}, releaseInputChanged())); err != nil {
 		return err
 	}
-	dependents := []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{},
-		&networkingv1.NetworkPolicy{}, &networkingv1.Ingress{}}
-	if namespacePerInstance {
-		dependents = append(dependents, &corev1.Namespace{}, &corev1.ResourceQuota{}, &corev1.LimitRange{})
-	}
-	for _, obj := range dependents {
+	for _, obj := range releaseKinds(namespacePerInstance) {
 		if err := c.Watch(source.Kind(mgr.GetCache(), obj,
 			handler.EnqueueRequestsFromMapFunc(internalcontroller.ChallengeOfInstanceObject), drifted())); err != nil {
 			return err
