@@ -38,6 +38,9 @@ type StatusReconciler struct {
 func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ch := &ctfv1alpha1.Challenge{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ch); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Writer.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !meta.IsStatusConditionPresentAndEqual(ch.Status.Conditions, lifecycle.ConditionInitialized, metav1.ConditionTrue) {

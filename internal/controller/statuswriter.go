@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -32,6 +33,30 @@ type StatusWriter struct {
 	Observer *Observer
 	// Recorder emits an Event on every phase change.
 	Recorder events.EventRecorder
+
+	// rendered is the generation of each Challenge (by namespace/name) that
+	// the Helm reconciler last rendered: what its status may claim observed.
+	rendered sync.Map
+}
+
+// Rendering records that the Helm reconciler renders the release of obj at
+// its generation. The reconciler re-reads the Challenge before it writes its
+// status, so a generation that arrived meanwhile would otherwise be claimed
+// observed although the release holds the one before.
+func (w *StatusWriter) Rendering(obj client.Object) {
+	w.rendered.Store(client.ObjectKeyFromObject(obj), obj.GetGeneration())
+}
+
+// Forget drops what is recorded of a Challenge that is gone.
+func (w *StatusWriter) Forget(key client.ObjectKey) { w.rendered.Delete(key) }
+
+// observedGeneration is the generation a status written by the Helm
+// reconciler may claim: ch's, unless the last render was of an older one.
+func (w *StatusWriter) observedGeneration(ch *ctfv1alpha1.Challenge) int64 {
+	if g, ok := w.rendered.Load(client.ObjectKeyFromObject(ch)); ok {
+		return min(g.(int64), ch.Generation)
+	}
+	return ch.Generation
 }
 
 // Refresh recomputes the status of ch without advancing observedGeneration,
@@ -62,7 +87,7 @@ func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Uns
 	if err != nil {
 		return err
 	}
-	if err := w.write(ctx, ch, ch.Generation, lifecycle.NoOperation, true); err != nil {
+	if err := w.write(ctx, ch, w.observedGeneration(ch), lifecycle.NoOperation, true); err != nil {
 		return err
 	}
 	// Hand the new resourceVersion and status back to the Helm reconciler,

@@ -106,12 +106,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		client:  &controller.StatusClient{Client: helmClient, Writer: writer},
 		actions: actions,
 		preHook: controller.MarkReleasingHook(writer),
-		translator: values.Translator{
+		translator: renderingTranslator{writer: writer, Translator: values.Translator{
 			Reader:       mgr.GetClient(),
 			SecretReader: mgr.GetAPIReader(),
 			Quota:        quota,
 			Settings:     opts.Values,
-		},
+		}},
 		extraWatches: extraWatches(mgr),
 		recorder:     mgr.GetEventRecorderFor(HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
 	}
@@ -141,9 +141,21 @@ type reconcilerWiring struct {
 	client       *controller.StatusClient
 	actions      *action.ClientGetter
 	preHook      hook.PreHook
-	translator   values.Translator
+	translator   renderingTranslator
 	extraWatches reconciler.ControllerSetupFunc
 	recorder     record.EventRecorder
+}
+
+// renderingTranslator tells the status writer which generation each render
+// is of, before translating it into values.
+type renderingTranslator struct {
+	values.Translator
+	writer *controller.StatusWriter
+}
+
+func (t renderingTranslator) Translate(ctx context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {
+	t.writer.Rendering(u)
+	return t.Translator.Translate(ctx, u)
 }
 
 // concurrency is how many Challenges are reconciled at once: the watch's own
