@@ -30,6 +30,7 @@ import (
 type options struct {
 	metricsAddr      string
 	probeAddr        string
+	pprofAddr        string
 	leaderElect      bool
 	leaderElectionNS string
 	kubeAPIQPS       float64
@@ -41,6 +42,7 @@ type options struct {
 func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address Go's pprof profiles are served on (/debug/pprof/); empty disables it.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the operator's own.")
 	fs.StringVar(&o.operator.WatchesFile, "watches-file", "watches.yaml", "helm-operator watches file naming the chart for Challenges.")
@@ -96,6 +98,7 @@ func run(opts options) error {
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
+		PprofBindAddress:        opts.pprofAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "challenge-operator.ctf.challenge-operator.io",
 		LeaderElectionNamespace: opts.leaderElectionNS,

@@ -35,6 +35,7 @@ type config struct {
 	out     string
 	raw     string
 	cpu     string
+	profile string
 }
 
 func main() {
@@ -47,6 +48,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "docs/benchmarks.md", "Markdown report")
 	flag.StringVar(&cfg.raw, "json", "docs/benchmarks.json", "raw figures")
 	flag.StringVar(&cfg.cpu, "cpu", "1", "CPU the operators are pinned to (taskset -c)")
+	flag.StringVar(&cfg.profile, "cpuprofile", "", "write a CPU profile of ours during its burst to this file (-n with one size)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
 	for _, s := range strings.Split(*sizes, ",") {

@@ -42,6 +42,7 @@ import (
 const (
 	benchNamespace = "bench"
 	metricsAddr    = "127.0.0.1:18480"
+	pprofAddr      = "127.0.0.1:18481"
 	instanceLabel  = "ctf.challenge-operator.io/instance"
 )
 
@@ -111,7 +112,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		}
 		proc, err = startProcess(cluster, cfg.cpu, filepath.Join(bin, "manager"), "--watches-file="+watches,
 			"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0", "--leader-elect=false",
-			"--flag-secret-namespaces="+benchNamespace, "--zap-log-level=info")
+			"--flag-secret-namespaces="+benchNamespace, "--zap-log-level=info", "--pprof-bind-address="+pprofAddr)
 		if err != nil {
 			return r, err
 		}
@@ -142,6 +143,12 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		return r, err
 	}
 	start := time.Now()
+	profiled := make(chan error, 1)
+	if cfg.profile != "" && sys == "ours" {
+		go func() { profiled <- cpuProfile(cfg.profile, n) }()
+	} else {
+		profiled <- nil
+	}
 	if err := parallel(n, 8, func(i int) error {
 		created[i] = time.Now()
 		return create(i)
@@ -164,6 +171,9 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		latencies = append(latencies, since(created[i], t))
 	}
 	r.AllRunning = since(start, last)
+	if err := <-profiled; err != nil {
+		return r, err
+	}
 	r.P50, r.P95, r.P99 = percentile(latencies, 0.5), percentile(latencies, 0.95), percentile(latencies, 0.99)
 
 	if proc.Process != nil {
@@ -519,4 +529,21 @@ func sum(body, metric string, labels ...string) float64 {
 		}
 	}
 	return total
+}
+
+// cpuProfile writes a CPU profile of ours over the burst of n (about a fifth
+// of a second per instance) to path.
+func cpuProfile(path string, n int) error {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, max(10, n/5)))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
 }
