@@ -36,6 +36,7 @@ type config struct {
 	raw     string
 	cpu     string
 	profile string
+	flags   []string
 }
 
 func main() {
@@ -49,7 +50,9 @@ func main() {
 	flag.StringVar(&cfg.raw, "json", "docs/benchmarks.json", "raw figures")
 	flag.StringVar(&cfg.cpu, "cpu", "1", "CPU the operators are pinned to (taskset -c)")
 	flag.StringVar(&cfg.profile, "cpuprofile", "", "write a CPU profile of ours during its burst to this file (-n with one size)")
+	oursFlags := flag.String("ours-flags", "", "space-separated extra flags for ours (e.g. --max-concurrent-reconciles=16)")
 	flag.Parse()
+	cfg.flags = strings.Fields(*oursFlags)
 	ctrllog.SetLogger(logr.Discard())
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -114,6 +117,8 @@ type result struct {
 	P50        float64 `json:"createToRunningP50Seconds"`
 	P95        float64 `json:"createToRunningP95Seconds"`
 	P99        float64 `json:"createToRunningP99Seconds"`
+	// RequestsPerInstance counts the operator's API requests until 10 s after the last Running, per instance.
+	RequestsPerInstance float64 `json:"requestsPerInstance,omitempty"`
 	// HelmReconcilesPerInstance counts the Helm controller's reconciles until 70 s after the last Running.
 	HelmReconcilesPerInstance float64 `json:"helmReconcilesPerInstance"`
 	// After is 10 to 70 s after the last Running; Idle is 5 to 6 minutes after.

@@ -110,9 +110,10 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		if err != nil {
 			return r, err
 		}
-		proc, err = startProcess(cluster, cfg.cpu, filepath.Join(bin, "manager"), "--watches-file="+watches,
-			"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0", "--leader-elect=false",
-			"--flag-secret-namespaces="+benchNamespace, "--zap-log-level=info", "--pprof-bind-address="+pprofAddr)
+		args := append([]string{"--watches-file=" + watches,
+			"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--leader-elect=false",
+			"--flag-secret-namespaces=" + benchNamespace, "--zap-log-level=info", "--pprof-bind-address=" + pprofAddr}, cfg.flags...)
+		proc, err = startProcess(cluster, cfg.cpu, filepath.Join(bin, "manager"), args...)
 		if err != nil {
 			return r, err
 		}
@@ -192,6 +193,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 			return r, err
 		}
 		r.AfterRequestsPerSecond, r.AfterCPUPercent = rates(a, b)
+		r.RequestsPerInstance = a.requests / float64(n)
 		r.HelmReconcilesPerInstance = b.reconciles / float64(n)
 		if cfg.idle {
 			sleepUntil(last.Add(300 * time.Second))
@@ -459,6 +461,13 @@ func (p process) sample(controllerLabel string) (sample, error) {
 		return s, err
 	}
 	s.requests = sum(body, "rest_client_requests_total")
+	if os.Getenv("BENCH_DEBUG") != "" {
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, "rest_client_requests_total") || strings.HasPrefix(line, "controller_runtime_reconcile_total") {
+				fmt.Fprintln(os.Stderr, line)
+			}
+		}
+	}
 	s.reconciles = sum(body, "controller_runtime_reconcile_total", controllerLabel)
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -25,6 +26,10 @@ import (
 type StatusReconciler struct {
 	Client client.Client
 	Writer *StatusWriter
+	// MaxConcurrentReconciles is how many Challenges' status is computed at
+	// once: in a burst every instance's workloads change several times, and
+	// one worker made instances wait seconds to be reported Running.
+	MaxConcurrentReconciles int
 }
 
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=get;list;watch;update;patch
@@ -59,6 +64,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("challenge-status").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		For(&ctfv1alpha1.Challenge{}).
 		// Map the instance's objects by their labels rather than owner
 		// references: pods belong to ReplicaSets, and an instance in a

@@ -26,9 +26,11 @@ import (
 type StatusWriter struct {
 	// Client writes the status.
 	Client client.Client
-	// APIReader reads the last written status, which the Helm reconciler's
-	// own status rewrite would otherwise erase.
-	APIReader client.Reader
+	// Reader reads the last written status (from the cache), which the Helm
+	// reconciler's own status rewrite would otherwise erase. A stale read
+	// costs a conflict and a retry, never a lost write: the status is
+	// written with the resourceVersion it was computed from.
+	Reader client.Reader
 	// Observer reads what the status depends on.
 	Observer *Observer
 	// Recorder emits an Event on every phase change.
@@ -63,7 +65,7 @@ func (w *StatusWriter) observedGeneration(ch *ctfv1alpha1.Challenge) int64 {
 // and writes it if it changed.
 func (w *StatusWriter) Refresh(ctx context.Context, ch *ctfv1alpha1.Challenge) error {
 	op := lifecycle.OperationFor(ch.Generation, ch.Status.ObservedGeneration, ch.Status.Conditions)
-	return w.write(ctx, ch, ch.Status.ObservedGeneration, op, false)
+	return w.write(ctx, ch, ch.Status.ObservedGeneration, op)
 }
 
 // MarkReleasing writes that op is starting on the release of obj, so that a
@@ -73,7 +75,7 @@ func (w *StatusWriter) MarkReleasing(ctx context.Context, obj *unstructured.Unst
 	if err != nil {
 		return err
 	}
-	if err := w.write(ctx, ch, ch.Status.ObservedGeneration, op, true); err != nil {
+	if err := w.write(ctx, ch, ch.Status.ObservedGeneration, op); err != nil {
 		return err
 	}
 	return encodeInto(ch, obj)
@@ -87,25 +89,27 @@ func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Uns
 	if err != nil {
 		return err
 	}
-	if err := w.write(ctx, ch, w.observedGeneration(ch), lifecycle.NoOperation, true); err != nil {
+	if err := w.write(ctx, ch, w.observedGeneration(ch), lifecycle.NoOperation); err != nil {
 		return err
 	}
-	// Hand the new resourceVersion and status back to the Helm reconciler,
-	// which may go on to update the object (its finalizer).
+	// Hand the resourceVersion (new, or the one read when nothing changed)
+	// and status back to the Helm reconciler, which may go on to update the
+	// object (its finalizer).
 	return encodeInto(ch, obj)
 }
 
 // decodeWithLast reads the Challenge the Helm reconciler holds and restores
 // what its status rewrite dropped from the last written status. It writes
-// over the latest resourceVersion: only status changes, the reconciler's
-// conditions are its own, and the rest is recomputed.
+// over the resourceVersion it read (a conflict if that was stale): only
+// status changes, the reconciler's conditions are its own, and the rest is
+// recomputed.
 func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Unstructured) (*ctfv1alpha1.Challenge, error) {
 	ch := &ctfv1alpha1.Challenge{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ch); err != nil {
 		return nil, fmt.Errorf("decoding Challenge %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	last := &ctfv1alpha1.Challenge{}
-	if err := w.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), last); err != nil {
+	if err := w.Reader.Get(ctx, client.ObjectKeyFromObject(obj), last); err != nil {
 		return nil, err
 	}
 	ch.ResourceVersion = last.ResourceVersion
@@ -122,9 +126,8 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 	return ch, nil
 }
 
-// write recomputes ch.Status and writes it when it changed (or always, when
-// force is set, so that the caller gets the latest resourceVersion back).
-func (w *StatusWriter) write(ctx context.Context, ch *ctfv1alpha1.Challenge, observedGeneration int64, op lifecycle.Operation, force bool) error {
+// write recomputes ch.Status and writes it when it changed.
+func (w *StatusWriter) write(ctx context.Context, ch *ctfv1alpha1.Challenge, observedGeneration int64, op lifecycle.Operation) error {
 	obs, err := w.Observer.Observe(ctx, ch)
 	if err != nil {
 		return err
@@ -132,7 +135,7 @@ func (w *StatusWriter) write(ctx context.Context, ch *ctfv1alpha1.Challenge, obs
 	obs.Operation = op
 	before := ch.Status.DeepCopy()
 	lifecycle.Apply(&ch.Status, observedGeneration, obs, metav1.Now())
-	if !force && equality.Semantic.DeepEqual(before, &ch.Status) {
+	if equality.Semantic.DeepEqual(before, &ch.Status) {
 		return nil
 	}
 	if err := w.Client.Status().Update(ctx, ch); err != nil {

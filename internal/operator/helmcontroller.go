@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"slices"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -35,7 +36,7 @@ const HelmControllerName = "challenge-controller"
 // server-side dry-run upgrade of every object), a feedback loop that runs for
 // minutes after a burst. Here a Helm reconcile starts only for what can change
 // the release: a new generation, labels or annotations, a deletion or a
-// finalizer change of the Challenge; its template changing; a sibling leaving
+// finalizer removed from the Challenge; its template changing; a sibling leaving
 // (quota); its release record deleted; or an object of the release deleted or
 // changed in its spec (drift). Status-only changes go to the status controller.
 func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency int, extra reconciler.ControllerSetupFunc, namespacePerInstance bool) error {
@@ -120,11 +121,23 @@ func releaseInputChanged() predicate.Predicate {
 			o, n := e.ObjectOld, e.ObjectNew
 			return o.GetGeneration() != n.GetGeneration() ||
 				!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
-				!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
+				finalizerRemoved(o, n) ||
 				!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
 				!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations())
 		},
 	}
+}
+
+// finalizerRemoved tells whether a finalizer of old is missing from new: the
+// Helm reconciler puts its own back. Finalizers it adds itself (before each
+// install) need no second reconcile.
+func finalizerRemoved(old, new client.Object) bool {
+	for _, f := range old.GetFinalizers() {
+		if !slices.Contains(new.GetFinalizers(), f) {
+			return true
+		}
+	}
+	return false
 }
 
 // drifted passes deletions of a release's objects and changes to what the

@@ -66,8 +66,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	recorder := mgr.GetEventRecorder("challenge-operator")
 	writer := &controller.StatusWriter{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
+		Client: mgr.GetClient(),
+		Reader: mgr.GetClient(),
 		Observer: &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress,
 			NamespacePerInstance: opts.Values.NamespacePerInstance},
 		Recorder: recorder,
@@ -127,7 +127,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
 		}
 	}
-	if err := (&controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer}).SetupWithManager(mgr); err != nil {
+	statusReconciler := &controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer, MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
+	if err := statusReconciler.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&controller.ExpiryReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
