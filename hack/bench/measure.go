@@ -98,7 +98,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	for i := range chs {
 		chs[i] = testharness.NewChallenge(benchNamespace, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i))
 	}
-	create, err := creator(ctx, cl, sys, chs, root)
+	create, err := creator(ctx, cl, cluster, sys, chs, root)
 	if err != nil {
 		return r, err
 	}
@@ -150,7 +150,11 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	} else {
 		profiled <- nil
 	}
-	if err := parallel(n, 8, func(i int) error {
+	workers := 8
+	if sys == "kubectl" {
+		workers = 1 // the floor: one kubectl apply after another
+	}
+	if err := parallel(n, workers, func(i int) error {
 		created[i] = time.Now()
 		return create(i)
 	}); err != nil {
@@ -234,13 +238,13 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 
 // creator returns how instance i is created for sys; the floor's manifests
 // are rendered here, before the clock starts.
-func creator(ctx context.Context, cl client.Client, sys string, chs []*ctfv1alpha1.Challenge, root string) (func(i int) error, error) {
+func creator(ctx context.Context, cl client.Client, cluster *testcluster.Cluster, sys string, chs []*ctfv1alpha1.Challenge, root string) (func(i int) error, error) {
 	switch sys {
 	case "ours":
 		return func(i int) error { return cl.Create(ctx, chs[i].DeepCopy()) }, nil
-	case "stock", "floor":
+	case "stock", "floor", "kubectl":
 	default:
-		return nil, fmt.Errorf("unknown system %q: want ours, stock or floor", sys)
+		return nil, fmt.Errorf("unknown system %q: want ours, stock, floor or kubectl", sys)
 	}
 	translator := values.Translator{Settings: values.Settings{FlagSecretNamespaces: []string{benchNamespace}}}
 	vals := make([]map[string]any, len(chs))
@@ -295,12 +299,50 @@ func creator(ctx context.Context, cl client.Client, sys string, chs []*ctfv1alph
 			objects[i] = append(objects[i], u)
 		}
 	}
+	if sys == "kubectl" {
+		return kubectlApply(cluster, objects)
+	}
 	return func(i int) error {
 		for _, obj := range objects[i] {
 			//nolint:staticcheck // server-side apply of unstructured objects, as kubectl apply --server-side does
 			if err := cl.Patch(ctx, obj.DeepCopy(), client.Apply, client.FieldOwner("bench-floor"), client.ForceOwnership); err != nil {
 				return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
 			}
+		}
+		return nil
+	}, nil
+}
+
+// kubectlApply writes each instance's objects to a file and returns a
+// function that applies instance i's with kubectl apply --server-side.
+func kubectlApply(cluster *testcluster.Cluster, objects [][]*unstructured.Unstructured) (func(i int) error, error) {
+	assets, err := testcluster.AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	kubectl := filepath.Join(assets, "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		return nil, fmt.Errorf("the kubectl floor needs kubectl: run hack/test-bins.sh --with-kubectl (%w)", err)
+	}
+	files := make([]string, len(objects))
+	for i, objs := range objects {
+		var docs []string
+		for _, obj := range objs {
+			doc, err := yaml.Marshal(obj.Object)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, string(doc))
+		}
+		files[i] = filepath.Join(cluster.LogDir, fmt.Sprintf("instance-%04d.yaml", i))
+		if err := os.WriteFile(files[i], []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return func(i int) error {
+		out, err := exec.Command(kubectl, "--kubeconfig="+cluster.Kubeconfig, "apply", "--server-side", "-f", files[i]).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("kubectl apply %s: %w: %s", files[i], err, out)
 		}
 		return nil
 	}, nil
