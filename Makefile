@@ -32,6 +32,7 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC manifests fro
 	$(CONTROLLER_GEN) crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/controller/...;./internal/operator" output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=namespace-per-instance-role paths="./internal/operator/nsperinstance" output:rbac:artifacts:config=config/namespace-per-instance
+	$(CONTROLLER_GEN) rbac:roleName=instancer-role paths="./internal/instancer" output:rbac:artifacts:config=config/instancer
 	go run ./hack/bundle-gen --namespaced-rbac
 
 .PHONY: generate
@@ -59,6 +60,7 @@ test-bins: ## Build the local control plane (kube-apiserver, etcd, controller-ma
 .PHONY: test
 test: ## Verify and build the control plane (both at once), then run every test (fuzz seeds included) against it.
 	$(MAKE) -j2 verify test-bins
+	hack/chromium.sh
 	KUBEBUILDER_ASSETS="$$(hack/test-bins.sh)" go test $(GO_TEST_FLAGS) ./...
 
 FUZZTIME ?= 30s

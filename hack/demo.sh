@@ -31,9 +31,13 @@ for _ in $(seq 600); do
 done
 "$kubectl" get nodes -o wide
 
-step "running the operator (log: $work/operator.log)"
+step "running the operator and its instancer (log: $work/operator.log)"
+# The instancer's token key, as the Secret volume config/instancer mounts.
+mkdir -m 700 "$work/instancer-keys"
+head -c 32 /dev/urandom | base64 >"$work/instancer-keys/demo"
 bin/manager --watches-file=watches.yaml --flag-secret-namespaces=default --metrics-bind-address=127.0.0.1:18080 \
-  --health-probe-bind-address=127.0.0.1:18081 >"$work/operator.log" 2>&1 &
+  --health-probe-bind-address=127.0.0.1:18081 --instancer-bind-address=127.0.0.1:18443 \
+  --instancer-key-dir="$work/instancer-keys" --instancer-namespace=default >"$work/operator.log" 2>&1 &
 pids+=($!)
 
 step "applying config/samples"
@@ -46,13 +50,25 @@ echo "Ready after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 "$kubectl" get challengetemplates
 "$kubectl" get deploy,svc,networkpolicy,pods -n default -l ctf.challenge-operator.io/instance
 
+step "the instancer: a team starts its own instance"
+link=$(bin/manager token --key-dir "$work/instancer-keys" --team team-demo --ttl 8h --url http://127.0.0.1:18443/)
+token=${link#*#token=}
+for _ in $(seq 100); do curl -fsS -o /dev/null http://127.0.0.1:18443/api/v1/openapi.json 2>/dev/null && break; sleep 0.1; done
+curl -fsS -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+  -d '{"template":"pwn-intro"}' http://127.0.0.1:18443/api/v1/instances; echo
+"$kubectl" wait --for=jsonpath='{.status.phase}'=Running challenge/pwn-intro-team-demo -n default --timeout=120s
+curl -fsS -H "Authorization: Bearer $token" http://127.0.0.1:18443/api/v1/instances/pwn-intro; echo
+echo "Open the team's page (token in the fragment): $link"
+
 if [[ "${KEEP:-0}" == "1" ]]; then
   step "left running: export KUBECONFIG=$KUBECONFIG; kubectl is $kubectl. Ctrl-C stops everything."
   wait "${pids[0]}"
   exit 0
 fi
 
-step "deleting the sample: the instance passes through Deleted and every object goes"
+step "deleting the samples and the team's instance: each passes through Deleted and every object goes"
+curl -fsS -X DELETE -H "Authorization: Bearer $token" http://127.0.0.1:18443/api/v1/instances/pwn-intro; echo
+"$kubectl" wait --for=delete challenge/pwn-intro-team-demo -n default --timeout=60s
 "$kubectl" delete -k config/samples --wait=true --timeout=60s
 "$kubectl" get deploy,svc,networkpolicy,secrets -n default -l ctf.challenge-operator.io/instance
 step "done; stopping the operator and the control plane"

@@ -198,6 +198,23 @@ type ChallengeTemplateSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	OverridableValues []ValuePath `json:"overridableValues,omitempty"`
+
+	// Instancer lets participants start, renew and stop their own instance
+	// of this template from the operator's instancer page and API. Templates
+	// are not startable there unless this says so.
+	// +optional
+	Instancer *InstancerAccess `json:"instancer,omitempty"`
+}
+
+// InstancerAccess is how a template appears in the instancer.
+type InstancerAccess struct {
+	// Startable lets each team start one instance of the template.
+	Startable bool `json:"startable"`
+	// Title is what participants see; the template's name when empty.
+	// +kubebuilder:validation:MaxLength=80
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
+	// +optional
+	Title string `json:"title,omitempty"`
 }
 
 // ValuePath is a dotted path of chart values, e.g. "resources.limits".

@@ -187,6 +187,27 @@ func TestInstallModesBuild(t *testing.T) {
 		g.Expect(in.watchNamespace()).To(Equal("metadata.annotations['olm.targetNamespaces']"))
 	})
 
+	t.Run("instancer: its flag, its key mounted, its own role and nothing more", func(t *testing.T) {
+		g := NewWithT(t)
+		in := buildInstall(t, "instancer")
+		g.Expect(in.container().Args).To(ContainElement("--instancer-bind-address=:8443"))
+		g.Expect(in.container().VolumeMounts).To(ContainElement(HaveField("MountPath", "/etc/challenge-operator/instancer-keys")))
+		var role rbacv1.ClusterRole
+		for _, o := range in.objs {
+			if o.GetKind() == "ClusterRole" && o.GetName() == "challenge-operator-instancer-role" {
+				g.Expect(convert(o, &role)).To(Succeed())
+			}
+		}
+		g.Expect(role.Rules).To(ConsistOf(
+			rbacv1.PolicyRule{APIGroups: []string{"ctf.challenge-operator.io"}, Resources: []string{"challenges"},
+				Verbs: []string{"create", "delete", "get", "list", "patch", "watch"}},
+			rbacv1.PolicyRule{APIGroups: []string{"ctf.challenge-operator.io"}, Resources: []string{"challengetemplates"},
+				Verbs: []string{"get", "list", "watch"}},
+		), "Challenges and templates only; the token key is a mounted Secret, not read through the API")
+		base := buildInstall(t, "default")
+		g.Expect(namesOf(in.objs, "CustomResourceDefinition")).To(Equal(namesOf(base.objs, "CustomResourceDefinition")))
+	})
+
 	t.Run("every mode installs the same operator", func(t *testing.T) {
 		g := NewWithT(t)
 		base := buildInstall(t, "default")

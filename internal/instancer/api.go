@@ -1,0 +1,269 @@
+package instancer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// Labels the instancer sets on the Challenges it creates, so that organisers
+// can tell them from the platform's.
+const (
+	ParticipantLabel = "ctf.challenge-operator.io/participant"
+	CreatedByLabel   = "ctf.challenge-operator.io/created-by"
+	createdBy        = "instancer"
+)
+
+// maxNameLength is the longest Challenge name: it is also the Helm release's.
+const maxNameLength = 53
+
+// instanceName is the one name a team's instance of a template has, so that
+// a reload or a double click never starts a second one.
+func instanceName(template, team string) string { return template + "-" + team }
+
+// startable returns the template if teams may start it.
+func (s *Server) startable(ctx context.Context, name string) (*ctfv1alpha1.ChallengeTemplate, *apiError) {
+	t := &ctfv1alpha1.ChallengeTemplate{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, errNotStartable(name)
+		}
+		return nil, s.internal(ctx, err)
+	}
+	if t.Spec.Instancer == nil || !t.Spec.Instancer.Startable {
+		return nil, errNotStartable(name)
+	}
+	return t, nil
+}
+
+// own returns team's instance of template, or errNotFound. A Challenge of
+// that name that belongs to another team or template is not found either:
+// a team never learns of, nor touches, another's.
+func (s *Server) own(ctx context.Context, template, team string) (*ctfv1alpha1.Challenge, *apiError) {
+	ch := &ctfv1alpha1.Challenge{}
+	err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: instanceName(template, team)}, ch)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, errNotFound
+	case err != nil:
+		return nil, s.internal(ctx, err)
+	case ch.Spec.Participant != team || ch.Spec.Template != template:
+		return nil, errNotFound
+	}
+	return ch, nil
+}
+
+func (s *Server) internal(ctx context.Context, err error) *apiError {
+	logf.FromContext(ctx).Error(err, "instancer request failed")
+	return errInternal
+}
+
+func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, _ string) {
+	list := &ctfv1alpha1.ChallengeTemplateList{}
+	if err := s.Client.List(r.Context(), list); err != nil {
+		writeError(w, s.internal(r.Context(), err))
+		return
+	}
+	out := []Template{}
+	for i := range list.Items {
+		t := &list.Items[i]
+		if t.Spec.Instancer != nil && t.Spec.Instancer.Startable {
+			out = append(out, templateView(t))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"templates": out})
+}
+
+func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, team string) {
+	list := &ctfv1alpha1.ChallengeTemplateList{}
+	if err := s.Client.List(r.Context(), list); err != nil {
+		writeError(w, s.internal(r.Context(), err))
+		return
+	}
+	out := []Instance{}
+	for i := range list.Items {
+		t := &list.Items[i]
+		if t.Spec.Instancer == nil || !t.Spec.Instancer.Startable {
+			continue
+		}
+		ch, apiErr := s.own(r.Context(), t.Name, team)
+		if apiErr == errNotFound {
+			continue
+		}
+		if apiErr != nil {
+			writeError(w, apiErr)
+			return
+		}
+		out = append(out, instanceView(ch, t))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"instances": out})
+}
+
+func (s *Server) getInstance(w http.ResponseWriter, r *http.Request, team string) {
+	template := r.PathValue("template")
+	t, apiErr := s.startable(r.Context(), template)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	ch, apiErr := s.own(r.Context(), template, team)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	writeJSON(w, http.StatusOK, instanceView(ch, t))
+}
+
+type startRequest struct {
+	Template string `json:"template"`
+}
+
+func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team string) {
+	ctx := r.Context()
+	var req startRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, errBadRequest(`Send {"template": "<name>"}.`))
+		return
+	}
+	t, apiErr := s.startable(ctx, req.Template)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	name := instanceName(t.Name, team)
+	if len(name) > maxNameLength {
+		writeError(w, errBadRequest(fmt.Sprintf("The instance name %q would be longer than %d characters; ask the organisers for a shorter team id.", name, maxNameLength)))
+		return
+	}
+	// A start that finds the instance returns it: a reload or a double
+	// click costs no start and makes no duplicate.
+	if ch, apiErr := s.own(ctx, t.Name, team); apiErr == nil {
+		if ch.DeletionTimestamp != nil {
+			writeError(w, &apiError{Status: http.StatusConflict, Code: "stopping", Message: "Your previous instance is still stopping; start again in a moment."})
+			return
+		}
+		writeJSON(w, http.StatusOK, instanceView(ch, t))
+		return
+	} else if apiErr != errNotFound {
+		writeError(w, apiErr)
+		return
+	}
+	now := s.now()
+	if wait := s.limits.coolingDown(team, t.Name, now); wait > 0 {
+		writeError(w, errWait("cooldown", "You stopped this challenge a moment ago.", wait))
+		return
+	}
+	if ok, wait := s.limits.allowStart(team, now); !ok {
+		writeError(w, errWait("rate_limited", "Your team has started too many instances in the last minute.", wait))
+		return
+	}
+	ch := &ctfv1alpha1.Challenge{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace,
+			Labels: map[string]string{ParticipantLabel: team, CreatedByLabel: createdBy}},
+		Spec: ctfv1alpha1.ChallengeSpec{Template: t.Name, Participant: team},
+	}
+	err := s.Client.Create(ctx, ch)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// Another request of the team won the race, or another team's
+		// instance has this name.
+		if ch, apiErr := s.own(ctx, t.Name, team); apiErr == nil {
+			writeJSON(w, http.StatusOK, instanceView(ch, t))
+			return
+		}
+		writeError(w, &apiError{Status: http.StatusConflict, Code: "name_taken", Message: "An instance with your instance's name exists and is not yours; ask the organisers."})
+		return
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+		// The operator's admission (quota, policy) refused it.
+		writeError(w, &apiError{Status: http.StatusConflict, Code: "refused", Message: admissionMessage(err)})
+		return
+	case err != nil:
+		writeError(w, s.internal(ctx, err))
+		return
+	}
+	writeJSON(w, http.StatusCreated, instanceView(ch, t))
+}
+
+// admissionMessage is the reason the API server gave, which the operator's
+// webhook writes for people ("participant team-a has 1 active instance...").
+func admissionMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return "The instance was refused: " + status.Status().Message
+	}
+	return "The instance was refused."
+}
+
+func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team string) {
+	ctx := r.Context()
+	template := r.PathValue("template")
+	t, apiErr := s.startable(ctx, template)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	ch, apiErr := s.own(ctx, template, team)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	// Delete exactly the instance read, not a successor of the same name.
+	if err := s.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID}); err != nil && !apierrors.IsNotFound(err) {
+		writeError(w, s.internal(ctx, err))
+		return
+	}
+	s.limits.stoppedAt(team, template, s.now())
+	view := instanceView(ch, t)
+	view.Phase = string(ctfv1alpha1.PhaseDeleted)
+	view.Connect = ""
+	writeJSON(w, http.StatusAccepted, view)
+}
+
+func (s *Server) renewInstance(w http.ResponseWriter, r *http.Request, team string) {
+	ctx := r.Context()
+	template := r.PathValue("template")
+	t, apiErr := s.startable(ctx, template)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	ch, apiErr := s.own(ctx, template, team)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	if ch.DeletionTimestamp != nil {
+		writeError(w, errNotFound)
+		return
+	}
+	if view := instanceView(ch, t); view.RenewalsLeft != nil && *view.RenewalsLeft == 0 {
+		writeError(w, &apiError{Status: http.StatusConflict, Code: "renewal_limit",
+			Message: fmt.Sprintf("This instance cannot be renewed again: the limit of %d renewals is reached.", *t.Spec.Lifetime.MaxRenewals)})
+		return
+	}
+	// The operator counts a renewal per new spec.renewedAt and decides
+	// the new expiry; the patch carries only the request.
+	patch := client.MergeFrom(ch.DeepCopy())
+	now := metav1.NewTime(s.now().UTC().Truncate(1e9))
+	ch.Spec.RenewedAt = &now
+	if err := s.Client.Patch(ctx, ch, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			writeError(w, errNotFound)
+			return
+		}
+		writeError(w, s.internal(ctx, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, instanceView(ch, t))
+}

@@ -1,0 +1,93 @@
+package instancer_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// chromium finds Debian's headless browser; the project's CI setup
+// (hack/chromium.sh, run by make test) installs it.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium: hack/chromium.sh installs it")
+	}
+	t.Skip("no chromium installed (hack/chromium.sh installs it)")
+	return ""
+}
+
+// TestPageStartsShowsAndStopsAnInstance drives the page in headless
+// Chromium as a participant would: open the team's link, Start, wait for
+// Running and the connect string, Stop, and see the instance gone. It saves
+// a screenshot of the running instance ($INSTANCER_SCREENSHOT, else in the
+// test's temporary directory).
+func TestPageStartsShowsAndStopsAnInstance(t *testing.T) {
+	g := NewWithT(t)
+	browser := chromium(t)
+	tmpl := startableTemplate(t, nil)
+	team := uniqueName("team")
+	tok := mint(t, team)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
+		chromedp.WindowSize(1000, 700), chromedp.Flag("disable-dev-shm-usage", true))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*timeout)
+	defer cancelTimeout()
+
+	card := `li.card[data-template="` + tmpl + `"]`
+	var url string
+	g.Expect(chromedp.Run(ctx,
+		chromedp.Navigate(api.URL+"/#token="+tok),
+		chromedp.WaitVisible(card+" button.start"),
+		chromedp.Location(&url),
+	)).To(Succeed())
+	g.Expect(url).NotTo(ContainSubstring("token"), "the token leaves the address bar once read")
+
+	g.Expect(chromedp.Run(ctx, chromedp.Click(card+" button.start"))).To(Succeed())
+	var phase, connect string
+	g.Eventually(func(g Gomega) {
+		g.Expect(chromedp.Run(ctx,
+			chromedp.Text(card+" .phase", &phase),
+			chromedp.Text(card+" .endpoint", &connect),
+		)).To(Succeed())
+		g.Expect(phase).To(Equal("Running"))
+		g.Expect(connect).To(HavePrefix("nc "))
+	}, timeout, interval).Should(Succeed())
+	var countdown string
+	g.Expect(chromedp.Run(ctx, chromedp.Text(card+" .countdown", &countdown))).To(Succeed())
+	g.Expect(countdown).To(MatchRegexp(`\d+m \d\ds`), "a countdown to expiresAt")
+
+	var png []byte
+	g.Expect(chromedp.Run(ctx, chromedp.CaptureScreenshot(&png))).To(Succeed())
+	shot := os.Getenv("INSTANCER_SCREENSHOT")
+	if shot == "" {
+		shot = filepath.Join(t.TempDir(), "instancer.png")
+	}
+	g.Expect(os.WriteFile(shot, png, 0o644)).To(Succeed())
+	t.Logf("screenshot: %s", shot)
+
+	g.Expect(chromedp.Run(ctx, chromedp.Click(card+" button.stop"))).To(Succeed())
+	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: tmpl + "-" + team}},
+		timeout, "Stop deletes the Challenge")
+	g.Eventually(func(g Gomega) {
+		g.Expect(chromedp.Run(ctx, chromedp.Text(card+" .phase", &phase))).To(Succeed())
+		g.Expect(strings.TrimSpace(phase)).To(Equal("Not started"))
+	}, timeout, interval).Should(Succeed())
+}

@@ -1,0 +1,82 @@
+package instancer
+
+import (
+	"fmt"
+	"time"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// Template is a startable ChallengeTemplate as a participant sees it.
+type Template struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	// Lifetime of an instance, as Go prints durations ("1h0m0s"); empty when
+	// the operator's default applies.
+	Lifetime    string `json:"lifetime,omitempty"`
+	MaxRenewals *int32 `json:"maxRenewals,omitempty"`
+}
+
+// Instance is a team's instance of a template as a participant sees it.
+type Instance struct {
+	Template string `json:"template"`
+	Name     string `json:"name"`
+	// Phase is None, Pending, Running, Error or Deleted.
+	Phase   string `json:"phase"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Connect is ready to copy: a URL, or "nc host port".
+	Connect   string     `json:"connect,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// RenewalsLeft is absent when renewals are not limited.
+	RenewalsLeft *int32 `json:"renewalsLeft,omitempty"`
+}
+
+func templateView(t *ctfv1alpha1.ChallengeTemplate) Template {
+	v := Template{Name: t.Name, Title: t.Name}
+	if t.Spec.Instancer != nil && t.Spec.Instancer.Title != "" {
+		v.Title = t.Spec.Instancer.Title
+	}
+	if l := t.Spec.Lifetime; l != nil {
+		if l.Default != nil {
+			v.Lifetime = l.Default.Duration.String()
+		}
+		v.MaxRenewals = l.MaxRenewals
+	}
+	return v
+}
+
+func instanceView(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) Instance {
+	st := ch.Status
+	v := Instance{Template: ch.Spec.Template, Name: ch.Name, Phase: string(st.Phase), Reason: st.Reason, Message: st.Message}
+	if v.Phase == "" {
+		v.Phase = string(ctfv1alpha1.PhaseNone)
+	}
+	if ch.DeletionTimestamp != nil {
+		v.Phase = string(ctfv1alpha1.PhaseDeleted)
+	}
+	if e := st.Endpoint; e != nil && st.Phase == ctfv1alpha1.PhaseRunning {
+		v.Connect = connectString(e)
+	}
+	if st.ExpiresAt != nil {
+		at := st.ExpiresAt.UTC()
+		v.ExpiresAt = &at
+	}
+	if tmpl != nil && tmpl.Spec.Lifetime != nil && tmpl.Spec.Lifetime.MaxRenewals != nil {
+		left := max(0, *tmpl.Spec.Lifetime.MaxRenewals-st.Renewals)
+		v.RenewalsLeft = &left
+	}
+	return v
+}
+
+// connectString is what a participant pastes: the URL of an HTTP endpoint,
+// else an nc command (with -u for UDP).
+func connectString(e *ctfv1alpha1.Endpoint) string {
+	if e.URL != "" {
+		return e.URL
+	}
+	if e.Protocol == ctfv1alpha1.ProtocolUDP {
+		return fmt.Sprintf("nc -u %s %d", e.Host, e.Port)
+	}
+	return fmt.Sprintf("nc %s %d", e.Host, e.Port)
+}

@@ -1,0 +1,72 @@
+package instancer
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "challenge_instancer_requests_total",
+		Help: "Instancer requests by route and status code.",
+	}, []string{"route", "code"})
+	durations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "challenge_instancer_request_duration_seconds",
+		Help:    "Time to answer instancer requests (event streams: to their end), by route.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 4, 8),
+	}, []string{"route"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(requests, durations)
+}
+
+// statusRecorder remembers the status code written; it stays an
+// http.Flusher for the event streams.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// measured counts requests by the route pattern that served them (never the
+// raw path, whose template names would make the series unbounded).
+func (s *Server) measured(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		if rec.code == 0 {
+			rec.code = http.StatusOK
+		}
+		requests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
+		durations.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}

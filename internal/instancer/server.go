@@ -1,0 +1,245 @@
+// Package instancer serves the participants' instancer: a small JSON API and
+// a page with which a team starts, watches, renews and stops its own
+// instance of a startable ChallengeTemplate. It only creates, patches and
+// deletes Challenges and reads their status: the Challenge stays the one
+// truth, and the operator's quota and policy still decide.
+package instancer
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/challenge-operator/challenge-operator/internal/token"
+)
+
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=create;get;list;watch;delete;patch
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challengetemplates,verbs=get;list;watch
+
+//go:embed web openapi.json
+var assets embed.FS
+
+// maxBody is the largest request body read: a template name fits many times.
+const maxBody = 4 << 10
+
+// Options configure the instancer.
+type Options struct {
+	// BindAddress is where it listens; empty disables it.
+	BindAddress string
+	// Namespace is where teams' Challenges are created.
+	Namespace string
+	// KeyDir holds the token keys: a Secret mounted as a volume, one file
+	// per key id.
+	KeyDir string
+	// AllowedOrigins may call the API from a browser on another origin
+	// (CORS); none by default.
+	AllowedOrigins []string
+	// StartsPerMinute a team may make (a token bucket of that size).
+	StartsPerMinute int
+	// Cooldown is how long a team waits to start a template it stopped.
+	Cooldown time.Duration
+}
+
+// Server is the instancer. It runs in the manager (Start) or under any
+// http.Server (Handler).
+type Server struct {
+	Options
+	// Client reads (from the cache) and writes Challenges and templates.
+	Client client.Client
+	// Informers stream Challenge changes to the event streams.
+	Informers cache.Informers
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+
+	once   sync.Once
+	limits *limits
+	keys   keyCache
+}
+
+func (s *Server) init() {
+	s.once.Do(func() {
+		s.limits = newLimits(s.StartsPerMinute, s.Cooldown)
+		s.keys.dir = s.KeyDir
+		if s.Now == nil {
+			s.Now = time.Now
+		}
+	})
+}
+
+// NeedLeaderElection is false: every replica serves the instancer.
+func (s *Server) NeedLeaderElection() bool { return false }
+
+// Start serves until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	log := logf.FromContext(ctx).WithName("instancer")
+	if _, err := s.keys.get(s.now()); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.BindAddress)
+	if err != nil {
+		return fmt.Errorf("instancer: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	log.Info("serving the instancer", "address", ln.Addr().String())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (s *Server) now() time.Time {
+	s.init()
+	return s.Now()
+}
+
+// Handler routes the page, the API and its description.
+func (s *Server) Handler() http.Handler {
+	s.init()
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", static("web/index.html", "text/html; charset=utf-8"))
+	mux.Handle("GET /app.js", static("web/app.js", "text/javascript; charset=utf-8"))
+	mux.Handle("GET /style.css", static("web/style.css", "text/css; charset=utf-8"))
+	mux.Handle("GET /api/v1/openapi.json", static("openapi.json", "application/json"))
+	api := func(pattern string, h func(w http.ResponseWriter, r *http.Request, team string)) {
+		mux.Handle(pattern, http.TimeoutHandler(s.authenticated(h), 15*time.Second, `{"code":"timeout","message":"The request took too long; try again."}`))
+	}
+	api("GET /api/v1/templates", s.listTemplates)
+	api("GET /api/v1/instances", s.listInstances)
+	api("POST /api/v1/instances", s.startInstance)
+	api("GET /api/v1/instances/{template}", s.getInstance)
+	api("DELETE /api/v1/instances/{template}", s.stopInstance)
+	api("POST /api/v1/instances/{template}/renew", s.renewInstance)
+	// Event streams are long-lived: no timeout, and they flush.
+	mux.Handle("GET /api/v1/instances/{template}/events", s.authenticated(s.streamInstance))
+	return s.measured(s.cors(secured(mux)))
+}
+
+func static(name, contentType string) http.Handler {
+	body, err := assets.ReadFile(name)
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = w.Write(body)
+	})
+}
+
+// secured sets the headers that keep the page to itself: nothing loaded
+// from elsewhere, no framing, no referrer carrying a token.
+func secured(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cors answers browsers on the allowed origins only; without any, the API
+// serves its own page alone.
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin != "" && slices.Contains(s.AllowedOrigins, origin) {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			if r.Method == http.MethodOptions {
+				h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+				h.Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticated passes the team of the request's bearer token to h. The
+// token travels only in the Authorization header, never in a cookie.
+func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			writeError(w, errUnauthorized("Sign in with your team's link: this request carries no token."))
+			return
+		}
+		now := s.now()
+		keys, err := s.keys.get(now)
+		if err != nil {
+			logf.FromContext(r.Context()).Error(err, "instancer: reading token keys")
+			writeError(w, errInternal)
+			return
+		}
+		team, err := token.Verify(keys, strings.TrimSpace(raw), now)
+		if err != nil {
+			writeError(w, errUnauthorized("Your team's token is not valid (expired, or not issued for this instancer). Ask the organisers for a new link."))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		h(w, r, team)
+	})
+}
+
+// keyCache re-reads the mounted key Secret at most every 10 seconds, so a
+// rotated key is honoured without a restart.
+type keyCache struct {
+	dir  string
+	mu   sync.Mutex
+	at   time.Time
+	keys token.Keys
+}
+
+func (c *keyCache) get(now time.Time) (token.Keys, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keys != nil && now.Sub(c.at) < 10*time.Second {
+		return c.keys, nil
+	}
+	keys, err := token.KeysFromDir(c.dir)
+	if err != nil {
+		if c.keys != nil {
+			return c.keys, nil // keep serving with the last good keys
+		}
+		return nil, err
+	}
+	c.keys, c.at = keys, now
+	return keys, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

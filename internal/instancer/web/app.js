@@ -1,0 +1,162 @@
+// The instancer page: one card per startable challenge, live from the
+// instance's event stream. The team token comes once in the URL fragment
+// (never sent to a server in a URL), then lives in session storage.
+"use strict";
+
+const tokenKey = "challenge-instancer-token";
+
+function takeToken() {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const fromLink = fragment.get("token");
+  if (fromLink) {
+    sessionStorage.setItem(tokenKey, fromLink);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return sessionStorage.getItem(tokenKey);
+}
+
+const token = takeToken();
+
+function notice(text) {
+  const el = document.getElementById("notice");
+  el.textContent = text;
+  el.hidden = !text;
+}
+
+async function api(method, path, body) {
+  const res = await fetch("api/v1/" + path, {
+    method,
+    headers: Object.assign({ Authorization: "Bearer " + token }, body ? { "Content-Type": "application/json" } : {}),
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) {
+    throw new Error(data.message || "The request failed (" + res.status + ").");
+  }
+  return data;
+}
+
+// Events need the Authorization header, which EventSource cannot send: read
+// the stream with fetch instead.
+async function follow(template, onInstance, signal) {
+  for (;;) {
+    try {
+      const res = await fetch("api/v1/instances/" + encodeURIComponent(template) + "/events", {
+        headers: { Authorization: "Bearer " + token }, signal,
+      });
+      if (!res.ok) throw new Error("stream " + res.status);
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+          if (data) onInstance(JSON.parse(data));
+        }
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+    }
+    await new Promise((r) => setTimeout(r, 2000)); // reconnect
+  }
+}
+
+function countdown(until) {
+  const s = Math.max(0, Math.round((until - Date.now()) / 1000));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+  return (h ? h + "h " : "") + String(m).padStart(h ? 2 : 1, "0") + "m " + String(sec).padStart(2, "0") + "s";
+}
+
+function card(template) {
+  const node = document.getElementById("card").content.firstElementChild.cloneNode(true);
+  node.dataset.template = template.name;
+  const $ = (sel) => node.querySelector(sel);
+  $(".title").textContent = template.title;
+  let instance = { phase: "Absent" };
+  let busy = false;
+
+  function render() {
+    const present = instance.phase !== "Absent" && instance.phase !== "Deleted";
+    const phase = $(".phase");
+    phase.dataset.phase = instance.phase;
+    phase.textContent = instance.phase === "Absent" ? "Not started" : instance.phase;
+    let detail = "";
+    if (instance.phase === "Pending" && instance.reason) detail = "(" + instance.reason + ")";
+    if (instance.phase === "Error") detail = instance.message || instance.reason || "";
+    if (instance.phase === "Deleted") detail = "stopping…";
+    $(".detail").textContent = detail;
+    $(".connect").hidden = !instance.connect;
+    $(".endpoint").textContent = instance.connect || "";
+    $(".expiry").hidden = !(present && instance.expiresAt);
+    $(".start").hidden = present;
+    $(".start").disabled = busy || instance.phase === "Deleted";
+    $(".stop").hidden = !present;
+    $(".stop").disabled = busy;
+    const renew = $(".renew");
+    renew.hidden = !present || !instance.expiresAt;
+    const none = instance.renewalsLeft === 0;
+    renew.disabled = busy || none;
+    const why = $(".why");
+    why.hidden = !(present && none);
+    why.textContent = none ? "No renewals left for this instance." : "";
+    if (instance.renewalsLeft != null && !none) renew.textContent = "Renew (" + instance.renewalsLeft + " left)";
+    else renew.textContent = "Renew";
+    tick();
+  }
+  function tick() {
+    if (instance.expiresAt) $(".countdown").textContent = countdown(Date.parse(instance.expiresAt));
+  }
+  async function act(fn) {
+    busy = true; render(); notice("");
+    try { const got = await fn(); if (got && got.phase) instance = got; }
+    catch (e) { notice(e.message); }
+    finally { busy = false; render(); }
+  }
+  $(".start").addEventListener("click", () => act(() => api("POST", "instances", { template: template.name })));
+  $(".stop").addEventListener("click", () => act(() => api("DELETE", "instances/" + encodeURIComponent(template.name))));
+  $(".renew").addEventListener("click", () => act(() => api("POST", "instances/" + encodeURIComponent(template.name) + "/renew")));
+  $(".copy").addEventListener("click", async () => {
+    try { await navigator.clipboard.writeText(instance.connect); $(".copy").textContent = "Copied"; }
+    catch (e) { notice("Copy failed: select the text instead."); }
+    setTimeout(() => { $(".copy").textContent = "Copy"; }, 1500);
+  });
+  setInterval(tick, 1000);
+  render();
+  follow(template.name, (got) => { instance = got; render(); }, new AbortController().signal);
+  return node;
+}
+
+// teamOf reads the token's subject, for display only: the server checks it.
+function teamOf(raw) {
+  try {
+    const payload = raw.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(atob(payload)).sub || "";
+  } catch (e) {
+    return "";
+  }
+}
+
+async function main() {
+  if (!token) {
+    notice("Open this page with your team's link: it carries your token.");
+    return;
+  }
+  const team = teamOf(token);
+  document.getElementById("team").textContent = team ? "Team " + team : "";
+  try {
+    const { templates } = await api("GET", "templates");
+    const list = document.getElementById("templates");
+    templates.forEach((t) => list.appendChild(card(t)));
+    document.getElementById("empty").hidden = templates.length > 0;
+  } catch (e) {
+    notice(e.message);
+  }
+}
+
+main();
