@@ -65,7 +65,10 @@ func TestStartTwiceGivesOneChallenge(t *testing.T) {
 	codes := make([]int, 3)
 	for i := range 2 {
 		wg.Add(1)
-		go func() { defer wg.Done(); codes[i] = call(t, tok, "POST", "/api/v1/instances", map[string]string{"template": tmpl}, nil) }()
+		go func() {
+			defer wg.Done()
+			codes[i] = call(t, tok, "POST", "/api/v1/instances", map[string]string{"template": tmpl}, nil)
+		}()
 	}
 	wg.Wait()
 	var got instancer.Instance
