@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,6 +32,10 @@ type StatusWriter struct {
 	// costs a conflict and a retry, never a lost write: the status is
 	// written with the resourceVersion it was computed from.
 	Reader client.Reader
+	// LiveReader reads from the API server when the cache has not yet seen
+	// a Challenge the Helm reconciler holds (created a moment ago): else its
+	// status would go unwritten, and nothing would come back to write it.
+	LiveReader client.Reader
 	// Observer reads what the status depends on.
 	Observer *Observer
 	// Recorder emits an Event on every phase change.
@@ -109,7 +114,11 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 		return nil, fmt.Errorf("decoding Challenge %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	last := &ctfv1alpha1.Challenge{}
-	if err := w.Reader.Get(ctx, client.ObjectKeyFromObject(obj), last); err != nil {
+	err := w.Reader.Get(ctx, client.ObjectKeyFromObject(obj), last)
+	if apierrors.IsNotFound(err) && w.LiveReader != nil {
+		err = w.LiveReader.Get(ctx, client.ObjectKeyFromObject(obj), last)
+	}
+	if err != nil {
 		return nil, err
 	}
 	ch.ResourceVersion = last.ResourceVersion

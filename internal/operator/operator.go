@@ -66,8 +66,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	recorder := mgr.GetEventRecorder("challenge-operator")
 	writer := &controller.StatusWriter{
-		Client: mgr.GetClient(),
-		Reader: mgr.GetClient(),
+		Client:     mgr.GetClient(),
+		Reader:     mgr.GetClient(),
+		LiveReader: mgr.GetAPIReader(),
 		Observer: &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress,
 			NamespacePerInstance: opts.Values.NamespacePerInstance},
 		Recorder: recorder,
