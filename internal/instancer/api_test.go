@@ -320,3 +320,37 @@ func TestNoCORSUnlessAllowedAndNoFraming(t *testing.T) {
 	g.Expect(res.Header.Get("Content-Security-Policy")).To(ContainSubstring("default-src 'self'"))
 	g.Expect(res.Header.Get("X-Frame-Options")).To(Equal("DENY"))
 }
+
+func TestATeamHoldsAFewEventStreamsAtMost(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := startableTemplate(t, nil)
+	tok := mint(t, uniqueName("team"))
+	open := func() (*http.Response, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", api.URL+instancePath(tmpl)+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		return res, cancel
+	}
+	var cancels []context.CancelFunc
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
+	for range 8 {
+		res, cancel := open()
+		cancels = append(cancels, cancel)
+		g.Expect(res.StatusCode).To(Equal(http.StatusOK))
+	}
+	res, cancel := open()
+	cancel()
+	g.Expect(res.StatusCode).To(Equal(http.StatusTooManyRequests), "a ninth stream")
+	cancels[0]()
+	g.Eventually(func() int {
+		res, cancel := open()
+		cancels = append(cancels, cancel)
+		return res.StatusCode
+	}, timeout, interval).Should(Equal(http.StatusOK), "a closed stream frees its place")
+}

@@ -29,6 +29,13 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 		writeError(w, apiErr)
 		return
 	}
+	release, ok := s.limits.openStream(team)
+	if !ok {
+		writeError(w, &apiError{Status: http.StatusTooManyRequests, Code: "too_many_streams",
+			Message: "Your team has this page open in too many tabs; close some and reload."})
+		return
+	}
+	defer release()
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, errInternal)

@@ -16,11 +16,16 @@ type limits struct {
 	mu      sync.Mutex
 	starts  map[string]*rate.Limiter
 	stopped map[string]time.Time // team/template -> when it was stopped
+	streams map[string]int       // team -> open event streams
 }
+
+// maxStreamsPerTeam bounds a team's open event streams: each holds a
+// connection and an informer handler.
+const maxStreamsPerTeam = 8
 
 func newLimits(startsPerMinute int, cooldown time.Duration) *limits {
 	return &limits{startsPerMinute: startsPerMinute, cooldown: cooldown,
-		starts: map[string]*rate.Limiter{}, stopped: map[string]time.Time{}}
+		starts: map[string]*rate.Limiter{}, stopped: map[string]time.Time{}, streams: map[string]int{}}
 }
 
 // coolingDown returns how long team must still wait to start template again.
@@ -66,4 +71,22 @@ func (l *limits) stoppedAt(team, template string, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stopped[team+"/"+template] = now
+}
+
+// openStream counts a stream of team, unless it has too many open; release
+// ends it.
+func (l *limits) openStream(team string) (release func(), ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.streams[team] >= maxStreamsPerTeam {
+		return nil, false
+	}
+	l.streams[team]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.streams[team]--; l.streams[team] <= 0 {
+			delete(l.streams, team)
+		}
+	}, true
 }
