@@ -41,8 +41,8 @@ func tokenCommand(args []string, out io.Writer) error {
 		if !ok {
 			return fmt.Errorf("--key-secret %q: want namespace/name", *keySecret)
 		}
-		var cfg, cl = ctrl.GetConfigOrDie(), client.Client(nil)
-		if cl, err = client.New(cfg, client.Options{}); err != nil {
+		var cl client.Client
+		if cl, err = client.New(ctrl.GetConfigOrDie(), client.Options{}); err != nil {
 			return err
 		}
 		keys, err = token.ReadKeys(context.Background(), cl, types.NamespacedName{Namespace: ns, Name: name})

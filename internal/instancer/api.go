@@ -39,10 +39,43 @@ func (s *Server) startable(ctx context.Context, name string) (*ctfv1alpha1.Chall
 		}
 		return nil, s.internal(ctx, err)
 	}
-	if t.Spec.Instancer == nil || !t.Spec.Instancer.Startable {
+	if !isStartable(t) {
 		return nil, errNotStartable(name)
 	}
 	return t, nil
+}
+
+func isStartable(t *ctfv1alpha1.ChallengeTemplate) bool {
+	return t.Spec.Instancer != nil && t.Spec.Instancer.Startable
+}
+
+// startableTemplates lists the templates teams may start.
+func (s *Server) startableTemplates(ctx context.Context) ([]*ctfv1alpha1.ChallengeTemplate, *apiError) {
+	list := &ctfv1alpha1.ChallengeTemplateList{}
+	if err := s.Client.List(ctx, list); err != nil {
+		return nil, s.internal(ctx, err)
+	}
+	var out []*ctfv1alpha1.ChallengeTemplate
+	for i := range list.Items {
+		if isStartable(&list.Items[i]) {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// instanceOf returns the startable template a request's path names and the
+// team's instance of it.
+func (s *Server) instanceOf(r *http.Request, team string) (*ctfv1alpha1.ChallengeTemplate, *ctfv1alpha1.Challenge, *apiError) {
+	t, apiErr := s.startable(r.Context(), r.PathValue("template"))
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	ch, apiErr := s.own(r.Context(), t.Name, team)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	return t, ch, nil
 }
 
 // own returns team's instance of template, or errNotFound. A Challenge of
@@ -68,33 +101,26 @@ func (s *Server) internal(ctx context.Context, err error) *apiError {
 }
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, _ string) {
-	list := &ctfv1alpha1.ChallengeTemplateList{}
-	if err := s.Client.List(r.Context(), list); err != nil {
-		writeError(w, s.internal(r.Context(), err))
+	templates, apiErr := s.startableTemplates(r.Context())
+	if apiErr != nil {
+		writeError(w, apiErr)
 		return
 	}
 	out := []Template{}
-	for i := range list.Items {
-		t := &list.Items[i]
-		if t.Spec.Instancer != nil && t.Spec.Instancer.Startable {
-			out = append(out, templateView(t))
-		}
+	for _, t := range templates {
+		out = append(out, templateView(t))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"templates": out})
 }
 
 func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, team string) {
-	list := &ctfv1alpha1.ChallengeTemplateList{}
-	if err := s.Client.List(r.Context(), list); err != nil {
-		writeError(w, s.internal(r.Context(), err))
+	templates, apiErr := s.startableTemplates(r.Context())
+	if apiErr != nil {
+		writeError(w, apiErr)
 		return
 	}
 	out := []Instance{}
-	for i := range list.Items {
-		t := &list.Items[i]
-		if t.Spec.Instancer == nil || !t.Spec.Instancer.Startable {
-			continue
-		}
+	for _, t := range templates {
 		ch, apiErr := s.own(r.Context(), t.Name, team)
 		if apiErr == errNotFound {
 			continue
@@ -109,13 +135,7 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, team stri
 }
 
 func (s *Server) getInstance(w http.ResponseWriter, r *http.Request, team string) {
-	template := r.PathValue("template")
-	t, apiErr := s.startable(r.Context(), template)
-	if apiErr != nil {
-		writeError(w, apiErr)
-		return
-	}
-	ch, apiErr := s.own(r.Context(), template, team)
+	t, ch, apiErr := s.instanceOf(r, team)
 	if apiErr != nil {
 		writeError(w, apiErr)
 		return
@@ -207,13 +227,7 @@ func admissionMessage(err error) string {
 
 func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team string) {
 	ctx := r.Context()
-	template := r.PathValue("template")
-	t, apiErr := s.startable(ctx, template)
-	if apiErr != nil {
-		writeError(w, apiErr)
-		return
-	}
-	ch, apiErr := s.own(ctx, template, team)
+	t, ch, apiErr := s.instanceOf(r, team)
 	if apiErr != nil {
 		writeError(w, apiErr)
 		return
@@ -223,7 +237,7 @@ func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team strin
 		writeError(w, s.internal(ctx, err))
 		return
 	}
-	s.limits.stoppedAt(team, template, s.now())
+	s.limits.stoppedAt(team, t.Name, s.now())
 	view := instanceView(ch, t)
 	view.Phase = string(ctfv1alpha1.PhaseDeleted)
 	view.Connect = ""
@@ -232,13 +246,7 @@ func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team strin
 
 func (s *Server) renewInstance(w http.ResponseWriter, r *http.Request, team string) {
 	ctx := r.Context()
-	template := r.PathValue("template")
-	t, apiErr := s.startable(ctx, template)
-	if apiErr != nil {
-		writeError(w, apiErr)
-		return
-	}
-	ch, apiErr := s.own(ctx, template, team)
+	t, ch, apiErr := s.instanceOf(r, team)
 	if apiErr != nil {
 		writeError(w, apiErr)
 		return

@@ -32,26 +32,25 @@ type Keys map[string][]byte
 var teamPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // KeysFromSecret reads the keys of a Secret: each data entry is a key, its
-// name the key id. Keys shorter than 32 bytes are refused.
+// name the key id.
 func KeysFromSecret(secret *corev1.Secret) (Keys, error) {
+	return keysFrom("Secret "+secret.Namespace+"/"+secret.Name, secret.Data)
+}
+
+// keysFrom takes the keys of data (key id -> key) read from source,
+// refusing keys shorter than 32 bytes.
+func keysFrom(source string, data map[string][]byte) (Keys, error) {
 	keys := Keys{}
-	for kid, key := range secret.Data {
+	for kid, key := range data {
 		if len(key) < minKeyBytes {
-			return nil, fmt.Errorf("key %q in %s is %d bytes: HS256 needs at least %d", kid, path(secret), len(key), minKeyBytes)
+			return nil, fmt.Errorf("key %q in %s is %d bytes: HS256 needs at least %d", kid, source, len(key), minKeyBytes)
 		}
 		keys[kid] = key
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("no token key in %s", path(secret))
+		return nil, fmt.Errorf("no token key in %s", source)
 	}
 	return keys, nil
-}
-
-func path(secret *corev1.Secret) string {
-	if secret.Namespace == "" {
-		return secret.Name
-	}
-	return "Secret " + secret.Namespace + "/" + secret.Name
 }
 
 // KeysFromDir reads the keys of a Secret mounted as a volume: each file is a
@@ -61,8 +60,7 @@ func KeysFromDir(dir string) (Keys, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading token keys: %w", err)
 	}
-	secret := &corev1.Secret{Data: map[string][]byte{}}
-	secret.Name = dir
+	data := map[string][]byte{}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -75,9 +73,9 @@ func KeysFromDir(dir string) (Keys, error) {
 		if err != nil {
 			return nil, err
 		}
-		secret.Data[e.Name()] = key
+		data[e.Name()] = key
 	}
-	return KeysFromSecret(secret)
+	return keysFrom(dir, data)
 }
 
 // ReadKeys reads the keys of the Secret named key.
