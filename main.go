@@ -136,7 +136,7 @@ func run(opts options) error {
 		if opts.instancer.Namespace == "" {
 			opts.instancer.Namespace = cmp.Or(os.Getenv("POD_NAMESPACE"), "default")
 		}
-		if err := mgr.Add(&instancer.Server{Options: opts.instancer, Client: mgr.GetClient(), Informers: mgr.GetCache()}); err != nil {
+		if err := mgr.Add(&instancer.Server{Options: opts.instancer, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Informers: mgr.GetCache()}); err != nil {
 			return err
 		}
 	}

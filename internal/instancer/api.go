@@ -65,13 +65,13 @@ func (s *Server) startableTemplates(ctx context.Context) ([]*ctfv1alpha1.Challen
 }
 
 // instanceOf returns the startable template a request's path names and the
-// team's instance of it.
+// team's instance of it, read fresh: the request acts on it.
 func (s *Server) instanceOf(r *http.Request, team string) (*ctfv1alpha1.ChallengeTemplate, *ctfv1alpha1.Challenge, *apiError) {
 	t, apiErr := s.startable(r.Context(), r.PathValue("template"))
 	if apiErr != nil {
 		return nil, nil, apiErr
 	}
-	ch, apiErr := s.own(r.Context(), t.Name, team)
+	ch, apiErr := s.own(r.Context(), s.fresh, t.Name, team)
 	if apiErr != nil {
 		return nil, nil, apiErr
 	}
@@ -80,10 +80,11 @@ func (s *Server) instanceOf(r *http.Request, team string) (*ctfv1alpha1.Challeng
 
 // own returns team's instance of template, or errNotFound. A Challenge of
 // that name that belongs to another team or template is not found either:
-// a team never learns of, nor touches, another's.
-func (s *Server) own(ctx context.Context, template, team string) (*ctfv1alpha1.Challenge, *apiError) {
+// a team never learns of, nor touches, another's. Reads that only show the
+// instance use the cache (s.Client); reads before acting on it use s.fresh.
+func (s *Server) own(ctx context.Context, r client.Reader, template, team string) (*ctfv1alpha1.Challenge, *apiError) {
 	ch := &ctfv1alpha1.Challenge{}
-	err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: instanceName(template, team)}, ch)
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: instanceName(template, team)}, ch)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, errNotFound
@@ -121,7 +122,7 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, team stri
 	}
 	out := []Instance{}
 	for _, t := range templates {
-		ch, apiErr := s.own(r.Context(), t.Name, team)
+		ch, apiErr := s.own(r.Context(), s.Client, t.Name, team)
 		if apiErr == errNotFound {
 			continue
 		}
@@ -135,7 +136,12 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, team stri
 }
 
 func (s *Server) getInstance(w http.ResponseWriter, r *http.Request, team string) {
-	t, ch, apiErr := s.instanceOf(r, team)
+	t, apiErr := s.startable(r.Context(), r.PathValue("template"))
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	ch, apiErr := s.own(r.Context(), s.Client, t.Name, team)
 	if apiErr != nil {
 		writeError(w, apiErr)
 		return
@@ -168,7 +174,7 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 	}
 	// A start that finds the instance returns it: a reload or a double
 	// click costs no start and makes no duplicate.
-	if ch, apiErr := s.own(ctx, t.Name, team); apiErr == nil {
+	if ch, apiErr := s.own(ctx, s.fresh, t.Name, team); apiErr == nil {
 		if ch.DeletionTimestamp != nil {
 			writeError(w, &apiError{Status: http.StatusConflict, Code: "stopping", Message: "Your previous instance is still stopping; start again in a moment."})
 			return
@@ -198,7 +204,7 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 	case apierrors.IsAlreadyExists(err):
 		// Another request of the team won the race, or another team's
 		// instance has this name.
-		if ch, apiErr := s.own(ctx, t.Name, team); apiErr == nil {
+		if ch, apiErr := s.own(ctx, s.fresh, t.Name, team); apiErr == nil {
 			writeJSON(w, http.StatusOK, instanceView(ch, t))
 			return
 		}

@@ -104,7 +104,7 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 		return true
 	}
 	current := func() Instance {
-		ch, apiErr := s.own(ctx, template, team)
+		ch, apiErr := s.own(ctx, s.Client, template, team)
 		if apiErr != nil {
 			return Instance{Template: template, Name: name, Phase: PhaseAbsent}
 		}

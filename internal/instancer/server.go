@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -58,6 +59,10 @@ type Server struct {
 	Options
 	// Client reads (from the cache) and writes Challenges and templates.
 	Client client.Client
+	// APIReader reads from the API server a Challenge the cache has not seen
+	// yet: the cache lags a create, and a Stop right after a Start must find
+	// the instance the Start made. Nil reads only the cache.
+	APIReader client.Reader
 	// Informers stream Challenge changes to the event streams.
 	Informers cache.Informers
 	// Now is the clock; time.Now when nil.
@@ -66,12 +71,15 @@ type Server struct {
 	once   sync.Once
 	limits *limits
 	keys   keyCache
+	// fresh reads what a request acts on: the cache, then the API server.
+	fresh client.Reader
 }
 
 func (s *Server) init() {
 	s.once.Do(func() {
 		s.limits = newLimits(s.StartsPerMinute, s.Cooldown)
 		s.keys.dir = s.KeyDir
+		s.fresh = readYourWrites{Reader: s.Client, live: s.APIReader}
 		if s.Now == nil {
 			s.Now = time.Now
 		}
@@ -242,4 +250,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// readYourWrites reads from the cache, and from the API server what the
+// cache has not seen yet.
+type readYourWrites struct {
+	client.Reader
+	live client.Reader
+}
+
+func (r readYourWrites) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.Reader.Get(ctx, key, obj, opts...)
+	if apierrors.IsNotFound(err) && r.live != nil {
+		return r.live.Get(ctx, key, obj, opts...)
+	}
+	return err
 }

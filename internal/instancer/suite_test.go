@@ -40,8 +40,11 @@ var (
 	h   *testharness.Harness
 	k8s client.Client
 	// api is the instancer under test, served over HTTP.
-	api  *httptest.Server
-	keys = token.Keys{"2026": []byte("an instancer key of at least thirty-two bytes")}
+	api *httptest.Server
+	// newServer returns an instancer like api's whose cache reads go
+	// through wrap: tests make it lag.
+	newServer func(wrap func(cache client.Reader) client.Reader) *instancer.Server
+	keys      = token.Keys{"2026": []byte("an instancer key of at least thirty-two bytes")}
 )
 
 // TestMain starts the control plane, the operator (as its service account)
@@ -73,10 +76,6 @@ func startInstancer() error {
 		return err
 	}
 	go func() { _ = informers.Start(ctx) }()
-	cl, err := client.New(cfg, client.Options{Scheme: k8s.Scheme(), Cache: &client.CacheOptions{Reader: informers}})
-	if err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp("", "instancer-keys-")
 	if err != nil {
 		return err
@@ -86,10 +85,24 @@ func startInstancer() error {
 			return err
 		}
 	}
-	srv := &instancer.Server{Client: cl, Informers: informers, Options: instancer.Options{
-		Namespace: instancesNamespace, KeyDir: dir, StartsPerMinute: startsPerMinute, Cooldown: time.Minute,
-	}}
-	api = httptest.NewServer(srv.Handler())
+	live, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
+	if err != nil {
+		return err
+	}
+	newServer = func(wrap func(client.Reader) client.Reader) *instancer.Server {
+		var reader client.Reader = informers
+		if wrap != nil {
+			reader = wrap(informers)
+		}
+		cl, err := client.New(cfg, client.Options{Scheme: k8s.Scheme(), Cache: &client.CacheOptions{Reader: reader}})
+		if err != nil {
+			panic(err)
+		}
+		return &instancer.Server{Client: cl, APIReader: live, Informers: informers, Options: instancer.Options{
+			Namespace: instancesNamespace, KeyDir: dir, StartsPerMinute: startsPerMinute, Cooldown: time.Minute,
+		}}
+	}
+	api = httptest.NewServer(newServer(nil).Handler())
 	return nil
 }
 
@@ -130,8 +143,14 @@ func mint(t *testing.T, team string) string {
 	return raw
 }
 
-// call sends a request as the holder of tok and decodes a JSON answer into out (when not nil).
+// call sends a request to api as the holder of tok and decodes a JSON answer into out (when not nil).
 func call(t *testing.T, tok, method, path string, body any, out any) int {
+	t.Helper()
+	return callAt(t, api.URL, tok, method, path, body, out)
+}
+
+// callAt is call to the instancer at base.
+func callAt(t *testing.T, base, tok, method, path string, body any, out any) int {
 	t.Helper()
 	var reader io.Reader
 	if body != nil {
@@ -141,7 +160,7 @@ func call(t *testing.T, tok, method, path string, body any, out any) int {
 		}
 		reader = bytes.NewReader(data)
 	}
-	req, err := http.NewRequest(method, api.URL+path, reader)
+	req, err := http.NewRequest(method, base+path, reader)
 	if err != nil {
 		t.Fatal(err)
 	}
