@@ -147,10 +147,40 @@ func (w *StatusWriter) write(ctx context.Context, ch *ctfv1alpha1.Challenge, obs
 	if equality.Semantic.DeepEqual(before, &ch.Status) {
 		return nil
 	}
-	if err := w.Client.Status().Update(ctx, ch); err != nil {
+	if err := w.apply(ctx, ch); err != nil {
 		return err
 	}
 	w.report(ch, before)
+	return nil
+}
+
+// StatusFieldManager owns every field of a Challenge's status, and nothing else.
+const StatusFieldManager = "challenge-operator-status"
+
+// apply writes ch.Status with a server-side apply of the status alone: the
+// writer owns those fields and sends nothing else. The resourceVersion the
+// status was computed from goes with it as a precondition, so a status
+// computed from a stale read is refused (a conflict, then a recompute)
+// rather than written over a newer one. Ownership is forced because status
+// fields written by earlier versions with Update belong to another manager.
+func (w *StatusWriter) apply(ctx context.Context, ch *ctfv1alpha1.Challenge) error {
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&ch.Status)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
+	u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+	u.SetNamespace(ch.Namespace)
+	u.SetName(ch.Name)
+	u.SetResourceVersion(ch.ResourceVersion)
+	if err := w.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
+		return err
+	}
+	// The Helm reconciler may go on to update the object (its finalizer):
+	// with the managedFields read before, that update would hand the status
+	// fields back to the manager that wrote them last with Update.
+	ch.ResourceVersion, ch.ManagedFields = u.GetResourceVersion(), u.GetManagedFields()
 	return nil
 }
 

@@ -28,6 +28,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
 
@@ -427,4 +428,28 @@ func consistentlyEqual(f func() int, want int) bool {
 		time.Sleep(interval) // the poll interval of this check, not synchronisation
 	}
 	return true
+}
+
+// TestStatusIsAppliedByOneFieldManager: the one status writer applies the
+// status server-side as its own field manager, and no other write of the
+// operator's touches it.
+func TestStatusIsAppliedByOneFieldManager(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ch := newChallenge(namespace(t), "owned", "team-owned")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	got := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+	var status []metav1.ManagedFieldsEntry
+	for _, e := range got.ManagedFields {
+		if e.Subresource == "status" {
+			status = append(status, e)
+		}
+	}
+	g.Expect(status).To(HaveLen(1), "one manager owns the status: %+v", status)
+	g.Expect(status[0].Manager).To(Equal(controller.StatusFieldManager))
+	g.Expect(status[0].Operation).To(Equal(metav1.ManagedFieldsOperationApply))
+	g.Expect(string(status[0].FieldsV1.Raw)).To(And(ContainSubstring(`"f:phase"`), ContainSubstring(`"f:endpoint"`), ContainSubstring(`"f:conditions"`)))
 }
