@@ -49,7 +49,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "docs/benchmarks.md", "Markdown report")
 	flag.StringVar(&cfg.raw, "json", "docs/benchmarks.json", "raw figures")
 	flag.StringVar(&cfg.cpu, "cpu", "1", "CPU the operators are pinned to (taskset -c)")
-	flag.StringVar(&cfg.profile, "cpuprofile", "", "write a CPU profile of ours during its burst to this file (-n with one size)")
+	flag.StringVar(&cfg.profile, "cpuprofile", "", "write CPU profiles of ours during its burst to this file, and of its delete-all to FILE.delete (-n with one size)")
 	oursFlags := flag.String("ours-flags", "", "space-separated extra flags for ours (e.g. --max-concurrent-reconciles=16)")
 	flag.Parse()
 	cfg.flags = strings.Fields(*oursFlags)
@@ -129,6 +129,10 @@ type result struct {
 	PeakRSSMiB             float64 `json:"peakRSSMiB"`
 	SecretsGrowthMiB       float64 `json:"unrelatedSecretsRSSGrowthMiB"`
 	DeleteAll              float64 `json:"deleteAllSeconds"`
+	// DeleteRequestsPerInstance and DeleteReconcilesPerInstance count the
+	// operator's API requests and Helm reconciles from delete-all to nothing left.
+	DeleteRequestsPerInstance   float64 `json:"deleteRequestsPerInstance,omitempty"`
+	DeleteReconcilesPerInstance float64 `json:"deleteReconcilesPerInstance,omitempty"`
 }
 
 func median(xs []float64) float64 {
@@ -226,6 +230,8 @@ func report(cfg config, results []result) string {
 			{"peak RSS (MiB)", func(r result) float64 { return r.PeakRSSMiB }, "%.0f", false},
 			{"RSS growth, unrelated Secrets (MiB)", func(r result) float64 { return r.SecretsGrowthMiB }, "%.1f", false},
 			{"delete all until nothing left (s)", func(r result) float64 { return r.DeleteAll }, "%.1f", true},
+			{"API requests per instance, delete", func(r result) float64 { return r.DeleteRequestsPerInstance }, "%.1f", false},
+			{"Helm reconciles per instance, delete", func(r result) float64 { return r.DeleteReconcilesPerInstance }, "%.2f", false},
 		}
 		for _, row := range rows {
 			if !cfg.idle && strings.Contains(row.name, "min after") {

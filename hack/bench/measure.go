@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -182,10 +185,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	r.P50, r.P95, r.P99 = percentile(latencies, 0.5), percentile(latencies, 0.95), percentile(latencies, 0.99)
 
 	if proc.Process != nil {
-		controllerLabel := `controller="challenge-controller"`
-		if sys == "stock" {
-			controllerLabel = `controller="stockchallenge-controller"`
-		}
+		controllerLabel := controllerLabel(sys)
 		sleepUntil(last.Add(10 * time.Second))
 		a, err := proc.sample(controllerLabel)
 		if err != nil {
@@ -223,6 +223,23 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		}
 	}
 
+	var before sample
+	if proc.Process != nil {
+		if before, err = proc.sample(controllerLabel(sys)); err != nil {
+			return r, err
+		}
+	}
+	deleteProfiled := make(chan error, 1)
+	if cfg.profile != "" && sys == "ours" {
+		go func() { deleteProfiled <- cpuProfile(cfg.profile+".delete", n) }()
+	} else {
+		deleteProfiled <- nil
+	}
+	debug := os.Getenv("BENCH_DEBUG") != ""
+	var requestsBefore map[string]float64
+	if debug {
+		requestsBefore = apiserverRequests(ctx, cluster.Config)
+	}
 	t0 := time.Now()
 	if err := deleteAll(ctx, cl, sys); err != nil {
 		return r, err
@@ -233,7 +250,30 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		return r, fmt.Errorf("delete all: %w", err)
 	}
 	r.DeleteAll = since(t0, time.Now())
-	return r, nil
+	if debug {
+		printRequestDiff("delete", requestsBefore, apiserverRequests(ctx, cluster.Config))
+	}
+	if proc.Process != nil {
+		after, err := proc.sample(controllerLabel(sys))
+		if err != nil {
+			return r, err
+		}
+		r.DeleteRequestsPerInstance = (after.requests - before.requests) / float64(n)
+		r.DeleteReconcilesPerInstance = (after.reconciles - before.reconciles) / float64(n)
+		if os.Getenv("BENCH_DEBUG") != "" {
+			_, cpu := rates(before, after)
+			fmt.Fprintf(os.Stderr, "delete: %.0f%% of a core\n", cpu)
+		}
+	}
+	return r, <-deleteProfiled
+}
+
+// controllerLabel selects the Helm controller's reconcile metrics of sys.
+func controllerLabel(sys string) string {
+	if sys == "stock" {
+		return `controller="stockchallenge-controller"`
+	}
+	return `controller="challenge-controller"`
 }
 
 // creator returns how instance i is created for sys; the floor's manifests
@@ -429,15 +469,23 @@ func nothingLeft(ctx context.Context, cl client.Client, sys string) (bool, error
 		{&corev1.ServiceAccountList{}, []client.ListOption{in, client.HasLabels{instanceLabel}}},
 		{&networkingv1.NetworkPolicyList{}, []client.ListOption{in, client.HasLabels{instanceLabel}}},
 	}
+	debug := os.Getenv("BENCH_DEBUG") != ""
+	left := []string{}
 	for _, l := range lists {
 		if err := cl.List(ctx, l.list, l.opts...); err != nil {
 			return false, err
 		}
-		if apimeta.LenList(l.list) > 0 {
-			return false, nil
+		if n := apimeta.LenList(l.list); n > 0 {
+			if !debug {
+				return false, nil
+			}
+			left = append(left, fmt.Sprintf("%d %T", n, l.list))
 		}
 	}
-	return true, nil
+	if len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "%s left: %s\n", time.Now().Format("15:04:05"), strings.Join(left, ", "))
+	}
+	return len(left) == 0, nil
 }
 
 // unrelatedSecrets creates count 32 KiB Secrets the operator has no business with.
@@ -540,6 +588,55 @@ func (p process) memory(field string) float64 {
 		}
 	}
 	return 0
+}
+
+// apiserverRequests counts the API server's requests by verb, resource and
+// subresource (all clients): BENCH_DEBUG prints where a phase's requests go.
+func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]float64 {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil
+	}
+	body, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil
+	}
+	counts := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels, value, _ := strings.Cut(strings.TrimPrefix(line, "apiserver_request_total{"), "} ")
+		key := []string{}
+		for _, l := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(l, "=")
+			if k == "verb" || k == "resource" || k == "subresource" {
+				key = append(key, strings.Trim(v, `"`))
+			}
+		}
+		n, _ := strconv.ParseFloat(value, 64)
+		counts[strings.Join(key, " ")] += n
+	}
+	return counts
+}
+
+// printRequestDiff prints the busiest request kinds between two counts.
+func printRequestDiff(phase string, before, after map[string]float64) {
+	type row struct {
+		key string
+		n   float64
+	}
+	var rows []row
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			rows = append(rows, row{k, d})
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].n > rows[j].n })
+	fmt.Fprintf(os.Stderr, "API server requests, %s (all clients):\n", phase)
+	for _, r := range rows[:min(len(rows), 25)] {
+		fmt.Fprintf(os.Stderr, "  %8.0f %s\n", r.n, r.key)
+	}
 }
 
 func scrape() (string, error) {
