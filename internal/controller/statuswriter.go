@@ -132,6 +132,12 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 	if ch.Status.Conditions == nil {
 		ch.Status.Conditions = last.Status.Conditions
 	}
+	// The reconciler rebuilds the conditions from its own read of the
+	// Challenge, which may predate the last write: a condition it does not
+	// manage (the verdict on a renewal) is kept from the last status.
+	if c := meta.FindStatusCondition(last.Status.Conditions, lifecycle.ConditionRenewed); c != nil {
+		meta.SetStatusCondition(&ch.Status.Conditions, *c)
+	}
 	return ch, nil
 }
 

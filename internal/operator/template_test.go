@@ -99,8 +99,11 @@ func TestExpiryDeletesAndRenewalMovesIt(t *testing.T) {
 	g.Expect(got.Status.ExpiresAt).NotTo(BeNil())
 	g.Expect(got.Status.ExpiresAt.Time).To(Equal(got.CreationTimestamp.Add(lifetime)))
 
-	// Renew: expiry moves to a lifetime after the renewal.
-	renewedAt := metav1.NewTime(time.Now().Add(time.Second).Truncate(time.Second))
+	// Renew: expiry moves to a lifetime after the renewal. Times are kept
+	// to the second, so a renewal within the second of the creation would
+	// move nothing: renew once the clock is past it (the install takes less).
+	g.Eventually(time.Now, timeout, interval).Should(BeTemporally(">=", got.CreationTimestamp.Add(time.Second)))
+	renewedAt := metav1.NewTime(time.Now().Truncate(time.Second))
 	patch := client.MergeFrom(got.DeepCopy())
 	got.Spec.RenewedAt = &renewedAt
 	g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
