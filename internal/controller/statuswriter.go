@@ -153,6 +153,12 @@ func (w *StatusWriter) write(ctx context.Context, ch *ctfv1alpha1.Challenge, obs
 	if equality.Semantic.DeepEqual(before, &ch.Status) {
 		return nil
 	}
+	// Once Deleted is written, a teardown's status stays until the Challenge
+	// is gone: its objects going one by one change nothing a platform acts
+	// on, and each write would cost requests (and conflicts) per instance.
+	if before.Phase == ctfv1alpha1.PhaseDeleted && ch.Status.Phase == ctfv1alpha1.PhaseDeleted {
+		return nil
+	}
 	if err := w.apply(ctx, ch); err != nil {
 		return err
 	}

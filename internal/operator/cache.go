@@ -20,8 +20,9 @@ func CacheOptions(namespaces []string) cache.Options {
 	helmReleases := labels.SelectorFromSet(labels.Set{"owner": "helm"})
 	opts := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:    {Label: instances},
-			&corev1.Secret{}: {Label: helmReleases},
+			&corev1.Pod{}:        {Label: instances},
+			&appsv1.ReplicaSet{}: {Label: instances},
+			&corev1.Secret{}:     {Label: helmReleases},
 		},
 	}
 	for _, obj := range releaseKinds(true) {

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,7 +63,40 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency
 			return err
 		}
 	}
+	// A teardown waits for the pods and ReplicaSets its uninstall left to
+	// the garbage collector: their deletions bring it back, not a backoff.
+	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.ReplicaSet{}} {
+		if err := c.Watch(source.Kind(mgr.GetCache(), obj,
+			handler.EnqueueRequestsFromMapFunc(tearingDown(mgr.GetClient())), deletions())); err != nil {
+			return err
+		}
+	}
 	return extra(c)
+}
+
+// tearingDown maps an object of an instance to its Challenge if that is
+// being deleted.
+func tearingDown(cl client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		reqs := internalcontroller.ChallengeOfInstanceObject(ctx, obj)
+		if len(reqs) == 0 {
+			return nil
+		}
+		ch := &ctfv1alpha1.Challenge{}
+		if err := cl.Get(ctx, reqs[0].NamespacedName, ch); err != nil || ch.DeletionTimestamp.IsZero() {
+			return nil
+		}
+		return reqs
+	}
+}
+
+// deletions passes delete events only.
+func deletions() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // installsFirst enqueues a Challenge with a priority: one waiting for its

@@ -5,6 +5,7 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
@@ -259,11 +261,16 @@ func renderInputs(cl client.Reader, limits policy.Limits) func(context.Context, 
 	}
 }
 
+// errObjectsLeft keeps the finalizer while objects of an instance remain.
+// One sentence whatever remains, so that the status written with it does
+// not change (and is not rewritten) as they go.
+var errObjectsLeft = errors.New("waiting for the instance's objects to be gone")
+
 // leftovers reports what remains of an instance after its uninstall, from
-// the cache: its workloads and pods, whose termination the uninstall no
-// longer waits for, and, with a namespace per instance, its namespaces, the
-// one kind without an owner reference to the Challenge (cluster-scoped),
-// which it deletes.
+// the cache: its workloads, their ReplicaSets and pods, whose termination the
+// uninstall does not wait for, and, with a namespace per instance, its
+// namespaces, the one kind without an owner reference to the Challenge
+// (cluster-scoped), which it deletes.
 func leftovers(cl client.Client, namespacePerInstance bool) func(context.Context, client.Object) error {
 	return func(ctx context.Context, obj client.Object) error {
 		sel := client.MatchingLabels{controller.InstanceLabel: obj.GetName(), controller.InstanceNamespaceLabel: obj.GetNamespace()}
@@ -272,7 +279,7 @@ func leftovers(cl client.Client, namespacePerInstance bool) func(context.Context
 				return err
 			}
 		}
-		lists := []client.ObjectList{&appsv1.DeploymentList{}, &corev1.PodList{}, &corev1.ServiceList{},
+		lists := []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}, &corev1.ServiceList{},
 			&networkingv1.IngressList{}, &networkingv1.NetworkPolicyList{}, &corev1.ServiceAccountList{}}
 		if namespacePerInstance {
 			lists = append(lists, &corev1.NamespaceList{})
@@ -282,7 +289,8 @@ func leftovers(cl client.Client, namespacePerInstance bool) func(context.Context
 				return fmt.Errorf("listing what remains of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 			}
 			if n := apimeta.LenList(list); n > 0 {
-				return fmt.Errorf("waiting for %d %T of %s/%s to be gone", n, list, obj.GetNamespace(), obj.GetName())
+				log.FromContext(ctx).V(1).Info("waiting for the instance's objects to be gone", "left", n, "kind", fmt.Sprintf("%T", list))
+				return errObjectsLeft
 			}
 		}
 		return nil
