@@ -51,7 +51,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the operator's own.")
 	fs.StringVar(&o.operator.WatchesFile, "watches-file", "watches.yaml", "helm-operator watches file naming the chart for Challenges.")
 	fs.StringVar(&o.operator.NodeAddress, "node-address", "", "Host published as the endpoint of NodePort instances; defaults to a ready node's IP.")
-	fs.IntVar(&o.operator.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Challenges reconciled at once, unless watches.yaml says otherwise.")
+	fs.IntVar(&o.operator.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "Challenges reconciled at once, unless watches.yaml says otherwise (a burst of installs and teardowns waits on the API server, not on CPU).")
 	// client-go's defaults (5/s, burst 10) throttle an install of a few
 	// objects each to a crawl when hundreds of Challenges arrive at once.
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Requests per second the operator may send to the API server.")

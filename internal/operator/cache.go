@@ -19,6 +19,9 @@ func CacheOptions(namespaces []string) cache.Options {
 	instances := labels.NewSelector().Add(mustRequirement(controller.InstanceLabel, selection.Exists))
 	helmReleases := labels.SelectorFromSet(labels.Set{"owner": "helm"})
 	opts := cache.Options{
+		// Nothing reads managedFields from the cache, and they are a large
+		// part of every object held.
+		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:        {Label: instances},
 			&appsv1.ReplicaSet{}: {Label: instances},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,16 +69,20 @@ func extraWatches(mgr ctrl.Manager) reconciler.ControllerSetupFunc {
 		}
 		// A release record deleted by hand is re-created by the next
 		// reconcile, which the deletion itself must trigger.
-		release := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *corev1.Secret) []reconcile.Request {
+		// Only their metadata is held: a release record carries the whole
+		// chart and manifest, megabytes per hundred instances.
+		release := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *metav1.PartialObjectMetadata) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Labels["name"]}}}
 		})
-		deleted := predicate.TypedFuncs[*corev1.Secret]{
-			CreateFunc:  func(event.TypedCreateEvent[*corev1.Secret]) bool { return false },
-			UpdateFunc:  func(event.TypedUpdateEvent[*corev1.Secret]) bool { return false },
-			GenericFunc: func(event.TypedGenericEvent[*corev1.Secret]) bool { return false },
-			DeleteFunc:  func(e event.TypedDeleteEvent[*corev1.Secret]) bool { return e.Object.Labels["name"] != "" },
+		deleted := predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
+			CreateFunc:  func(event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool { return false },
+			UpdateFunc:  func(event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool { return false },
+			GenericFunc: func(event.TypedGenericEvent[*metav1.PartialObjectMetadata]) bool { return false },
+			DeleteFunc:  func(e event.TypedDeleteEvent[*metav1.PartialObjectMetadata]) bool { return e.Object.Labels["name"] != "" },
 		}
-		return c.Watch(source.Kind(mgr.GetCache(), &corev1.Secret{}, release, deleted))
+		secrets := &metav1.PartialObjectMetadata{}
+		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		return c.Watch(source.Kind(mgr.GetCache(), secrets, release, deleted))
 	}
 }
 
