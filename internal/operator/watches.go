@@ -78,7 +78,9 @@ func extraWatches(mgr ctrl.Manager) reconciler.ControllerSetupFunc {
 			CreateFunc:  func(event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool { return false },
 			UpdateFunc:  func(event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool { return false },
 			GenericFunc: func(event.TypedGenericEvent[*metav1.PartialObjectMetadata]) bool { return false },
-			DeleteFunc:  func(e event.TypedDeleteEvent[*metav1.PartialObjectMetadata]) bool { return e.Object.Labels["name"] != "" },
+			DeleteFunc: func(e event.TypedDeleteEvent[*metav1.PartialObjectMetadata]) bool {
+				return e.Object.Labels["name"] != ""
+			},
 		}
 		secrets := &metav1.PartialObjectMetadata{}
 		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
