@@ -119,6 +119,7 @@ var operatorOwnNeeds = map[string][]string{
 	"challengetemplates/status.ctf.challenge-operator.io": {"get", "patch", "update"},
 	"nodes":                {"get", "list", "watch"},
 	"pods":                 {"get", "list", "watch"},
+	"replicasets.apps":     {"list", "watch"}, // a teardown waits for them
 	"events":               {"create", "patch"},
 	"events.events.k8s.io": {"create", "patch"},
 }

@@ -74,6 +74,8 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency
 	return extra(c)
 }
 
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=list;watch
+
 // tearingDown maps an object of an instance to its Challenge if that is
 // being deleted.
 func tearingDown(cl client.Reader) handler.MapFunc {
