@@ -48,14 +48,14 @@ type ClientGetter struct {
 // pods terminate. The deletion propagates in the background: a foreground
 // one makes the garbage collector and the Deployment controller read and
 // write every object of the chain several times (three quarters of a
-// teardown's API requests, measured), for an order Leftovers checks anyway. Its clients never run chart hooks
-// (install, upgrade, rollback, uninstall): the chart has none, and a hook is
-// the one thing Helm would apply without post-rendering it, so no value can
-// smuggle an object past the policy gate as a hook. Nor do they validate the
-// manifest against the API server's OpenAPI document: the API server
-// validates every object it is sent anyway, and that client-side check
-// fetched and parsed the document on every install and upgrade, two thirds
-// of the operator's CPU in a burst.
+// teardown's API requests, measured), for an order Leftovers checks anyway.
+// Its clients never run chart hooks (install, upgrade, rollback, uninstall):
+// the chart has none, and a hook is the one thing Helm would apply without
+// post-rendering it, so no value can smuggle an object past the policy gate
+// as a hook. Nor do they validate the manifest against the API server's
+// OpenAPI document: the API server validates every object it is sent anyway,
+// and that client-side check fetched and parsed the document on every
+// install and upgrade, two thirds of the operator's CPU in a burst.
 func NewClientGetter(cfg helmclient.ActionConfigGetter, recorder events.EventRecorder, opts ...helmclient.ActionClientGetterOption) (*ClientGetter, error) {
 	opts = append([]helmclient.ActionClientGetterOption{
 		helmclient.AppendUninstallOptions(func(u *action.Uninstall) error {
