@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,12 +29,11 @@ type StatusWriter struct {
 	// Reader reads the last written status (from the cache), which the Helm
 	// reconciler's own status rewrite would otherwise erase. A stale read
 	// costs a conflict and a retry, never a lost write: the status is
-	// written with the resourceVersion it was computed from.
+	// written with the resourceVersion it was computed from. It must read
+	// through to the API server a Challenge the cache has not yet seen (one
+	// the Helm reconciler holds, created a moment ago): else its status would
+	// go unwritten, and nothing would come back to write it.
 	Reader client.Reader
-	// LiveReader reads from the API server when the cache has not yet seen
-	// a Challenge the Helm reconciler holds (created a moment ago): else its
-	// status would go unwritten, and nothing would come back to write it.
-	LiveReader client.Reader
 	// Observer reads what the status depends on.
 	Observer *Observer
 	// Recorder emits an Event on every phase change.
@@ -114,11 +112,7 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 		return nil, fmt.Errorf("decoding Challenge %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	last := &ctfv1alpha1.Challenge{}
-	err := w.Reader.Get(ctx, client.ObjectKeyFromObject(obj), last)
-	if apierrors.IsNotFound(err) && w.LiveReader != nil {
-		err = w.LiveReader.Get(ctx, client.ObjectKeyFromObject(obj), last)
-	}
-	if err != nil {
+	if err := w.Reader.Get(ctx, client.ObjectKeyFromObject(obj), last); err != nil {
 		return nil, err
 	}
 	ch.ResourceVersion = last.ResourceVersion

@@ -18,11 +18,11 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/challenge-operator/challenge-operator/internal/readthrough"
 	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
@@ -79,7 +79,7 @@ func (s *Server) init() {
 	s.once.Do(func() {
 		s.limits = newLimits(s.StartsPerMinute, s.Cooldown)
 		s.keys.dir = s.KeyDir
-		s.fresh = readYourWrites{Reader: s.Client, live: s.APIReader}
+		s.fresh = readthrough.Reader{Reader: s.Client, Live: s.APIReader}
 		if s.Now == nil {
 			s.Now = time.Now
 		}
@@ -250,19 +250,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// readYourWrites reads from the cache, and from the API server what the
-// cache has not seen yet.
-type readYourWrites struct {
-	client.Reader
-	live client.Reader
-}
-
-func (r readYourWrites) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	err := r.Reader.Get(ctx, key, obj, opts...)
-	if apierrors.IsNotFound(err) && r.live != nil {
-		return r.live.Get(ctx, key, obj, opts...)
-	}
-	return err
 }
