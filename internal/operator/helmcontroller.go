@@ -67,7 +67,7 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency
 	// the garbage collector: their deletions bring it back, not a backoff.
 	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.ReplicaSet{}} {
 		if err := c.Watch(source.Kind(mgr.GetCache(), obj,
-			handler.EnqueueRequestsFromMapFunc(tearingDown(mgr.GetClient())), deletions())); err != nil {
+			handler.EnqueueRequestsFromMapFunc(tearingDown(mgr.GetClient())), deletions[client.Object]())); err != nil {
 			return err
 		}
 	}
@@ -93,11 +93,11 @@ func tearingDown(cl client.Reader) handler.MapFunc {
 }
 
 // deletions passes delete events only.
-func deletions() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
+func deletions[T client.Object]() predicate.TypedFuncs[T] {
+	return predicate.TypedFuncs[T]{
+		CreateFunc:  func(event.TypedCreateEvent[T]) bool { return false },
+		UpdateFunc:  func(event.TypedUpdateEvent[T]) bool { return false },
+		GenericFunc: func(event.TypedGenericEvent[T]) bool { return false },
 	}
 }
 

@@ -74,17 +74,10 @@ func extraWatches(mgr ctrl.Manager) reconciler.ControllerSetupFunc {
 		release := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *metav1.PartialObjectMetadata) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Labels["name"]}}}
 		})
-		deleted := predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
-			CreateFunc:  func(event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool { return false },
-			UpdateFunc:  func(event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool { return false },
-			GenericFunc: func(event.TypedGenericEvent[*metav1.PartialObjectMetadata]) bool { return false },
-			DeleteFunc: func(e event.TypedDeleteEvent[*metav1.PartialObjectMetadata]) bool {
-				return e.Object.Labels["name"] != ""
-			},
-		}
+		named := predicate.NewTypedPredicateFuncs(func(s *metav1.PartialObjectMetadata) bool { return s.Labels["name"] != "" })
 		secrets := &metav1.PartialObjectMetadata{}
 		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		return c.Watch(source.Kind(mgr.GetCache(), secrets, release, deleted))
+		return c.Watch(source.Kind(mgr.GetCache(), secrets, release, deletions[*metav1.PartialObjectMetadata](), named))
 	}
 }
 
