@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,6 +35,9 @@ type StatusWriter struct {
 	// the Helm reconciler holds, created a moment ago): else its status would
 	// go unwritten, and nothing would come back to write it.
 	Reader client.Reader
+	// Live reads the last written status from the API server when a status
+	// computed from Reader's read was refused as stale.
+	Live client.Reader
 	// Observer reads what the status depends on.
 	Observer *Observer
 	// Recorder emits an Event on every phase change.
@@ -74,30 +78,45 @@ func (w *StatusWriter) Refresh(ctx context.Context, ch *ctfv1alpha1.Challenge) e
 // MarkReleasing writes that op is starting on the release of obj, so that a
 // platform sees Pending for the whole install or upgrade, not only after it.
 func (w *StatusWriter) MarkReleasing(ctx context.Context, obj *unstructured.Unstructured, op lifecycle.Operation) error {
-	ch, err := w.decodeWithLast(ctx, obj)
-	if err != nil {
-		return err
-	}
-	if err := w.write(ctx, ch, ch.Status.ObservedGeneration, op); err != nil {
-		return err
-	}
-	return encodeInto(ch, obj)
+	return w.fromHelm(ctx, obj, func(ch *ctfv1alpha1.Challenge) error {
+		return w.write(ctx, ch, ch.Status.ObservedGeneration, op)
+	})
 }
 
 // updateFromHelm completes a status written by the Helm reconciler (which
 // holds only its conditions and deployedRelease), records that the reconciler
 // has handled this generation, and writes it.
 func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Unstructured) error {
-	ch, err := w.decodeWithLast(ctx, obj)
+	return w.fromHelm(ctx, obj, func(ch *ctfv1alpha1.Challenge) error {
+		return w.write(ctx, ch, w.observedGeneration(ch), lifecycle.NoOperation)
+	})
+}
+
+// fromHelm completes the status the Helm reconciler holds in obj with the
+// last written one, writes it with write, and hands the resourceVersion (new,
+// or the one read when nothing changed) and status back to the reconciler,
+// which may go on to update the object (its finalizer). A conflict means the
+// last status came from a cache that had not seen the latest write, often the
+// reconciler's own finalizer: it is read again from the API server and
+// written once more. Nothing else would retry it: the reconciler ignores a
+// failed status write when the reconcile itself failed (and never requeues a
+// terminal error), and the status controller waits for the first status
+// written here.
+func (w *StatusWriter) fromHelm(ctx context.Context, obj *unstructured.Unstructured, write func(*ctfv1alpha1.Challenge) error) error {
+	ch, err := w.decodeWithLast(ctx, obj, w.Reader)
 	if err != nil {
 		return err
 	}
-	if err := w.write(ctx, ch, w.observedGeneration(ch), lifecycle.NoOperation); err != nil {
+	err = write(ch)
+	if apierrors.IsConflict(err) && w.Live != nil {
+		if ch, err = w.decodeWithLast(ctx, obj, w.Live); err != nil {
+			return err
+		}
+		err = write(ch)
+	}
+	if err != nil {
 		return err
 	}
-	// Hand the resourceVersion (new, or the one read when nothing changed)
-	// and status back to the Helm reconciler, which may go on to update the
-	// object (its finalizer).
 	return encodeInto(ch, obj)
 }
 
@@ -106,13 +125,13 @@ func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Uns
 // over the resourceVersion it read (a conflict if that was stale): only
 // status changes, the reconciler's conditions are its own, and the rest is
 // recomputed.
-func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Unstructured) (*ctfv1alpha1.Challenge, error) {
+func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Unstructured, reader client.Reader) (*ctfv1alpha1.Challenge, error) {
 	ch := &ctfv1alpha1.Challenge{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ch); err != nil {
 		return nil, fmt.Errorf("decoding Challenge %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	last := &ctfv1alpha1.Challenge{}
-	if err := w.Reader.Get(ctx, client.ObjectKeyFromObject(obj), last); err != nil {
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), last); err != nil {
 		return nil, err
 	}
 	ch.ResourceVersion = last.ResourceVersion

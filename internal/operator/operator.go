@@ -71,6 +71,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	writer := &controller.StatusWriter{
 		Client: mgr.GetClient(),
 		Reader: readthrough.Reader{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
+		Live:   mgr.GetAPIReader(),
 		Observer: &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress,
 			NamespacePerInstance: opts.Values.NamespacePerInstance},
 		Recorder: recorder,
