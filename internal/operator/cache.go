@@ -21,15 +21,13 @@ func CacheOptions(namespaces []string) cache.Options {
 	opts := cache.Options{
 		// Nothing reads managedFields from the cache, and they are a large
 		// part of every object held.
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: stripManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:        {Label: instances},
-			&appsv1.ReplicaSet{}: {Label: instances},
-			&corev1.Secret{}:     {Label: helmReleases},
+			&corev1.Secret{}: {Label: helmReleases},
 		},
 	}
-	for _, obj := range releaseKinds(true) {
-		opts.ByObject[obj] = cache.ByObject{Label: instances}
+	for _, obj := range append(releaseKinds(true), &corev1.Pod{}, &appsv1.ReplicaSet{}) {
+		opts.ByObject[obj] = cache.ByObject{Label: instances, Transform: withoutPodSpecs}
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
@@ -52,6 +50,25 @@ func releaseKinds(ownNamespace bool) []client.Object {
 	}
 	return kinds
 }
+
+// withoutPodSpecs strips managedFields and the pod spec from the pods,
+// ReplicaSets and Deployments it caches. A pod spec is most of each object,
+// and nothing reads it from the cache: the status is computed from metadata,
+// status and spec.replicas (kstatus), drift is a Deployment's generation,
+// and the policy gate checks the rendered manifest before it is applied.
+func withoutPodSpecs(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		o.Spec = corev1.PodSpec{}
+	case *appsv1.ReplicaSet:
+		o.Spec.Template = corev1.PodTemplateSpec{}
+	case *appsv1.Deployment:
+		o.Spec.Template = corev1.PodTemplateSpec{}
+	}
+	return stripManagedFields(obj)
+}
+
+var stripManagedFields = cache.TransformStripManagedFields()
 
 func mustRequirement(key string, op selection.Operator) labels.Requirement {
 	r, err := labels.NewRequirement(key, op, nil)

@@ -1,0 +1,42 @@
+package operator
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestCachedWorkloadsKeepWhatTheStatusReads: the cache drops pod specs and
+// managedFields, and keeps the labels, replicas and status the lifecycle is
+// computed from. (Pure: the transform is the operator's, not the API server's.)
+func TestCachedWorkloadsKeepWhatTheStatusReads(t *testing.T) {
+	g := NewWithT(t)
+	meta := metav1.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web"}, Generation: 3,
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "helm"}}}
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}
+
+	pod, err := withoutPodSpecs(&corev1.Pod{ObjectMeta: meta, Spec: spec,
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "web", Ready: true}}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pod.(*corev1.Pod).Spec).To(Equal(corev1.PodSpec{}))
+	g.Expect(pod.(*corev1.Pod).Status.ContainerStatuses).To(HaveLen(1))
+	g.Expect(pod.(*corev1.Pod).Labels).To(HaveKeyWithValue("app", "web"))
+	g.Expect(pod.(*corev1.Pod).ManagedFields).To(BeEmpty())
+
+	dep, err := withoutPodSpecs(&appsv1.Deployment{ObjectMeta: meta,
+		Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: spec}},
+		Status: appsv1.DeploymentStatus{AvailableReplicas: 1}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(dep.(*appsv1.Deployment).Spec.Template).To(Equal(corev1.PodTemplateSpec{}))
+	g.Expect(dep.(*appsv1.Deployment).Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
+	g.Expect(dep.(*appsv1.Deployment).Generation).To(BeEquivalentTo(3))
+	g.Expect(dep.(*appsv1.Deployment).Status.AvailableReplicas).To(BeEquivalentTo(1))
+
+	svc, err := withoutPodSpecs(&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(svc.(*corev1.Service).Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
+}
