@@ -54,7 +54,7 @@ func checkInvariants(t *testing.T, o Observation) {
 	g.Expect(v.Message).NotTo(BeEmpty())
 
 	failedRelease := hasTrue(o.Conditions, ConditionReleaseFailed) || hasTrue(o.Conditions, ConditionIrreconcilable)
-	allReady := true
+	allReady := len(o.Workloads) > 0 // no workload seen is not ready
 	for _, w := range o.Workloads {
 		allReady = allReady && w == ready
 	}

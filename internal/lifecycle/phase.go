@@ -117,6 +117,12 @@ func PhaseFor(o Observation) Verdict {
 	if !meta.IsStatusConditionTrue(o.Conditions, ConditionDeployed) {
 		return Verdict{ctfv1alpha1.PhaseNone, ReasonNotInstalled, "the instance has not been installed yet"}
 	}
+	// A release always renders a workload. Helm creates the Service before
+	// the Deployment, so a cache can hold the endpoint and no workload yet:
+	// an empty list is not a ready one.
+	if len(o.Workloads) == 0 {
+		return Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, "waiting for the instance's workloads to appear"}
+	}
 	if failed := workloadsWhere(o.Workloads, func(s kstatus.Status) bool { return s == kstatus.FailedStatus }); len(failed) > 0 {
 		return Verdict{ctfv1alpha1.PhaseError, ReasonWorkloadFailed, describe(failed)}
 	}

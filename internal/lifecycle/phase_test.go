@@ -47,6 +47,7 @@ func TestPhaseFor(t *testing.T) {
 		{"deployed, rolling out", Observation{Conditions: []metav1.Condition{deployed, notFailed}, Workloads: []Workload{rolling}, Endpoints: ep}, ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady},
 		{"deployed, workload failed", Observation{Conditions: []metav1.Condition{deployed}, Workloads: []Workload{failed}, Endpoints: ep}, ctfv1alpha1.PhaseError, ReasonWorkloadFailed},
 		{"deployed, ready, no endpoint", Observation{Conditions: []metav1.Condition{deployed}, Workloads: []Workload{ready}}, ctfv1alpha1.PhasePending, ReasonEndpointPending},
+		{"deployed, endpoint, no workload seen yet", Observation{Conditions: []metav1.Condition{deployed, notFailed}, Endpoints: ep}, ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady},
 		{"deployed, ready, endpoint", Observation{Conditions: []metav1.Condition{deployed, notFailed}, Workloads: []Workload{ready}, Endpoints: ep}, ctfv1alpha1.PhaseRunning, ReasonReady},
 		{"one of two workloads rolling", Observation{Conditions: []metav1.Condition{deployed}, Workloads: []Workload{ready, rolling}, Endpoints: ep}, ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady},
 		{"deleting wins over running", Observation{Deleting: true, Conditions: []metav1.Condition{deployed}, Workloads: []Workload{ready}, Endpoints: ep}, ctfv1alpha1.PhaseDeleted, ReasonUninstalling},
