@@ -18,6 +18,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
+	"github.com/challenge-operator/challenge-operator/internal/readthrough"
 )
 
 // StatusWriter computes the whole status of a Challenge and writes it. It is
@@ -30,13 +31,13 @@ type StatusWriter struct {
 	// Reader reads the last written status (from the cache), which the Helm
 	// reconciler's own status rewrite would otherwise erase. A stale read
 	// costs a conflict and a retry, never a lost write: the status is
-	// written with the resourceVersion it was computed from. It must read
-	// through to the API server a Challenge the cache has not yet seen (one
-	// the Helm reconciler holds, created a moment ago): else its status would
-	// go unwritten, and nothing would come back to write it.
+	// written with the resourceVersion it was computed from.
 	Reader client.Reader
-	// Live reads the last written status from the API server when a status
-	// computed from Reader's read was refused as stale.
+	// Live reads the last written status from the API server: of a Challenge
+	// the cache has not seen yet (one the Helm reconciler holds, created a
+	// moment ago; else its status would go unwritten, and nothing would come
+	// back to write it), and when a status computed from Reader's read was
+	// refused as stale.
 	Live client.Reader
 	// Observer reads what the status depends on.
 	Observer *Observer
@@ -103,7 +104,7 @@ func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Uns
 // terminal error), and the status controller waits for the first status
 // written here.
 func (w *StatusWriter) fromHelm(ctx context.Context, obj *unstructured.Unstructured, write func(*ctfv1alpha1.Challenge) error) error {
-	ch, err := w.decodeWithLast(ctx, obj, w.Reader)
+	ch, err := w.decodeWithLast(ctx, obj, readthrough.Reader{Reader: w.Reader, Live: w.Live})
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,6 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
-	"github.com/challenge-operator/challenge-operator/internal/readthrough"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 	"github.com/challenge-operator/challenge-operator/internal/webhook"
 )
@@ -70,7 +69,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder("challenge-operator")
 	writer := &controller.StatusWriter{
 		Client: mgr.GetClient(),
-		Reader: readthrough.Reader{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()},
+		Reader: mgr.GetClient(),
 		Live:   mgr.GetAPIReader(),
 		Observer: &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress,
 			NamespacePerInstance: opts.Values.NamespacePerInstance},
