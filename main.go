@@ -27,6 +27,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
+	"github.com/challenge-operator/challenge-operator/internal/tokencmd"
 )
 
 // options are the command-line flags.
@@ -82,7 +83,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "token" {
-		if err := tokenCommand(os.Args[2:], os.Stdout); err != nil {
+		if err := tokencmd.Run(os.Args[2:], os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "challenge-operator token:", err)
 			os.Exit(2)
 		}

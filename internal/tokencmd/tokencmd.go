@@ -1,4 +1,6 @@
-package main
+// Package tokencmd is the `challenge-operator token` subcommand: it mints a
+// team's instancer token, or prints the team's link.
+package tokencmd
 
 import (
 	"context"
@@ -16,9 +18,9 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
-// tokenCommand mints a team's instancer token (challenge-operator token
-// --team T --ttl 48h) and prints it, or the team's link with --url.
-func tokenCommand(args []string, out io.Writer) error {
+// Run mints a team's instancer token (challenge-operator token --team T
+// --ttl 48h) and prints it, or the team's link with --url.
+func Run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	team := fs.String("team", "", "Team id (a DNS label): the token's subject, spec.participant of its instances.")
 	ttl := fs.Duration("ttl", 48*time.Hour, "How long the token is valid.")
