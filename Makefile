@@ -48,7 +48,8 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: manifests generate bundle ## Fail if gofmt, go vet or regeneration (code, manifests, bundle) would change anything.
+verify: manifests generate bundle ## Fail if gofmt, go vet or regeneration (code, manifests, bundle) would change anything, or a build output is tracked.
+	go test -count=1 -short -run 'TestNoBuildOutputIsTracked' ./internal/buildcheck/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
 	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile)" || { echo "generated files are stale: run make generate manifests bundle"; git status --porcelain -- config api bundle bundle.Dockerfile; exit 1; }
