@@ -23,12 +23,18 @@ const (
 // dated in the future counts from now, so nobody renews in advance; each
 // spec.renewedAt is counted once, however often the status is written. While
 // the lifetime is unknown (the template is gone) nothing changes.
+//
+// Times are compared to the second: the status is stored to the second
+// (metav1.Time), while spec.renewedAt may carry a fraction (JavaScript's
+// toISOString writes one), and compared as read it would be later than its
+// stored self at every write and counted again each time.
 func applyExpiry(st *ctfv1alpha1.ChallengeStatus, o Observation, generation int64, now metav1.Time) {
 	if o.LifetimeUnknown {
 		return
 	}
-	if r := o.RenewedAt; r != nil && (st.LastRenewalRequest == nil || r.After(st.LastRenewalRequest.Time)) {
-		st.LastRenewalRequest = r.DeepCopy()
+	now = now.Rfc3339Copy()
+	if r := toSecond(o.RenewedAt); r != nil && (st.LastRenewalRequest == nil || r.After(st.LastRenewalRequest.Time)) {
+		st.LastRenewalRequest = r
 		if o.MaxRenewals == nil || st.Renewals < *o.MaxRenewals {
 			at := *r
 			if at.After(now.Time) {
@@ -56,4 +62,13 @@ func applyExpiry(st *ctfv1alpha1.ChallengeStatus, o Observation, generation int6
 		at := metav1.NewTime(base.Add(o.Lifetime))
 		st.ExpiresAt = &at
 	}
+}
+
+// toSecond is t as the status stores it, to the second; nil stays nil.
+func toSecond(t *metav1.Time) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	s := t.Rfc3339Copy()
+	return &s
 }
