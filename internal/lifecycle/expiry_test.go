@@ -125,3 +125,47 @@ func stored(t *testing.T, st *ctfv1alpha1.ChallengeStatus) *ctfv1alpha1.Challeng
 	}
 	return out
 }
+
+// TestExpiryMovesOnlyByTheInstancesOwnChoice: once set, expiresAt moves at a
+// renewal (with the lifetime in force then) or earlier with the Challenge's
+// own lowered spec.lifetime; a template's lifetime change waits for the next
+// renewal, so shortening it never deletes running instances at once.
+func TestExpiryMovesOnlyByTheInstancesOwnChoice(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(created.Add(d)); return &t }
+	tests := []struct {
+		name string
+		st   ctfv1alpha1.ChallengeStatus
+		o    Observation
+		want *metav1.Time
+	}{
+		{"first computed: a lifetime after creation",
+			ctfv1alpha1.ChallengeStatus{}, Observation{Lifetime: time.Hour}, at(time.Hour)},
+		{"template lifetime lowered: kept",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: 10 * time.Minute}, at(time.Hour)},
+		{"template lifetime raised: kept",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: 2 * time.Hour}, at(time.Hour)},
+		{"template lifetime removed: kept",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{}, at(time.Hour)},
+		{"template lifetime raised, then a renewal: the new lifetime after it",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: 2 * time.Hour, RenewedAt: at(20 * time.Minute)}, at(140 * time.Minute)},
+		{"template lifetime lowered, then a renewal: the new lifetime after it",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: 10 * time.Minute, RenewedAt: at(20 * time.Minute)}, at(30 * time.Minute)},
+		{"own lifetime lowered: earlier at once",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: 10 * time.Minute, OwnLifetime: true}, at(10 * time.Minute)},
+		{"own lifetime unchanged: kept",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: time.Hour, OwnLifetime: true}, at(time.Hour)},
+		{"a running instance given a lifetime by its template: a full one from now",
+			ctfv1alpha1.ChallengeStatus{ReadyAt: at(time.Minute)}, Observation{Lifetime: time.Hour}, at(90 * time.Minute)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tt.o.Created = created
+			st := tt.st.DeepCopy()
+			applyExpiry(st, tt.o, 1, *at(30 * time.Minute))
+			g.Expect(st.ExpiresAt).NotTo(BeNil())
+			g.Expect(st.ExpiresAt.Time).To(BeTemporally("==", tt.want.Time))
+		})
+	}
+}
