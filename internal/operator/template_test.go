@@ -220,7 +220,7 @@ func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
 	ch := &ctfv1alpha1.Challenge{}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flag-team-x"}, ch)).To(Succeed())
 	patch := client.MergeFrom(ch.DeepCopy())
-	ch.Spec.Lifetime = &metav1.Duration{Duration: time.Hour}
+	ch.Spec.RenewedAt = &metav1.Time{Time: time.Now().Truncate(time.Second)} // a new generation; spec.lifetime cannot be added
 	g.Expect(k8s.Patch(ctx, ch, patch)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), ch)).To(Succeed())
