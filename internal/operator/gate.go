@@ -115,8 +115,8 @@ func limitsFor(base policy.Limits, tmpl *ctfv1alpha1.ChallengeTemplate) (policy.
 		if err != nil {
 			return out, fmt.Errorf("ChallengeTemplate %s: policy: %w", tmpl.Name, err)
 		}
-		// Only lower: the operator's ceiling bounds the node's disk.
-		if v.Cmp(out.EphemeralStorage) < 0 {
+		// Only lower: the operator's ceiling (zero: none) bounds the node's disk.
+		if out.EphemeralStorage.IsZero() || v.Cmp(out.EphemeralStorage) < 0 {
 			out.EphemeralStorage = v
 		}
 	}
