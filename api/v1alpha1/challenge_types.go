@@ -124,7 +124,9 @@ type ChallengeSpec struct {
 
 	// RenewedAt extends the instance: it then expires a lifetime after this
 	// time. Set it to now to renew; the template caps how often. RFC 3339 in
-	// the form Go reads back, e.g. 2026-11-23T10:00:00Z.
+	// the form Go reads back, e.g. 2026-11-23T10:00:00Z; a fraction of a
+	// second (as JavaScript writes it) is accepted and dropped: renewals
+	// count to the second.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=date-time
 	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
