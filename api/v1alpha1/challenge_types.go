@@ -211,7 +211,10 @@ type DeployedRelease struct {
 
 // ChallengeStatus is the truth about the instance, for the platform to show.
 // The renewal count and the last renewal counted never go back, so that
-// rewriting the status cannot restore a spent renewal budget.
+// rewriting the status cannot restore a spent renewal budget, and expiresAt
+// moves later (or goes) only with a counted renewal.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.expiresAt) || (has(self.expiresAt) && self.expiresAt <= oldSelf.expiresAt) || (has(self.renewals) ? self.renewals : 0) > (has(oldSelf.renewals) ? oldSelf.renewals : 0)",message="status.expiresAt can only move later, or be removed, with a renewal"
+
 // +kubebuilder:validation:XValidation:rule="(has(self.renewals) ? self.renewals : 0) >= (has(oldSelf.renewals) ? oldSelf.renewals : 0)",message="status.renewals cannot decrease"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.lastRenewalRequest) || (has(self.lastRenewalRequest) && self.lastRenewalRequest >= oldSelf.lastRenewalRequest)",message="status.lastRenewalRequest cannot be removed or move back"
 type ChallengeStatus struct {

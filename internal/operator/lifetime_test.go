@@ -59,7 +59,8 @@ func TestLifetimeCanOnlyBeLoweredAfterCreation(t *testing.T) {
 
 // TestRenewalBudgetCannotBeReset: whoever can write the status cannot give
 // back spent renewals, by lowering or removing status.renewals or by moving
-// status.lastRenewalRequest back so that an old renewedAt counts again.
+// status.lastRenewalRequest back so that an old renewedAt counts again, nor
+// extend the instance without a renewal.
 func TestRenewalBudgetCannotBeReset(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -84,6 +85,8 @@ func TestRenewalBudgetCannotBeReset(t *testing.T) {
 		{"renewals removed", `{"renewals":null}`, "status.renewals cannot decrease"},
 		{"lastRenewalRequest removed", `{"lastRenewalRequest":null}`, "status.lastRenewalRequest cannot be removed or move back"},
 		{"lastRenewalRequest moved back", `{"lastRenewalRequest":"2020-01-01T00:00:00Z"}`, "status.lastRenewalRequest cannot be removed or move back"},
+		{"expiresAt moved later", `{"expiresAt":"2100-01-01T00:00:00Z"}`, "status.expiresAt can only move later, or be removed, with a renewal"},
+		{"expiresAt removed", `{"expiresAt":null}`, "status.expiresAt can only move later, or be removed, with a renewal"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
