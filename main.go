@@ -57,6 +57,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	// objects each to a crawl when hundreds of Challenges arrive at once.
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Requests per second the operator may send to the API server.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Requests the operator may send at once above kube-api-qps.")
+	o.operator.MaxInstancesPerParticipant = operator.DefaultMaxInstancesPerParticipant
 	fs.Var(int32Value{&o.operator.MaxInstancesPerParticipant}, "max-instances-per-participant", "Active instances one participant may have, unless the template says otherwise; 0 means no limit.")
 	fs.Var(cidrsValue{&o.operator.Values.InternalCIDRs}, "internal-cidrs", "Comma-separated pod, service and private ranges instances may not reach (the chart's defaults when empty).")
 	fs.BoolVar(&o.operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")
@@ -69,6 +70,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.operator.Limits.IngressDomain, "ingress-domain", "", "Domain whose subdomains Ingress hosts must be; empty refuses Ingress exposure.")
 	fs.Var(quantityValue{&o.operator.Limits.CPU}, "max-cpu", "Highest CPU limit of an instance's container, unless its template's policy says otherwise.")
 	fs.Var(quantityValue{&o.operator.Limits.Memory}, "max-memory", "Highest memory limit of an instance's container, unless its template's policy says otherwise.")
+	o.operator.Limits.EphemeralStorage = operator.DefaultMaxEphemeralStorage
+	fs.Var(quantityValue{&o.operator.Limits.EphemeralStorage}, "max-ephemeral-storage", "Highest ephemeral-storage limit of an instance's container and size of its /tmp; a template's policy may only lower it.")
 	fs.BoolVar(&o.operator.Limits.AllowLoadBalancer, "allow-load-balancer", false, "Allow every instance a LoadBalancer Service (templates may allow it for their own).")
 	fs.Var(prefixesValue{&o.operator.Limits.AllowedCIDRs}, "allow-egress-cidrs", "Comma-separated internal ranges templates' egress rules may reach on purpose (e.g. a checker service).")
 	// The participants' instancer (off unless it has an address).

@@ -112,6 +112,7 @@ type Expose struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.port == p.port && q.protocol == p.protocol))",message="spec.ports must not repeat a port and protocol"
 // +kubebuilder:validation:XValidation:rule="has(self.template) == has(oldSelf.template)",message="spec.template cannot be added or removed"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.renewedAt) || (has(self.renewedAt) && self.renewedAt >= oldSelf.renewedAt)",message="spec.renewedAt can only move forward"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.lifetime) ? has(self.lifetime) && duration(self.lifetime) <= duration(oldSelf.lifetime) : !has(self.lifetime)",message="spec.lifetime can only be lowered after creation, not added, removed or raised (renew with spec.renewedAt)"
 type ChallengeSpec struct {
 	// Template names the ChallengeTemplate this is an instance of; its
 	// settings apply unless this Challenge overrides them where allowed.
@@ -123,7 +124,9 @@ type ChallengeSpec struct {
 
 	// RenewedAt extends the instance: it then expires a lifetime after this
 	// time. Set it to now to renew; the template caps how often. RFC 3339 in
-	// the form Go reads back, e.g. 2026-11-23T10:00:00Z.
+	// the form Go reads back, e.g. 2026-11-23T10:00:00Z; a fraction of a
+	// second (as JavaScript writes it) is accepted and dropped: renewals
+	// count to the second.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=date-time
 	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
@@ -166,7 +169,7 @@ type ChallengeSpec struct {
 	Expose *Expose `json:"expose,omitempty"`
 
 	// Lifetime is how long the instance lives after it starts, e.g. "30m" or
-	// "2h": from 1s to 30 days (720h).
+	// "2h": from 1s to 30 days (720h). After creation it may only be lowered.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]{1,9}(\.[0-9]{1,9})?(ms|s|m|h)){1,4}$`
@@ -207,6 +210,13 @@ type DeployedRelease struct {
 }
 
 // ChallengeStatus is the truth about the instance, for the platform to show.
+// The renewal count and the last renewal counted never go back, so that
+// rewriting the status cannot restore a spent renewal budget, and expiresAt
+// moves later (or goes) only with a counted renewal.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.expiresAt) || (has(self.expiresAt) && self.expiresAt <= oldSelf.expiresAt) || (has(self.renewals) ? self.renewals : 0) > (has(oldSelf.renewals) ? oldSelf.renewals : 0)",message="status.expiresAt can only move later, or be removed, with a renewal"
+
+// +kubebuilder:validation:XValidation:rule="(has(self.renewals) ? self.renewals : 0) >= (has(oldSelf.renewals) ? oldSelf.renewals : 0)",message="status.renewals cannot decrease"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.lastRenewalRequest) || (has(self.lastRenewalRequest) && self.lastRenewalRequest >= oldSelf.lastRenewalRequest)",message="status.lastRenewalRequest cannot be removed or move back"
 type ChallengeStatus struct {
 	// Phase is None, Pending, Running, Error or Deleted.
 	// +optional

@@ -138,6 +138,7 @@ type EgressRule struct {
 // +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",message="spec.ports names must be unique"
 // +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.port == p.port && q.protocol == p.protocol))",message="spec.ports must not repeat a port and protocol"
 // +kubebuilder:validation:XValidation:rule="!has(self.egress) || self.egress.all(e, self.egress.exists_one(f, f.name == e.name))",message="spec.egress names must be unique"
+// +kubebuilder:validation:XValidation:rule="!has(self.instancer) || !self.instancer.startable || (has(self.lifetime) && (has(self.lifetime.default) || has(self.lifetime.max)))",message="spec.lifetime.default or spec.lifetime.max is required when spec.instancer.startable is true: instances teams start must expire"
 type ChallengeTemplateSpec struct {
 	// Image is the challenge container image.
 	// +kubebuilder:validation:MinLength=1
@@ -208,7 +209,8 @@ type ChallengeTemplateSpec struct {
 
 // InstancerAccess is how a template appears in the instancer.
 type InstancerAccess struct {
-	// Startable lets each team start one instance of the template.
+	// Startable lets each team start one instance of the template; a
+	// startable template needs a lifetime (default or max).
 	Startable bool `json:"startable"`
 	// Title is what participants see; the template's name when empty.
 	// +kubebuilder:validation:MaxLength=80
@@ -223,7 +225,8 @@ type InstancerAccess struct {
 type ValuePath string
 
 // InstancePolicy is what the organiser allows instances of a template; the
-// operator's defaults (--max-cpu, --max-memory) apply where it is silent.
+// operator's defaults (--max-cpu, --max-memory, --max-ephemeral-storage)
+// apply where it is silent.
 type InstancePolicy struct {
 	// MaxCPU is the highest CPU limit an instance's container may have.
 	// +optional
@@ -231,6 +234,11 @@ type InstancePolicy struct {
 	// MaxMemory is the highest memory limit an instance's container may have.
 	// +optional
 	MaxMemory *Quantity `json:"maxMemory,omitempty"`
+	// MaxEphemeralStorage is the highest ephemeral-storage limit of an
+	// instance's container and size of its scratch space (/tmp); it can only
+	// lower the operator's --max-ephemeral-storage.
+	// +optional
+	MaxEphemeralStorage *Quantity `json:"maxEphemeralStorage,omitempty"`
 	// MaxReplicas is how many pods an instance may run (1 when unset).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10

@@ -81,7 +81,10 @@ type Values struct {
 	// +optional
 	ReadOnlyRootFilesystem *bool `json:"readOnlyRootFilesystem,omitempty"`
 
-	// TmpSizeLimit bounds the /tmp emptyDir.
+	// TmpSizeLimit bounds the /tmp emptyDir: at most 1Ti here, and at most
+	// the ephemeral-storage ceiling (--max-ephemeral-storage, or the
+	// template's policy) when rendered.
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).compareTo(quantity('1Ti')) <= 0",message="must be at most 1Ti"
 	// +optional
 	TmpSizeLimit *Quantity `json:"tmpSizeLimit,omitempty"`
 
@@ -137,7 +140,9 @@ type ResourceAmounts struct {
 	// Memory, e.g. "256Mi".
 	// +optional
 	Memory *Quantity `json:"memory,omitempty"`
-	// EphemeralStorage, e.g. "1Gi".
+	// EphemeralStorage, e.g. "1Gi": at most 1Ti here, and at most the
+	// ephemeral-storage ceiling when rendered.
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).compareTo(quantity('1Ti')) <= 0",message="must be at most 1Ti"
 	// +optional
 	EphemeralStorage *Quantity `json:"ephemeral-storage,omitempty"`
 }

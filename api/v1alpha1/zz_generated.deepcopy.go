@@ -497,6 +497,11 @@ func (in *InstancePolicy) DeepCopyInto(out *InstancePolicy) {
 		*out = new(Quantity)
 		**out = **in
 	}
+	if in.MaxEphemeralStorage != nil {
+		in, out := &in.MaxEphemeralStorage, &out.MaxEphemeralStorage
+		*out = new(Quantity)
+		**out = **in
+	}
 	if in.MaxReplicas != nil {
 		in, out := &in.MaxReplicas, &out.MaxReplicas
 		*out = new(int32)

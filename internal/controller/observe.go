@@ -139,7 +139,7 @@ func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]
 // Challenge or its template.
 func (o *Observer) lifetime(ctx context.Context, ch *ctfv1alpha1.Challenge, obs *lifecycle.Observation) error {
 	if ch.Spec.Lifetime != nil {
-		obs.Lifetime = ch.Spec.Lifetime.Duration
+		obs.Lifetime, obs.OwnLifetime = ch.Spec.Lifetime.Duration, true
 	}
 	if ch.Spec.Template == "" {
 		return nil

@@ -23,37 +23,81 @@ const (
 // dated in the future counts from now, so nobody renews in advance; each
 // spec.renewedAt is counted once, however often the status is written. While
 // the lifetime is unknown (the template is gone) nothing changes.
+//
+// expiresAt is set when first computed and at each accepted renewal, from
+// the lifetime in force then. Between renewals only the Challenge's own
+// spec.lifetime, which may only be lowered, moves it (earlier); a change of
+// the template's lifetime applies to new instances and at the next renewal,
+// so an organiser shortening it never deletes running instances at once. An
+// instance that ran without a lifetime and gets one from its template has a
+// full lifetime from then.
+//
+// Times are compared to the second: the status is stored to the second
+// (metav1.Time), while spec.renewedAt may carry a fraction (JavaScript's
+// toISOString writes one), and compared as read it would be later than its
+// stored self at every write and counted again each time.
 func applyExpiry(st *ctfv1alpha1.ChallengeStatus, o Observation, generation int64, now metav1.Time) {
 	if o.LifetimeUnknown {
 		return
 	}
-	if r := o.RenewedAt; r != nil && (st.LastRenewalRequest == nil || r.After(st.LastRenewalRequest.Time)) {
-		st.LastRenewalRequest = r.DeepCopy()
-		if o.MaxRenewals == nil || st.Renewals < *o.MaxRenewals {
-			at := *r
-			if at.After(now.Time) {
-				at = now
-			}
-			st.RenewedAt = &at
-			st.Renewals++
-			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-				Type: ConditionRenewed, Status: metav1.ConditionTrue, Reason: ReasonRenewed, ObservedGeneration: generation,
-				Message: fmt.Sprintf("renewal %d accepted at %s", st.Renewals, at.UTC().Format("2006-01-02T15:04:05Z")),
-			})
-		} else {
-			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-				Type: ConditionRenewed, Status: metav1.ConditionFalse, Reason: ReasonRenewalLimitReached, ObservedGeneration: generation,
-				Message: fmt.Sprintf("renewal refused: the limit of %d renewals is reached", *o.MaxRenewals),
-			})
+	now = now.Rfc3339Copy()
+	renewed := applyRenewal(st, o, generation, now)
+	if o.Lifetime <= 0 {
+		if renewed {
+			st.ExpiresAt = nil
 		}
+		return
 	}
-	st.ExpiresAt = nil
-	if o.Lifetime > 0 {
-		base := o.Created
-		if st.RenewedAt != nil {
-			base = *st.RenewedAt
-		}
-		at := metav1.NewTime(base.Add(o.Lifetime))
-		st.ExpiresAt = &at
+	base := o.Created
+	if st.RenewedAt != nil {
+		base = *st.RenewedAt
 	}
+	at := metav1.NewTime(base.Add(o.Lifetime))
+	switch {
+	case renewed: // a lifetime after the renewal
+	case st.ExpiresAt == nil && st.ReadyAt != nil && st.ReadyAt.Before(&now):
+		at = metav1.NewTime(now.Add(o.Lifetime)) // the template gave a running instance a lifetime
+	case st.ExpiresAt == nil: // first computed
+	case o.OwnLifetime && at.Before(st.ExpiresAt): // spec.lifetime lowered
+	default:
+		return // kept: a template's change waits for the next renewal
+	}
+	st.ExpiresAt = &at
+}
+
+// applyRenewal counts a new spec.renewedAt, accepted within the limit or
+// refused, and reports whether it was accepted.
+func applyRenewal(st *ctfv1alpha1.ChallengeStatus, o Observation, generation int64, now metav1.Time) bool {
+	r := toSecond(o.RenewedAt)
+	if r == nil || (st.LastRenewalRequest != nil && !r.After(st.LastRenewalRequest.Time)) {
+		return false
+	}
+	st.LastRenewalRequest = r
+	if o.MaxRenewals != nil && st.Renewals >= *o.MaxRenewals {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: ConditionRenewed, Status: metav1.ConditionFalse, Reason: ReasonRenewalLimitReached, ObservedGeneration: generation,
+			Message: fmt.Sprintf("renewal refused: the limit of %d renewals is reached", *o.MaxRenewals),
+		})
+		return false
+	}
+	at := *r
+	if at.After(now.Time) {
+		at = now
+	}
+	st.RenewedAt = &at
+	st.Renewals++
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: ConditionRenewed, Status: metav1.ConditionTrue, Reason: ReasonRenewed, ObservedGeneration: generation,
+		Message: fmt.Sprintf("renewal %d accepted at %s", st.Renewals, at.UTC().Format("2006-01-02T15:04:05Z")),
+	})
+	return true
+}
+
+// toSecond is t as the status stores it, to the second; nil stays nil.
+func toSecond(t *metav1.Time) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	s := t.Rfc3339Copy()
+	return &s
 }

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -50,7 +51,9 @@ func TestExpiryAndRenewal(t *testing.T) {
 
 // TestEveryRenewalCountsOnce writes the status again and again, as the
 // operator does, with renewals dated in the future, the past, the same time,
-// and a second ahead of the operator's clock.
+// a second ahead of the operator's clock, and with a fraction of a second (as
+// JavaScript writes them). Each write goes through JSON, as the API server
+// stores the status: to the second.
 func TestEveryRenewalCountsOnce(t *testing.T) {
 	created := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(created.Add(d)) }
@@ -64,6 +67,8 @@ func TestEveryRenewalCountsOnce(t *testing.T) {
 		{"a second of clock skew", at(10*time.Minute + time.Second), at(10 * time.Minute), created.Add(40 * time.Minute)},
 		{"in the past", at(5 * time.Minute), at(10 * time.Minute), created.Add(35 * time.Minute)},
 		{"now", at(10 * time.Minute), at(10 * time.Minute), created.Add(40 * time.Minute)},
+		{"with a fraction of a second", at(5*time.Minute + 500*time.Millisecond), at(10 * time.Minute), created.Add(35 * time.Minute)},
+		{"in the future with a fraction", at(time.Hour + 999*time.Millisecond), at(10*time.Minute + 250*time.Millisecond), created.Add(40 * time.Minute)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,15 +77,17 @@ func TestEveryRenewalCountsOnce(t *testing.T) {
 			o := Observation{Created: created, Lifetime: 30 * time.Minute, RenewedAt: &tt.renewedAt}
 			applyExpiry(st, o, 2, tt.seenAt)
 			for later := time.Duration(0); later < 3*time.Minute; later += 20 * time.Second {
+				st = stored(t, st)
 				applyExpiry(st, o, 2, metav1.NewTime(tt.seenAt.Add(later)))
 			}
 			g.Expect(st.Renewals).To(Equal(int32(1)), "counted once, without a limit")
-			g.Expect(st.ExpiresAt.Time).To(Equal(tt.wantExpiry))
+			g.Expect(st.ExpiresAt.Time).To(BeTemporally("==", tt.wantExpiry))
 
 			limited := &ctfv1alpha1.ChallengeStatus{}
 			o.MaxRenewals = ptr.To[int32](2)
 			for later := time.Duration(0); later < time.Minute; later += 10 * time.Second {
 				applyExpiry(limited, o, 2, metav1.NewTime(tt.seenAt.Add(later)))
+				limited = stored(t, limited)
 			}
 			g.Expect(limited.Renewals).To(Equal(int32(1)), "one renewal burns one of the two allowed")
 			g.Expect(meta.IsStatusConditionTrue(limited.Conditions, ConditionRenewed)).To(BeTrue())
@@ -103,4 +110,62 @@ func TestExpiryKeptWhileTheLifetimeIsUnknown(t *testing.T) {
 	applyExpiry(st, Observation{Created: created, Lifetime: time.Hour, MaxRenewals: ptr.To[int32](0), RenewedAt: &renewal}, 2, metav1.NewTime(created.Add(2*time.Minute)))
 	g.Expect(st.Renewals).To(BeZero(), "refused once the limit is known again")
 	g.Expect(st.ExpiresAt).To(Equal(expiry))
+}
+
+// stored is st as written to and read back from the API server (JSON).
+func stored(t *testing.T, st *ctfv1alpha1.ChallengeStatus) *ctfv1alpha1.ChallengeStatus {
+	t.Helper()
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &ctfv1alpha1.ChallengeStatus{}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestExpiryMovesOnlyByTheInstancesOwnChoice: once set, expiresAt moves at a
+// renewal (with the lifetime in force then) or earlier with the Challenge's
+// own lowered spec.lifetime; a template's lifetime change waits for the next
+// renewal, so shortening it never deletes running instances at once.
+func TestExpiryMovesOnlyByTheInstancesOwnChoice(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(created.Add(d)); return &t }
+	tests := []struct {
+		name string
+		st   ctfv1alpha1.ChallengeStatus
+		o    Observation
+		want *metav1.Time
+	}{
+		{"first computed: a lifetime after creation",
+			ctfv1alpha1.ChallengeStatus{}, Observation{Lifetime: time.Hour}, at(time.Hour)},
+		{"template lifetime lowered: kept",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: 10 * time.Minute}, at(time.Hour)},
+		{"template lifetime raised: kept",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: 2 * time.Hour}, at(time.Hour)},
+		{"template lifetime removed: kept",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{}, at(time.Hour)},
+		{"template lifetime raised, then a renewal: the new lifetime after it",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: 2 * time.Hour, RenewedAt: at(20 * time.Minute)}, at(140 * time.Minute)},
+		{"template lifetime lowered, then a renewal: the new lifetime after it",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: 10 * time.Minute, RenewedAt: at(20 * time.Minute)}, at(30 * time.Minute)},
+		{"own lifetime lowered: earlier at once",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: 10 * time.Minute, OwnLifetime: true}, at(10 * time.Minute)},
+		{"own lifetime unchanged: kept",
+			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: time.Hour, OwnLifetime: true}, at(time.Hour)},
+		{"a running instance given a lifetime by its template: a full one from now",
+			ctfv1alpha1.ChallengeStatus{ReadyAt: at(time.Minute)}, Observation{Lifetime: time.Hour}, at(90 * time.Minute)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tt.o.Created = created
+			st := tt.st.DeepCopy()
+			applyExpiry(st, tt.o, 1, *at(30 * time.Minute))
+			g.Expect(st.ExpiresAt).NotTo(BeNil())
+			g.Expect(st.ExpiresAt.Time).To(BeTemporally("==", tt.want.Time))
+		})
+	}
 }

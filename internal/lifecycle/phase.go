@@ -75,6 +75,9 @@ type Observation struct {
 	Created metav1.Time
 	// Lifetime is how long the instance lives; 0 means until deleted.
 	Lifetime time.Duration
+	// OwnLifetime says Lifetime is the Challenge's own spec.lifetime (which
+	// may only be lowered), not its template's.
+	OwnLifetime bool
 	// LifetimeUnknown is set while the template that gives the lifetime
 	// cannot be read: expiry and renewals then stay as they are.
 	LifetimeUnknown bool

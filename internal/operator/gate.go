@@ -110,6 +110,16 @@ func limitsFor(base policy.Limits, tmpl *ctfv1alpha1.ChallengeTemplate) (policy.
 		}
 		*q.to = v
 	}
+	if p.MaxEphemeralStorage != nil {
+		v, err := p.MaxEphemeralStorage.Parse()
+		if err != nil {
+			return out, fmt.Errorf("ChallengeTemplate %s: policy: %w", tmpl.Name, err)
+		}
+		// Only lower: the operator's ceiling (zero: none) bounds the node's disk.
+		if out.EphemeralStorage.IsZero() || v.Cmp(out.EphemeralStorage) < 0 {
+			out.EphemeralStorage = v
+		}
+	}
 	if p.MaxReplicas != nil {
 		out.MaxReplicas = *p.MaxReplicas
 	}

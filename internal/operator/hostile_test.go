@@ -108,6 +108,11 @@ func hostileChallenges() []hostileChallenge {
 		{name: "quantity with two points", raw: func(s map[string]any) {
 			s["resources"] = map[string]any{"limits": map[string]any{"cpu": "1.2.3"}}
 		}, want: refused, field: "spec.resources.limits.cpu"},
+		{name: "tmpSizeLimit of 999999999999999E", raw: setValue("tmpSizeLimit", "999999999999999E"), want: refused, field: "spec.values.tmpSizeLimit"},
+		{name: "ephemeral-storage of 999999999999999E", raw: setValue("resources", map[string]any{"limits": map[string]any{"ephemeral-storage": "999999999999999E"}}), want: refused, field: "spec.values.resources.limits.ephemeral-storage"},
+		{name: "typed ephemeral-storage above 1Ti", mutate: func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Resources = &ctfv1alpha1.Resources{Requests: &ctfv1alpha1.ResourceAmounts{EphemeralStorage: q("2Ti")}}
+		}, want: refused, field: "spec.resources.requests.ephemeral-storage"},
 		{name: "lifetime overflowing time.Duration", raw: func(s map[string]any) { s["lifetime"] = "3000000h" }, want: refused, field: "spec.lifetime"},
 		{name: "lifetime of 31 days", raw: func(s map[string]any) { s["lifetime"] = "744h" }, want: refused, field: "spec.lifetime"},
 		{name: "lifetime of zero", raw: func(s map[string]any) { s["lifetime"] = "0s" }, want: refused, field: "spec.lifetime"},
@@ -154,6 +159,18 @@ func hostileChallenges() []hostileChallenge {
 			s.Policy = &ctfv1alpha1.InstancePolicy{MaxCPU: q("100m")}
 			s.Resources = &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{CPU: q("200m")}}
 		}, want: violation, field: "resources"},
+		{name: "scratch above the disk ceiling", mutate: withValues(`{"tmpSizeLimit": "2Gi"}`), want: violation, field: `emptyDir "tmp": sizeLimit 2Gi is above the ceiling 1Gi`},
+		{name: "ephemeral-storage above the disk ceiling", mutate: func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Resources = &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{EphemeralStorage: q("2Gi")}}
+		}, want: violation, field: "ephemeral-storage limit 2Gi is above the ceiling 1Gi"},
+		{name: "scratch above the template's lowered disk ceiling", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Policy = &ctfv1alpha1.InstancePolicy{MaxEphemeralStorage: q("128Mi")}
+			s.Values = testharness.Values(`{"tmpSizeLimit": "256Mi"}`)
+		}, want: violation, field: "above the ceiling 128Mi"},
+		{name: "a template raising the disk ceiling", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Policy = &ctfv1alpha1.InstancePolicy{MaxEphemeralStorage: q("10Gi")}
+			s.Resources = &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{EphemeralStorage: q("2Gi")}}
+		}, want: violation, field: "above the ceiling 1Gi"},
 		{name: "egress to the service range", tmpl: egressTo("10.96.0.1/32"), want: violation, field: "network-egress"},
 		{name: "egress to the metadata address", tmpl: egressTo("169.254.169.254/32"), want: violation, field: "network-egress"},
 		{name: "egress to everywhere", tmpl: egressTo("0.0.0.0/0"), want: violation, field: "network-egress"},
@@ -281,6 +298,16 @@ func hostileTemplates() []struct {
 		{"template env value with NEL", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "A", Value: "x\u0085y"}}
 		}, "spec.env[0].value"},
+		{"startable without a lifetime", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Instancer = &ctfv1alpha1.InstancerAccess{Startable: true}
+		}, "spec.lifetime.default or spec.lifetime.max is required when spec.instancer.startable is true"},
+		{"startable with only a renewal cap", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Instancer = &ctfv1alpha1.InstancerAccess{Startable: true}
+			t.Spec.Lifetime = &ctfv1alpha1.LifetimePolicy{MaxRenewals: ptr.To(int32(3))}
+		}, "spec.lifetime.default or spec.lifetime.max is required when spec.instancer.startable is true"},
+		{"template scratch of 999999999999999E", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Values = &ctfv1alpha1.Values{TmpSizeLimit: q("999999999999999E")}
+		}, "spec.values.tmpSizeLimit"},
 		{"renewal cap beyond reason", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Lifetime = &ctfv1alpha1.LifetimePolicy{MaxRenewals: ptr.To(int32(1001))}
 		}, "spec.lifetime.maxRenewals"},
@@ -433,6 +460,7 @@ func limitsSet(g Gomega, ch *ctfv1alpha1.Challenge) {
 	limits := deployment(g, ch).Spec.Template.Spec.Containers[0].Resources.Limits
 	g.Expect(limits.Cpu().IsZero()).To(BeFalse(), "a cpu limit is always set")
 	g.Expect(limits.Memory().IsZero()).To(BeFalse(), "a memory limit is always set")
+	g.Expect(limits.StorageEphemeral().IsZero()).To(BeFalse(), "an ephemeral-storage limit is always set")
 }
 
 func deployment(g Gomega, ch *ctfv1alpha1.Challenge) *appsv1.Deployment {

@@ -211,7 +211,15 @@ const maxReleaseHistory = 10
 var (
 	DefaultMaxCPU    = resource.MustParse("2")
 	DefaultMaxMemory = resource.MustParse("2Gi")
+	// DefaultMaxEphemeralStorage bounds a container's ephemeral-storage and
+	// its /tmp; templates may only lower it.
+	DefaultMaxEphemeralStorage = resource.MustParse("1Gi")
 )
+
+// DefaultMaxInstancesPerParticipant is the default of the operator's
+// --max-instances-per-participant: a team cannot start instances without
+// bound unless the cluster admin says so (0).
+const DefaultMaxInstancesPerParticipant int32 = 5
 
 // gateLimits completes the gate's limits with defaults and with the network
 // boundaries the values enforce, so that the chart and the gate agree.
@@ -222,6 +230,9 @@ func gateLimits(opts Options) policy.Limits {
 	}
 	if l.Memory.IsZero() {
 		l.Memory = DefaultMaxMemory
+	}
+	if l.EphemeralStorage.IsZero() {
+		l.EphemeralStorage = DefaultMaxEphemeralStorage
 	}
 	if l.MaxReplicas == 0 {
 		l.MaxReplicas = 1

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -219,7 +220,7 @@ func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
 	ch := &ctfv1alpha1.Challenge{}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flag-team-x"}, ch)).To(Succeed())
 	patch := client.MergeFrom(ch.DeepCopy())
-	ch.Spec.Lifetime = &metav1.Duration{Duration: time.Hour}
+	ch.Spec.RenewedAt = &metav1.Time{Time: time.Now().Truncate(time.Second)} // a new generation; spec.lifetime cannot be added
 	g.Expect(k8s.Patch(ctx, ch, patch)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), ch)).To(Succeed())
@@ -424,4 +425,64 @@ func TestEveryRenewalCountsOnceWhateverTheClock(t *testing.T) {
 	before = time.Now().Truncate(time.Second)
 	renew(skewed.Add(time.Second))
 	expectRenewals(3, before.Add(lifetime), func() time.Time { return time.Now().Add(lifetime) }, "a later future renewal counts once more")
+}
+
+// TestFractionalRenewedAtCountsOnce: a renewedAt with a fraction of a second,
+// as JavaScript's toISOString writes it, is one renewal, with a renewal limit
+// and without one. Compared with the status (stored to the second) as read,
+// it was counted again at every status write: thousands of renewals, or
+// every renewal of the limit burnt by one request.
+func TestFractionalRenewedAtCountsOnce(t *testing.T) {
+	tests := []struct {
+		name        string
+		maxRenewals *int32
+	}{
+		{"without a limit", nil},
+		{"with a limit", ptr.To[int32](3)},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const lifetime = time.Hour
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns := namespace(t)
+			tmpl := "tpl-fraction-" + strconv.Itoa(i)
+			newTemplate(t, tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+				s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: lifetime}, MaxRenewals: tt.maxRenewals}
+			})
+			ch := fromTemplate(ns, "fraction", "team-f", tmpl)
+			g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+			got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+			second := time.Now().UTC().Add(-time.Second).Truncate(time.Second)
+			renewedAt := second.Format("2006-01-02T15:04:05") + ".5Z"
+			patch := []byte(`{"spec":{"renewedAt":"` + renewedAt + `"}}`)
+			g.Expect(k8s.Patch(ctx, got, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+
+			g.Eventually(func(g Gomega) {
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+				g.Expect(got.Status.Renewals).To(Equal(int32(1)))
+				g.Expect(renewedEvents(g, ns, "fraction")).To(Equal(1))
+			}, timeout, interval).Should(Succeed())
+			g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("==", second.Add(lifetime)), "a lifetime after the renewal's second")
+			g.Consistently(func(g Gomega) {
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+				g.Expect(got.Status.Renewals).To(Equal(int32(1)), "counted once")
+				g.Expect(renewedEvents(g, ns, "fraction")).To(Equal(1), "one Renewed Event")
+			}, 3*time.Second, interval).Should(Succeed())
+		})
+	}
+}
+
+// renewedEvents counts the Renewed Events about a Challenge.
+func renewedEvents(g Gomega, ns, name string) int {
+	var events eventsv1.EventList
+	g.Expect(k8s.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
+	n := 0
+	for _, e := range events.Items {
+		if e.Regarding.Kind == "Challenge" && e.Regarding.Name == name && e.Reason == "Renewed" {
+			n++
+		}
+	}
+	return n
 }

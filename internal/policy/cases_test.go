@@ -72,6 +72,21 @@ func limit(name corev1.ResourceName, q string) func(*fixture) {
 	}
 }
 
+// diskCeiling sets an ephemeral-storage ceiling, the container's limit and the /tmp size; an
+// empty one is left unset.
+func diskCeiling(ceiling, limit, tmp string) func(*fixture) {
+	return func(fx *fixture) {
+		fx.in.Limits.EphemeralStorage = resource.MustParse(ceiling)
+		if limit != "" {
+			fx.ctr().Resources.Limits[corev1.ResourceEphemeralStorage] = resource.MustParse(limit)
+		}
+		fx.pod().Volumes[0].EmptyDir.SizeLimit = nil
+		if tmp != "" {
+			fx.pod().Volumes[0].EmptyDir.SizeLimit = ptr.To(resource.MustParse(tmp))
+		}
+	}
+}
+
 // allowKey lets organisers allow a key, as an Instance's Keys would.
 func allowKey(fx *fixture, key string) {
 	fx.in.Keys.Allowed = append(fx.in.Keys.Allowed, key)
@@ -313,6 +328,11 @@ var breakings = []breaking{
 	{name: "cpu above the ceiling", rule: "resources", apply: limit(corev1.ResourceCPU, "2")},
 	{name: "memory above the ceiling", rule: "resources", apply: limit(corev1.ResourceMemory, "1Gi")},
 	{name: "a zero memory limit", rule: "resources", apply: limit(corev1.ResourceMemory, "0")},
+	{name: "no ephemeral-storage limit under a disk ceiling", rule: "resources", apply: diskCeiling("1Gi", "", "64Mi")},
+	{name: "ephemeral-storage above the ceiling", rule: "resources", apply: diskCeiling("1Gi", "2Gi", "64Mi")},
+	{name: "scratch without a size under a disk ceiling", rule: "resources", apply: diskCeiling("1Gi", "256Mi", "")},
+	{name: "scratch of 999999999999999E", rule: "resources", apply: diskCeiling("1Gi", "256Mi", "999999999999999E")},
+	{name: "scratch above the ceiling", rule: "resources", apply: diskCeiling("1Gi", "256Mi", "2Gi")},
 	{name: "10 replicas", rule: "replicas", apply: func(fx *fixture) { fx.deploy.Spec.Replicas = ptr.To[int32](10) }},
 
 	// selector
@@ -448,6 +468,7 @@ var harmlessChanges = []harmless{
 	{name: "limits at the ceiling", apply: func(fx *fixture) {
 		fx.ctr().Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
 	}},
+	{name: "disk at its ceiling", apply: diskCeiling("1Gi", "1Gi", "1Gi")},
 	{name: "no flag at all", relaxes: true, apply: func(fx *fixture) {
 		fx.in.FlagSecret = ""
 		fx.omit["Secret"] = true

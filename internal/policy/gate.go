@@ -59,6 +59,10 @@ type Limits struct {
 	// CPU and Memory bound every container's limits, which every container must set, so one
 	// instance cannot starve a node.
 	CPU, Memory resource.Quantity
+	// EphemeralStorage bounds every container's ephemeral-storage limit, which every container
+	// must then set, and every emptyDir's sizeLimit, which every emptyDir must then set, so one
+	// instance cannot fill its node's disk; zero means no ceiling (and none required).
+	EphemeralStorage resource.Quantity
 	// MaxReplicas bounds the Deployment's replicas (unset counts as 1).
 	MaxReplicas int32
 	// AllowLoadBalancer lets the Service be of type LoadBalancer, which costs the organiser money.

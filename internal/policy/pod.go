@@ -148,12 +148,20 @@ func (c *checker) flagRef(src *corev1.EnvVarSource) bool {
 }
 
 // resources requires cpu and memory limits under the organiser's ceilings on every container, so
-// one instance cannot starve a node; a zero limit means none.
+// one instance cannot starve a node; a zero limit means none. With an ephemeral-storage ceiling,
+// the container's ephemeral-storage limit and every emptyDir's size are required under it too.
 func (c *checker) resources(o *object, p *corev1.PodSpec) error {
-	ceilings := []struct {
+	type ceiling struct {
 		name corev1.ResourceName
 		max  resource.Quantity
-	}{{corev1.ResourceCPU, c.in.Limits.CPU}, {corev1.ResourceMemory, c.in.Limits.Memory}}
+	}
+	ceilings := []ceiling{{corev1.ResourceCPU, c.in.Limits.CPU}, {corev1.ResourceMemory, c.in.Limits.Memory}}
+	if disk := c.in.Limits.EphemeralStorage; !disk.IsZero() {
+		ceilings = append(ceilings, ceiling{corev1.ResourceEphemeralStorage, disk})
+		if err := c.scratch(o, p, disk); err != nil {
+			return err
+		}
+	}
 	for _, ctr := range p.Containers {
 		for _, ceiling := range ceilings {
 			q, ok := ctr.Resources.Limits[ceiling.name]
@@ -164,6 +172,24 @@ func (c *checker) resources(o *object, p *corev1.PodSpec) error {
 				return o.violation(ruleResources, "container %q: %s limit %s is above the ceiling %s",
 					ctr.Name, ceiling.name, q.String(), ceiling.max.String())
 			}
+		}
+	}
+	return nil
+}
+
+// scratch requires every emptyDir to have a size limit no larger than the ephemeral-storage
+// ceiling: a memory-backed one counts against memory, a disk-backed one against the node's disk.
+func (c *checker) scratch(o *object, p *corev1.PodSpec, ceiling resource.Quantity) error {
+	for _, v := range p.Volumes {
+		if v.EmptyDir == nil {
+			continue
+		}
+		size := v.EmptyDir.SizeLimit
+		if size == nil || size.Sign() <= 0 {
+			return o.violation(ruleResources, "emptyDir %q sets no sizeLimit", v.Name)
+		}
+		if size.Cmp(ceiling) > 0 {
+			return o.violation(ruleResources, "emptyDir %q: sizeLimit %s is above the ceiling %s", v.Name, size.String(), ceiling.String())
 		}
 	}
 	return nil

@@ -182,7 +182,9 @@ func (c *Cluster) addNode(ctx context.Context) error {
 	plenty := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("1000"),
 		corev1.ResourceMemory: resource.MustParse("1000Gi"),
-		corev1.ResourcePods:   resource.MustParse("10000"),
+		// Instances always ask for ephemeral storage; a node without it fits none.
+		corev1.ResourceEphemeralStorage: resource.MustParse("100Ti"),
+		corev1.ResourcePods:             resource.MustParse("10000"),
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{

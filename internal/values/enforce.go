@@ -48,9 +48,10 @@ func lookup(vals map[string]any, path []string) any {
 	return cur
 }
 
-// resourceFloor returns the container resources with cpu and memory limits
-// always set, and requests no larger than the limits, whatever the values
-// left out: an instance without limits could starve its node.
+// resourceFloor returns the container resources with cpu, memory and
+// ephemeral-storage limits always set, and requests no larger than the
+// limits, whatever the values left out: an instance without limits could
+// starve its node, or fill its disk.
 func resourceFloor(v any) map[string]any {
 	res, _ := v.(map[string]any)
 	requests, _ := res["requests"].(map[string]any)
@@ -59,6 +60,7 @@ func resourceFloor(v any) map[string]any {
 	for _, r := range []struct{ name, limit, request string }{
 		{"cpu", DefaultCPULimit, DefaultCPURequest},
 		{"memory", DefaultMemoryLimit, DefaultMemoryRequest},
+		{"ephemeral-storage", DefaultEphemeralStorageLimit, DefaultEphemeralStorageRequest},
 	} {
 		limit := quantityOr(limits[r.name], r.limit)
 		request := quantityOr(requests[r.name], r.request)

@@ -38,22 +38,26 @@ func TestResourceFloor(t *testing.T) {
 		want      map[string]any
 	}{
 		{"nothing set: the defaults", nil, map[string]any{
-			"requests": map[string]any{"cpu": "50m", "memory": "64Mi"},
-			"limits":   map[string]any{"cpu": "500m", "memory": "256Mi"},
+			"requests": map[string]any{"cpu": "50m", "memory": "64Mi", "ephemeral-storage": "64Mi"},
+			"limits":   map[string]any{"cpu": "500m", "memory": "256Mi", "ephemeral-storage": "256Mi"},
 		}},
 		{"only requests: limits still set", &ctfv1alpha1.Resources{Requests: &ctfv1alpha1.ResourceAmounts{CPU: quantity("100m")}}, map[string]any{
-			"requests": map[string]any{"cpu": "100m", "memory": "64Mi"},
-			"limits":   map[string]any{"cpu": "500m", "memory": "256Mi"},
+			"requests": map[string]any{"cpu": "100m", "memory": "64Mi", "ephemeral-storage": "64Mi"},
+			"limits":   map[string]any{"cpu": "500m", "memory": "256Mi", "ephemeral-storage": "256Mi"},
 		}},
 		{"requests above limits are lowered to them", &ctfv1alpha1.Resources{
 			Requests: &ctfv1alpha1.ResourceAmounts{CPU: quantity("2"), Memory: quantity("1Gi")},
 			Limits:   &ctfv1alpha1.ResourceAmounts{CPU: quantity("10m"), Memory: quantity("32Mi")},
 		}, map[string]any{
-			"requests": map[string]any{"cpu": "10m", "memory": "32Mi"},
-			"limits":   map[string]any{"cpu": "10m", "memory": "32Mi"},
+			"requests": map[string]any{"cpu": "10m", "memory": "32Mi", "ephemeral-storage": "64Mi"},
+			"limits":   map[string]any{"cpu": "10m", "memory": "32Mi", "ephemeral-storage": "256Mi"},
+		}},
+		{"ephemeral storage below its request: the request lowered", &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{EphemeralStorage: quantity("32Mi")}}, map[string]any{
+			"requests": map[string]any{"cpu": "50m", "memory": "64Mi", "ephemeral-storage": "32Mi"},
+			"limits":   map[string]any{"cpu": "500m", "memory": "256Mi", "ephemeral-storage": "32Mi"},
 		}},
 		{"ephemeral storage passes through", &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{EphemeralStorage: quantity("1Gi")}}, map[string]any{
-			"requests": map[string]any{"cpu": "50m", "memory": "64Mi"},
+			"requests": map[string]any{"cpu": "50m", "memory": "64Mi", "ephemeral-storage": "64Mi"},
 			"limits":   map[string]any{"cpu": "500m", "memory": "256Mi", "ephemeral-storage": "1Gi"},
 		}},
 	}

@@ -52,13 +52,18 @@ type Settings struct {
 	Keys policy.Keys
 }
 
-// Resource floor: every instance's container gets cpu and memory limits
-// (these unless its values say otherwise) and requests no larger than them.
+// Resource floor: every instance's container gets cpu, memory and
+// ephemeral-storage limits (these unless its values say otherwise) and
+// requests no larger than them.
 const (
 	DefaultCPULimit      = "500m"
 	DefaultMemoryLimit   = "256Mi"
 	DefaultCPURequest    = "50m"
 	DefaultMemoryRequest = "64Mi"
+	// The scratch space: /tmp (64Mi by default) and the root filesystem if
+	// a template makes it writable.
+	DefaultEphemeralStorageLimit   = "256Mi"
+	DefaultEphemeralStorageRequest = "64Mi"
 )
 
 // Translator is the helm-operator value translator for Challenges.

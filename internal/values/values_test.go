@@ -100,8 +100,8 @@ func TestForChallenge(t *testing.T) {
 				s.Resources = &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{Memory: quantity("1Gi")}}
 			},
 			want: map[string]any{"resources": map[string]any{
-				"requests": map[string]any{"cpu": "10m", "memory": "64Mi"},
-				"limits":   map[string]any{"cpu": "1", "memory": "1Gi"},
+				"requests": map[string]any{"cpu": "10m", "memory": "64Mi", "ephemeral-storage": "64Mi"},
+				"limits":   map[string]any{"cpu": "1", "memory": "1Gi", "ephemeral-storage": "256Mi"},
 			}},
 		},
 		{
