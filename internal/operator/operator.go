@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -212,6 +213,24 @@ var (
 	DefaultMaxCPU    = resource.MustParse("2")
 	DefaultMaxMemory = resource.MustParse("2Gi")
 )
+
+// CheckIngressFrom refuses, at start-up, an ingress-from namespace that
+// instances run in: its pods, the other instances' among them, would be let
+// into every instance. challengeNamespaces are those Challenges are created
+// in (the watched ones, the instancer's); with a namespace per instance they
+// hold no instance pods, and the gate refuses an instance's own namespace as
+// a peer whatever the mode.
+func CheckIngressFrom(opts Options, challengeNamespaces []string) error {
+	if opts.Values.NamespacePerInstance {
+		return nil
+	}
+	for _, ns := range opts.Values.IngressFromNamespaces {
+		if slices.Contains(challengeNamespaces, ns) {
+			return fmt.Errorf("--ingress-from-namespaces lists %q, where instances run: every instance would be open to the others", ns)
+		}
+	}
+	return nil
+}
 
 // gateLimits completes the gate's limits with defaults and with the network
 // boundaries the values enforce, so that the chart and the gate agree.

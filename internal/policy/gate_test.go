@@ -49,7 +49,8 @@ func TestEveryRuleIsTested(t *testing.T) {
 		ruleHelmAnnotation, ruleFinalizers, ruleRequired, ruleHostNamespace, ruleHostPort, rulePodSecurity,
 		ruleServiceAccount, ruleContainers, ruleVolume, ruleSecretRef, ruleResources, ruleReplicas,
 		ruleSelector, ruleService, ruleIngress, ruleIngressHost, ruleNetworkPolicy, ruleNetworkEgress,
-		ruleNetworkIngress, ruleSecret, rulePlacement,
+		ruleNetworkIngress, ruleSecret, rulePlacement, ruleImageRegistry, ruleProfile, ruleRootGroup,
+		ruleGrace, ruleSchedulingGate, ruleClusterIP, ruleSourceRanges, ruleQuota, ruleLimitRange, ruleNamespaceMeta,
 	}
 	for _, r := range rules {
 		g.Expect(tested).To(HaveKey(r))
@@ -378,11 +379,23 @@ spec:
         - ipBlock:
             cidr: 0.0.0.0/0
             except:
-              - 10.0.0.0/8
-              - 172.16.0.0/12
-              - 192.168.0.0/16
-              - 100.64.0.0/10
-              - 169.254.0.0/16
+              - "0.0.0.0/8"
+              - "10.0.0.0/8"
+              - "100.64.0.0/10"
+              - "127.0.0.0/8"
+              - "168.63.129.16/32"
+              - "169.254.0.0/16"
+              - "172.16.0.0/12"
+              - "192.0.0.0/24"
+              - "192.168.0.0/16"
+        - ipBlock:
+            cidr: "::/0"
+            except:
+              - "::/128"
+              - "::1/128"
+              - "fc00::/7"
+              - "fd00:ec2::254/128"
+              - "fe80::/10"
         - namespaceSelector:
             matchLabels:
               kubernetes.io/metadata.name: ingress-nginx
@@ -403,9 +416,21 @@ spec:
         - ipBlock:
             cidr: 0.0.0.0/0
             except:
-              - 10.0.0.0/8
-              - 172.16.0.0/12
-              - 192.168.0.0/16
-              - 100.64.0.0/10
-              - 169.254.0.0/16
+              - "0.0.0.0/8"
+              - "10.0.0.0/8"
+              - "100.64.0.0/10"
+              - "127.0.0.0/8"
+              - "168.63.129.16/32"
+              - "169.254.0.0/16"
+              - "172.16.0.0/12"
+              - "192.0.0.0/24"
+              - "192.168.0.0/16"
+        - ipBlock:
+            cidr: "::/0"
+            except:
+              - "::/128"
+              - "::1/128"
+              - "fc00::/7"
+              - "fd00:ec2::254/128"
+              - "fe80::/10"
 `
