@@ -115,7 +115,8 @@ type LifetimePolicy struct {
 }
 
 // EgressRule allows instances to reach one named destination.
-// Internal ranges (--internal-cidrs) and the metadata address are refused
+// Internal ranges (the private, link-local, loopback and unique-local ranges
+// of IPv4 and IPv6, the metadata addresses, and --internal-cidrs) are refused
 // unless the operator allows them on purpose (--allow-egress-cidrs).
 type EgressRule struct {
 	// Name says what the destination is, e.g. "checker".
