@@ -50,7 +50,10 @@ func TestCheckIngressFrom(t *testing.T) {
 		{"the watched namespace", false, []string{"ingress-nginx", "ctf-teams"}, []string{"ctf-teams"}, true},
 		{"the instancer's namespace", false, []string{"ctf"}, []string{"ctf-teams", "ctf"}, true},
 		{"all namespaces watched: the gate decides per instance", false, []string{"ctf"}, nil, false},
-		{"a namespace per instance", true, []string{"ctf-teams"}, []string{"ctf-teams"}, false},
+		{"a namespace per instance: the Challenges' namespace holds none", true, []string{"ctf-teams"}, []string{"ctf-teams"}, false},
+		{"a namespace per instance: an instance's namespace", true, []string{"ingress-nginx", "ctf-teams-web-team1-0123456789"}, []string{"ctf-teams"}, true},
+		{"a namespace per instance, all watched: an instance's namespace", true, []string{"t1-web-team1-abcdef0123"}, nil, true},
+		{"a namespace per instance: a hash-like name elsewhere", true, []string{"platform-abcdef0123"}, []string{"ctf-teams"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

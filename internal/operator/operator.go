@@ -217,15 +217,15 @@ var (
 // CheckIngressFrom refuses, at start-up, an ingress-from namespace that
 // instances run in: its pods, the other instances' among them, would be let
 // into every instance. challengeNamespaces are those Challenges are created
-// in (the watched ones, the instancer's); with a namespace per instance they
-// hold no instance pods, and the gate refuses an instance's own namespace as
-// a peer whatever the mode.
+// in (the watched ones, the instancer's; none means any). Instances run there,
+// or, with a namespace per instance, in namespaces named after them
+// (values.InstanceNamespace). The gate also refuses an instance's own
+// namespace as a peer, whatever the mode.
 func CheckIngressFrom(opts Options, challengeNamespaces []string) error {
-	if opts.Values.NamespacePerInstance {
-		return nil
-	}
 	for _, ns := range opts.Values.IngressFromNamespaces {
-		if slices.Contains(challengeNamespaces, ns) {
+		shared := !opts.Values.NamespacePerInstance && slices.Contains(challengeNamespaces, ns)
+		own := opts.Values.NamespacePerInstance && values.MayBeInstanceNamespace(ns, challengeNamespaces)
+		if shared || own {
 			return fmt.Errorf("--ingress-from-namespaces lists %q, where instances run: every instance would be open to the others", ns)
 		}
 	}

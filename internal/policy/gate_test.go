@@ -106,6 +106,12 @@ func TestInstanceTheGateCannotJudgeBy(t *testing.T) {
 		"no identity labels":        func(in *Instance) { in.Labels = nil },
 		"an invalid internal range": func(in *Instance) { in.Limits.InternalCIDRs = append(in.Limits.InternalCIDRs, netip.Prefix{}) },
 		"an invalid allowed range":  func(in *Instance) { in.Limits.AllowedCIDRs = []netip.Prefix{{}} },
+		"a namespace of its own without its quota": func(in *Instance) {
+			in.OwnNamespace, in.Quota = true, nil
+		},
+		"a namespace of its own without its limit range": func(in *Instance) {
+			in.OwnNamespace, in.LimitRange = true, nil
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -3,6 +3,7 @@ package values
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -185,4 +186,18 @@ type failingReader struct{ client.Reader }
 
 func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
 	return errors.New("connection refused")
+}
+
+// TestMayBeInstanceNamespace recognises every name InstanceNamespace gives,
+// long namespaces and names included, and not a platform's namespace.
+func TestMayBeInstanceNamespace(t *testing.T) {
+	g := NewWithT(t)
+	long := strings.Repeat("n", 60)
+	for _, c := range [][2]string{{"ctf-teams", "web-team1"}, {long, "web"}, {"ctf", strings.Repeat("w", 63)}} {
+		name := InstanceNamespace(&ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: c[0], Name: c[1]}})
+		g.Expect(MayBeInstanceNamespace(name, []string{c[0]})).To(BeTrue(), name)
+		g.Expect(MayBeInstanceNamespace(name, nil)).To(BeTrue(), name)
+		g.Expect(MayBeInstanceNamespace(name, []string{"other"})).To(BeFalse(), name)
+	}
+	g.Expect(MayBeInstanceNamespace("ingress-nginx", nil)).To(BeFalse())
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -340,6 +341,26 @@ func InstanceNamespace(c *ctfv1alpha1.Challenge) string {
 		prefix = strings.TrimRight(prefix[:52], "-")
 	}
 	return prefix + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// instanceNamespaceSuffix is the hash InstanceNamespace ends with.
+var instanceNamespaceSuffix = regexp.MustCompile(`-[0-9a-f]{10}$`)
+
+// MayBeInstanceNamespace reports whether name has the shape InstanceNamespace
+// gives for a Challenge in one of challengeNamespaces (in any, when empty).
+func MayBeInstanceNamespace(name string, challengeNamespaces []string) bool {
+	if !instanceNamespaceSuffix.MatchString(name) {
+		return false
+	}
+	if len(challengeNamespaces) == 0 {
+		return true
+	}
+	for _, ns := range challengeNamespaces {
+		if strings.HasPrefix(name, ns+"-") || (len(ns) >= 52 && strings.HasPrefix(name, strings.TrimRight(ns[:52], "-"))) {
+			return true
+		}
+	}
+	return false
 }
 
 func toAny(ss []string) []any {
