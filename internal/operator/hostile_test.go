@@ -117,6 +117,9 @@ func hostileChallenges() []hostileChallenge {
 		{name: "renewedAt at hour 24", raw: func(s map[string]any) { s["renewedAt"] = "2026-11-23T24:00:00Z" }, want: refused, field: "spec.renewedAt"},
 		{name: "renewedAt with a space", raw: func(s map[string]any) { s["renewedAt"] = "2026-11-23 10:00:00Z" }, want: refused, field: "spec.renewedAt"},
 		{name: "run as root", raw: setValue("runAsUser", 0), want: refused, field: "spec.values.runAsUser"},
+		{name: "run as group root", raw: setValue("runAsGroup", 0), want: refused, field: "spec.values.runAsGroup"},
+		{name: "termination grace through values", raw: setValue("terminationGracePeriodSeconds", 3600), want: refused, field: `unknown field "spec.values.terminationGracePeriodSeconds"`},
+		{name: "a fixed clusterIP through values", raw: setValue("expose", map[string]any{"clusterIP": "None"}), want: refused, field: `unknown field "spec.values.expose.clusterIP"`},
 		{name: "thirty-three annotations", raw: setValue("podAnnotations", manyKeys(33)), want: refused, field: "spec.values.podAnnotations"},
 		{name: "sixty-five variables", mutate: func(c *ctfv1alpha1.Challenge) {
 			for i := range 65 {
