@@ -59,7 +59,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Requests the operator may send at once above kube-api-qps.")
 	o.operator.MaxInstancesPerParticipant = operator.DefaultMaxInstancesPerParticipant
 	fs.Var(int32Value{&o.operator.MaxInstancesPerParticipant}, "max-instances-per-participant", "Active instances one participant may have, unless the template says otherwise; 0 means no limit.")
-	fs.Var(cidrsValue{&o.operator.Values.InternalCIDRs}, "internal-cidrs", "Comma-separated pod, service and private ranges instances may not reach (the chart's defaults when empty).")
+	fs.Var(cidrsValue{&o.operator.Values.InternalCIDRs}, "internal-cidrs", "Comma-separated pod, service and other ranges instances may not reach, added to the private, link-local, loopback, unique-local and metadata ranges of IPv4 and IPv6 that always apply.")
 	fs.BoolVar(&o.operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")
 	fs.BoolVar(&o.operator.Webhook, "enable-webhook", false, "Serve the validating webhook that refuses duplicate and over-quota Challenges at admission (needs a serving certificate).")
 	// The security policy: what values may set and what a release may contain.
@@ -73,6 +73,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	o.operator.Limits.EphemeralStorage = operator.DefaultMaxEphemeralStorage
 	fs.Var(quantityValue{&o.operator.Limits.EphemeralStorage}, "max-ephemeral-storage", "Highest ephemeral-storage limit of an instance's container and size of its /tmp; a template's policy may only lower it.")
 	fs.BoolVar(&o.operator.Limits.AllowLoadBalancer, "allow-load-balancer", false, "Allow every instance a LoadBalancer Service (templates may allow it for their own).")
+	fs.Var(listValue{&o.operator.Limits.AllowedRegistries}, "allowed-registries", "Comma-separated registry hosts (ghcr.io, registry.example:5000) or repository prefixes (ghcr.io/org) images may come from; templates may narrow it. Empty: any registry named by a public DNS name, never an IP address, localhost or a site-local name.")
 	fs.Var(prefixesValue{&o.operator.Limits.AllowedCIDRs}, "allow-egress-cidrs", "Comma-separated internal ranges templates' egress rules may reach on purpose (e.g. a checker service).")
 	// The participants' instancer (off unless it has an address).
 	fs.StringVar(&o.instancer.BindAddress, "instancer-bind-address", "", "Address the participants' instancer (page and API) listens on, e.g. :8443 behind a TLS ingress; empty disables it.")
@@ -133,13 +134,20 @@ func run(opts options) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := operator.Setup(mgr, opts.operator); err != nil {
-		return err
-	}
+	challengeNamespaces := watchNamespaces()
 	if opts.instancer.BindAddress != "" {
 		if opts.instancer.Namespace == "" {
 			opts.instancer.Namespace = cmp.Or(os.Getenv("POD_NAMESPACE"), "default")
 		}
+		challengeNamespaces = append(challengeNamespaces, opts.instancer.Namespace)
+	}
+	if err := operator.CheckIngressFrom(opts.operator, challengeNamespaces); err != nil {
+		return err
+	}
+	if err := operator.Setup(mgr, opts.operator); err != nil {
+		return err
+	}
+	if opts.instancer.BindAddress != "" {
 		if err := mgr.Add(&instancer.Server{Options: opts.instancer, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Informers: mgr.GetCache()}); err != nil {
 			return err
 		}
@@ -182,8 +190,12 @@ func (v cidrsValue) Set(s string) error {
 		return err
 	}
 	for _, c := range *v.p {
-		if _, err := netip.ParsePrefix(c); err != nil {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
 			return err
+		}
+		if p.Bits() == 0 {
+			return fmt.Errorf("%s covers every address", c)
 		}
 	}
 	return nil

@@ -115,7 +115,8 @@ type LifetimePolicy struct {
 }
 
 // EgressRule allows instances to reach one named destination.
-// Internal ranges (--internal-cidrs) and the metadata address are refused
+// Internal ranges (the private, link-local, loopback and unique-local ranges
+// of IPv4 and IPv6, the metadata addresses, and --internal-cidrs) are refused
 // unless the operator allows them on purpose (--allow-egress-cidrs).
 type EgressRule struct {
 	// Name says what the destination is, e.g. "checker".
@@ -251,7 +252,22 @@ type InstancePolicy struct {
 	// outside the internal ranges and the metadata address).
 	// +optional
 	InternetEgress bool `json:"internetEgress,omitempty"`
+	// AllowedRegistries are the registry hosts ("ghcr.io",
+	// "registry.example:5000") or repository prefixes ("ghcr.io/org")
+	// instances' images may come from, within the operator's own list
+	// (--allowed-registries). Unset: the operator's list, or any registry
+	// named by a public DNS name when it has none.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	// +optional
+	AllowedRegistries []RegistryPrefix `json:"allowedRegistries,omitempty"`
 }
+
+// RegistryPrefix is a registry host, with an optional port, and optionally a
+// repository path under it, in lower case.
+// +kubebuilder:validation:MaxLength=255
+// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*$`
+type RegistryPrefix string
 
 // ChallengeTemplateStatus reports the template's use.
 type ChallengeTemplateStatus struct {

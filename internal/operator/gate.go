@@ -83,6 +83,9 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 	}
 	if g.namespacePerInstance {
 		in.Namespace = values.InstanceNamespace(ch)
+		if in.Quota, in.LimitRange, err = values.NamespaceBounds(); err != nil {
+			return policy.Instance{}, err
+		}
 	}
 	if tmpl != nil && tmpl.Spec.Flag != nil {
 		in.FlagSecret = values.FlagSecretName(ch.Name)
@@ -124,7 +127,13 @@ func limitsFor(base policy.Limits, tmpl *ctfv1alpha1.ChallengeTemplate) (policy.
 		out.MaxReplicas = *p.MaxReplicas
 	}
 	out.AllowLoadBalancer = out.AllowLoadBalancer || p.LoadBalancer
-	return out, nil
+	registries := make([]string, len(p.AllowedRegistries))
+	for i, r := range p.AllowedRegistries {
+		registries[i] = string(r)
+	}
+	var err error
+	out.AllowedRegistries, err = policy.NarrowRegistries(tmpl.Name, base.AllowedRegistries, registries)
+	return out, err
 }
 
 // hostTaken reports whether another instance's Ingress already serves a host.

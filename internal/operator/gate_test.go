@@ -2,14 +2,13 @@ package operator
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,28 +45,7 @@ func TestChartPassesTheGate(t *testing.T) {
 				Spec:       ctfv1alpha1.ChallengeSpec{Participant: "team1", Template: "web"},
 			}
 			settings := values.Settings{NamespacePerInstance: perInstance, IngressFromNamespaces: []string{"ingress-nginx"}}
-			vals, err := values.Compose(ch, tmpl, settings)
-			g.Expect(err).NotTo(HaveOccurred())
-			vals["flag"].(map[string]any)["value"] = "CTF{x}"
-
-			chrt, err := loader.Load(filepath.Join(testcluster.RepoRoot(), "charts", "challenge"))
-			g.Expect(err).NotTo(HaveOccurred())
-			renderVals, err := chartutil.ToRenderValues(chrt, vals, chartutil.ReleaseOptions{Name: ch.Name, Namespace: ch.Namespace, IsInstall: true}, nil)
-			g.Expect(err).NotTo(HaveOccurred())
-			files, err := engine.Render(chrt, renderVals)
-			g.Expect(err).NotTo(HaveOccurred())
-			hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(hooks).To(BeEmpty())
-			var manifest []byte
-			for _, m := range manifests {
-				manifest = append(manifest, []byte("---\n"+m.Content+"\n")...)
-			}
-
-			gt := &gate{reader: noIngresses{}, limits: gateLimits(Options{
-				Values: settings, Limits: policy.Limits{IngressDomain: "ctf.example"},
-			}), namespacePerInstance: perInstance}
-			in, err := gt.instance(context.Background(), ch, tmpl)
+			manifest, in, err := RenderForGate(ch, tmpl, Options{Values: settings, Limits: policy.Limits{IngressDomain: "ctf.example"}})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(policy.Check(manifest, in)).To(Succeed())
 		})
@@ -109,5 +87,27 @@ func TestTemplateMayOnlyLowerTheDiskCeiling(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got.EphemeralStorage.Cmp(resource.MustParse(tt.want))).To(BeZero(), "got %s", got.EphemeralStorage.String())
 		})
+	}
+}
+
+// TestChartQuotesEveryValue reads the chart's templates: every action that
+// prints a value quotes it, or prints it as YAML, an integer or an indented
+// block, so no value can add a line of its own (the instance namespace's name
+// was once printed bare).
+func TestChartQuotesEveryValue(t *testing.T) {
+	g := NewWithT(t)
+	paths, err := filepath.Glob(filepath.Join(testcluster.RepoRoot(), "charts", "challenge", "templates", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(paths).NotTo(BeEmpty())
+	action := regexp.MustCompile(`{{[^-/][^}]*}}`)
+	safe := regexp.MustCompile(`\| quote|toYaml|^{{ int(64)? |nindent|^{{ (end|else)`)
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		g.Expect(err).NotTo(HaveOccurred())
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, a := range action.FindAllString(line, -1) {
+				g.Expect(safe.MatchString(a)).To(BeTrue(), "%s:%d prints %s unquoted", filepath.Base(path), i+1, a)
+			}
+		}
 	}
 }

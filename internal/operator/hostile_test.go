@@ -122,6 +122,9 @@ func hostileChallenges() []hostileChallenge {
 		{name: "renewedAt at hour 24", raw: func(s map[string]any) { s["renewedAt"] = "2026-11-23T24:00:00Z" }, want: refused, field: "spec.renewedAt"},
 		{name: "renewedAt with a space", raw: func(s map[string]any) { s["renewedAt"] = "2026-11-23 10:00:00Z" }, want: refused, field: "spec.renewedAt"},
 		{name: "run as root", raw: setValue("runAsUser", 0), want: refused, field: "spec.values.runAsUser"},
+		{name: "run as group root", raw: setValue("runAsGroup", 0), want: refused, field: "spec.values.runAsGroup"},
+		{name: "termination grace through values", raw: setValue("terminationGracePeriodSeconds", 3600), want: refused, field: `unknown field "spec.values.terminationGracePeriodSeconds"`},
+		{name: "a fixed clusterIP through values", raw: setValue("expose", map[string]any{"clusterIP": "None"}), want: refused, field: `unknown field "spec.values.expose.clusterIP"`},
 		{name: "thirty-three annotations", raw: setValue("podAnnotations", manyKeys(33)), want: refused, field: "spec.values.podAnnotations"},
 		{name: "sixty-five variables", mutate: func(c *ctfv1alpha1.Challenge) {
 			for i := range 65 {
@@ -174,6 +177,29 @@ func hostileChallenges() []hostileChallenge {
 		{name: "egress to the service range", tmpl: egressTo("10.96.0.1/32"), want: violation, field: "network-egress"},
 		{name: "egress to the metadata address", tmpl: egressTo("169.254.169.254/32"), want: violation, field: "network-egress"},
 		{name: "egress to everywhere", tmpl: egressTo("0.0.0.0/0"), want: violation, field: "network-egress"},
+		// The suite's --internal-cidrs name only the pod and service ranges and the
+		// metadata address: the private, link-local, loopback and IPv6 ranges still apply.
+		{name: "egress to a private range the operator did not list", tmpl: egressTo("192.168.1.0/24"), want: violation, field: "ipBlock 192.168.1.0/24 reaches 192.168.1.0/24"},
+		{name: "egress to Azure's host endpoint", tmpl: egressTo("168.63.129.16/32"), want: violation, field: "reaches 168.63.129.16/32"},
+		{name: "egress to loopback", tmpl: egressTo("127.0.0.1/32"), want: violation, field: "reaches 127.0.0.1/32"},
+		{name: "egress to IPv6 unique-local", tmpl: egressTo("fd12:3456::/32"), want: violation, field: "reaches fd12:3456::/32"},
+		{name: "egress to IPv6 link-local", tmpl: egressTo("fe80::/10"), want: violation, field: "reaches fe80::/10"},
+		{name: "egress to all of IPv6", tmpl: egressTo("::/0"), want: violation, field: "ipBlock ::/0 reaches"},
+		{name: "an image at the metadata address", mutate: func(c *ctfv1alpha1.Challenge) { c.Spec.Image = "169.254.169.254/latest/meta-data:1" },
+			want: violation, field: `image-registry: Deployment`},
+		{name: "an image at the API server's address", mutate: func(c *ctfv1alpha1.Challenge) { c.Spec.Image = "10.96.0.1:443/api/v1:1" },
+			want: violation, field: `registry "10.96.0.1:443" is an IP address`},
+		{name: "an image from localhost", mutate: func(c *ctfv1alpha1.Challenge) { c.Spec.Image = "localhost:5000/x:1" },
+			want: violation, field: "image-registry"},
+		{name: "an image from a cluster-local name", mutate: func(c *ctfv1alpha1.Challenge) { c.Spec.Image = "registry.kube-system.svc.cluster.local/x:1" },
+			want: violation, field: "image-registry"},
+		{name: "an image outside the template's registries", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Policy = &ctfv1alpha1.InstancePolicy{AllowedRegistries: []ctfv1alpha1.RegistryPrefix{"ghcr.io/organisers"}}
+		}, want: violation, field: "is not among the allowed [ghcr.io/organisers]"},
+		{name: "a template allowing the metadata address as a registry", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Policy = &ctfv1alpha1.InstancePolicy{AllowedRegistries: []ctfv1alpha1.RegistryPrefix{"169.254.169.254"}}
+			s.Image = "169.254.169.254/x:1"
+		}, want: violation, field: "image-registry: ChallengeTemplate"},
 		{name: "flag key from kube-system", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: "kube-system", Name: "any", Key: "token"}}
 		}, want: violation, field: "flag-secret"},
@@ -196,6 +222,17 @@ func hostileChallenges() []hostileChallenge {
 			np := &networkingv1.NetworkPolicy{}
 			g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ch), np)).To(Succeed())
 			g.Expect(np.Spec.Egress).To(ContainElement(HaveField("To", ContainElement(HaveField("IPBlock.Except", ContainElement("169.254.169.254/32"))))))
+			// IPv6 internet too, without the IPv6 internal ranges; the defaults are
+			// excepted beside the operator's own ranges.
+			g.Expect(np.Spec.Egress).To(ContainElement(HaveField("To", ContainElement(HaveField("IPBlock", And(
+				HaveField("CIDR", "::/0"), HaveField("Except", ContainElements("fc00::/7", "fe80::/10", "::1/128"))))))))
+			g.Expect(np.Spec.Egress).To(ContainElement(HaveField("To", ContainElement(HaveField("IPBlock.Except",
+				ContainElements("10.244.0.0/16", "192.168.0.0/16", "168.63.129.16/32", "127.0.0.0/8"))))))
+		}},
+		{name: "an image from the template's own registry", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Policy = &ctfv1alpha1.InstancePolicy{AllowedRegistries: []ctfv1alpha1.RegistryPrefix{"registry.example/ctf"}}
+		}, want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
+			g.Expect(deployment(g, ch).Spec.Template.Spec.Containers[0].Image).To(HavePrefix("registry.example/ctf/"))
 		}},
 		{name: "three replicas allowed by the template", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.Policy = &ctfv1alpha1.InstancePolicy{MaxReplicas: ptr.To(int32(3))}
@@ -311,6 +348,12 @@ func hostileTemplates() []struct {
 		{"renewal cap beyond reason", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Lifetime = &ctfv1alpha1.LifetimePolicy{MaxRenewals: ptr.To(int32(1001))}
 		}, "spec.lifetime.maxRenewals"},
+		{"allowed registry injection", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Policy = &ctfv1alpha1.InstancePolicy{AllowedRegistries: []ctfv1alpha1.RegistryPrefix{"ghcr.io/org\n- 169.254.169.254"}}
+		}, "spec.policy.allowedRegistries[0]"},
+		{"allowed registry with a scheme", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Policy = &ctfv1alpha1.InstancePolicy{AllowedRegistries: []ctfv1alpha1.RegistryPrefix{"https://ghcr.io"}}
+		}, "spec.policy.allowedRegistries[0]"},
 		{"policy ceiling that does not parse", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Policy = &ctfv1alpha1.InstancePolicy{MaxMemory: q("1e99999999999")}
 		}, "spec.policy.maxMemory"},

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -220,6 +221,23 @@ var (
 // --max-instances-per-participant: a team cannot start instances without
 // bound unless the cluster admin says so (0).
 const DefaultMaxInstancesPerParticipant int32 = 5
+// CheckIngressFrom refuses, at start-up, an ingress-from namespace that
+// instances run in: its pods, the other instances' among them, would be let
+// into every instance. challengeNamespaces are those Challenges are created
+// in (the watched ones, the instancer's; none means any). Instances run there,
+// or, with a namespace per instance, in namespaces named after them
+// (values.InstanceNamespace). The gate also refuses an instance's own
+// namespace as a peer, whatever the mode.
+func CheckIngressFrom(opts Options, challengeNamespaces []string) error {
+	for _, ns := range opts.Values.IngressFromNamespaces {
+		shared := !opts.Values.NamespacePerInstance && slices.Contains(challengeNamespaces, ns)
+		own := opts.Values.NamespacePerInstance && values.MayBeInstanceNamespace(ns, challengeNamespaces)
+		if shared || own {
+			return fmt.Errorf("--ingress-from-namespaces lists %q, where instances run: every instance would be open to the others", ns)
+		}
+	}
+	return nil
+}
 
 // gateLimits completes the gate's limits with defaults and with the network
 // boundaries the values enforce, so that the chart and the gate agree.

@@ -25,6 +25,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/flag"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
@@ -284,7 +285,8 @@ func TestNetworkPolicyIsolatesInstances(t *testing.T) {
 	g.Expect(np.Spec.Ingress).To(Equal([]networkingv1.NetworkPolicyIngressRule{{
 		Ports: []networkingv1.NetworkPolicyPort{port(1337, &tcp), port(5353, &udp)},
 		From: []networkingv1.NetworkPolicyPeer{
-			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: internalCIDRs}},
+			{IPBlock: outside(false)},
+			{IPBlock: outside(true)},
 			{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ingressNamespace}}},
 		},
 	}}), "only the instance's ports, from outside the cluster or from the ingress controller's namespace, never from another instance")
@@ -485,4 +487,19 @@ func renewedEvents(g Gomega, ns, name string) int {
 		}
 	}
 	return n
+}
+
+// outside is the chart's IPv4 or IPv6 "outside the cluster": every address but
+// the internal ranges of that family, the defaults and the suite's own.
+func outside(v6 bool) *networkingv1.IPBlock {
+	b := &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}
+	if v6 {
+		b.CIDR = "::/0"
+	}
+	for _, c := range (values.Settings{InternalCIDRs: internalCIDRs}).EffectiveInternalCIDRs() {
+		if strings.Contains(c, ":") == v6 {
+			b.Except = append(b.Except, c)
+		}
+	}
+	return b
 }

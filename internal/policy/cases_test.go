@@ -431,6 +431,113 @@ var breakings = []breaking{
 	{name: "an ingress rule without peers", rule: "network-ingress", apply: ingressFrom()},
 	{name: "ingress from the pod network", rule: "network-ingress", apply: ingressFrom(ipBlock("10.0.0.0/8"))},
 
+	{name: "egress to IPv6 unique-local fd00::/8", rule: "network-egress", apply: egressTo(ipBlock("fd00::/8"))},
+	{name: "egress to IPv6 link-local fe80::/10", rule: "network-egress", apply: egressTo(ipBlock("fe80::/10"))},
+	{name: "egress to ::/0 excepting only the AWS metadata address", rule: "network-egress", apply: egressTo(ipBlock("::/0", "fd00:ec2::254/128"))},
+	{name: "egress to IPv6 loopback", rule: "network-egress", apply: egressTo(ipBlock("::1/128"))},
+	{name: "egress to Azure's host endpoint", rule: "network-egress", apply: egressTo(ipBlock("168.63.129.16/32"))},
+	{name: "egress to loopback", rule: "network-egress", apply: egressTo(ipBlock("127.0.0.1/32"))},
+	{name: "egress to 0.0.0.0/8", rule: "network-egress", apply: egressTo(ipBlock("0.0.0.0/32"))},
+	{name: "internet egress excepting only the operator's ranges", rule: "network-egress", apply: egressTo(ipBlock("0.0.0.0/0", internalCIDRs...))},
+	{name: "ingress from the instance's own namespace", rule: "network-ingress", apply: func(fx *fixture) {
+		fx.in.Limits.IngressFromNamespaces = append(fx.in.Limits.IngressFromNamespaces, namespace)
+		fx.ingressFrom(nsPeer(map[string]string{nameLabel: namespace}))
+	}},
+	{name: "ingress from IPv6 unique-local", rule: "network-ingress", apply: ingressFrom(ipBlock("fd00::/8"))},
+
+	// image-registry
+	{name: "an image at the metadata address", rule: "image-registry", apply: func(fx *fixture) { fx.ctr().Image = "169.254.169.254/latest:1" }},
+	{name: "an image at the API server's address", rule: "image-registry", apply: func(fx *fixture) { fx.ctr().Image = "10.96.0.1:443/x/y:1" }},
+	{name: "an image at an IPv6 address", rule: "image-registry", apply: func(fx *fixture) { fx.ctr().Image = "[fd00:ec2::254]:80/x:1" }},
+	{name: "an image from localhost", rule: "image-registry", apply: func(fx *fixture) { fx.ctr().Image = "localhost:5000/x:1" }},
+	{name: "an image from a single-label host", rule: "image-registry", apply: func(fx *fixture) { fx.ctr().Image = "registry:5000/x:1" }},
+	{name: "an image from a cluster-local name", rule: "image-registry", apply: func(fx *fixture) {
+		fx.ctr().Image = "kubernetes.default.svc.cluster.local/x:1"
+	}},
+	{name: "an image from a .internal name", rule: "image-registry", apply: func(fx *fixture) { fx.ctr().Image = "metadata.google.internal/x:1" }},
+	{name: "an image outside the allowed repositories", rule: "image-registry", apply: func(fx *fixture) {
+		fx.in.Limits.AllowedRegistries = []string{"ghcr.io/org"}
+		fx.ctr().Image = "ghcr.io/organiser/x:1"
+	}},
+	{name: "an image from Docker Hub when only ghcr.io is allowed", rule: "image-registry", apply: func(fx *fixture) {
+		fx.in.Limits.AllowedRegistries = []string{"ghcr.io"}
+		fx.ctr().Image = "nginx"
+	}},
+	{name: "an image reference that does not parse", rule: "image-registry", apply: func(fx *fixture) { fx.ctr().Image = "Registry.example/UPPER:1" }},
+
+	// security-profile
+	{name: "a Localhost seccomp profile on the pod", rule: "security-profile", apply: func(fx *fixture) {
+		fx.pod().SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("profiles/none.json")}
+	}},
+	{name: "a Localhost seccomp profile on the container", rule: "security-profile", apply: func(fx *fixture) {
+		fx.ctr().SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("profiles/none.json")}
+	}},
+	{name: "a Localhost AppArmor profile on the pod", rule: "security-profile", apply: func(fx *fixture) {
+		fx.pod().SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("unconfined-ish")}
+	}},
+	{name: "a Localhost AppArmor profile on the container", rule: "security-profile", apply: func(fx *fixture) {
+		fx.ctr().SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("x")}
+	}},
+	{name: "a Localhost AppArmor annotation, key allowed", rule: "security-profile", apply: func(fx *fixture) {
+		allowKey(fx, "container.apparmor.security.beta.kubernetes.io/")
+		annotate(fx.podMeta(), "container.apparmor.security.beta.kubernetes.io/challenge", "localhost/x")
+	}},
+
+	// root-group
+	{name: "runAsGroup 0 on the pod", rule: "root-group", apply: func(fx *fixture) {
+		fx.pod().SecurityContext.RunAsGroup, fx.ctr().SecurityContext.RunAsGroup = ptr.To[int64](0), nil
+	}},
+	{name: "runAsGroup 0 on the container", rule: "root-group", apply: func(fx *fixture) { fx.ctr().SecurityContext.RunAsGroup = ptr.To[int64](0) }},
+	{name: "no runAsGroup: the image's group", rule: "root-group", apply: func(fx *fixture) {
+		fx.pod().SecurityContext.RunAsGroup, fx.ctr().SecurityContext.RunAsGroup = nil, nil
+	}},
+	{name: "fsGroup 0", rule: "root-group", apply: func(fx *fixture) { fx.pod().SecurityContext.FSGroup = ptr.To[int64](0) }},
+	{name: "supplemental group 0", rule: "root-group", apply: func(fx *fixture) { fx.pod().SecurityContext.SupplementalGroups = []int64{1000, 0} }},
+
+	// termination-grace, scheduling-gates
+	{name: "an hour of termination grace", rule: "termination-grace", apply: func(fx *fixture) {
+		fx.pod().TerminationGracePeriodSeconds = ptr.To[int64](3600)
+	}},
+	{name: "a scheduling gate", rule: "scheduling-gates", apply: func(fx *fixture) {
+		fx.pod().SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/never"}}
+	}},
+
+	// service-cluster-ip, service-source-ranges
+	{name: "a fixed clusterIP", rule: "service-cluster-ip", apply: func(fx *fixture) { fx.svc.Spec.ClusterIP = "10.96.0.10" }},
+	{name: "a headless Service", rule: "service-cluster-ip", apply: func(fx *fixture) { fx.svc.Spec.ClusterIP = corev1.ClusterIPNone }},
+	{name: "fixed clusterIPs", rule: "service-cluster-ip", apply: func(fx *fixture) { fx.svc.Spec.ClusterIPs = []string{"fd00:10:96::a"} }},
+	{name: "loadBalancerSourceRanges", rule: "service-source-ranges", apply: func(fx *fixture) {
+		fx.in.Limits.AllowLoadBalancer, fx.svc.Spec.Type = true, corev1.ServiceTypeLoadBalancer
+		fx.svc.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"}
+	}},
+
+	// resource-quota, limit-range, namespace-metadata
+	{name: "a quota raised", rule: "resource-quota", own: true, apply: func(fx *fixture) { fx.quota.Spec.Hard["pods"] = resource.MustParse("1000") }},
+	{name: "a quota without a limit", rule: "resource-quota", own: true, apply: func(fx *fixture) { delete(fx.quota.Spec.Hard, "limits.cpu") }},
+	{name: "a quota with scopes", rule: "resource-quota", own: true, apply: func(fx *fixture) {
+		fx.quota.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}
+	}},
+	{name: "a default limit raised", rule: "limit-range", own: true, apply: func(fx *fixture) {
+		fx.limitRange.Spec.Limits[0].Default[corev1.ResourceCPU] = resource.MustParse("64")
+	}},
+	{name: "a second limit item", rule: "limit-range", own: true, apply: func(fx *fixture) {
+		fx.limitRange.Spec.Limits = append(fx.limitRange.Spec.Limits, corev1.LimitRangeItem{Type: corev1.LimitTypePod,
+			Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}})
+	}},
+	{name: "a mesh annotation on the Namespace", rule: "namespace-metadata", own: true, apply: func(fx *fixture) {
+		annotate(&fx.ns.ObjectMeta, "linkerd.io/inject", "enabled")
+	}},
+	{name: "a node selector annotation on the Namespace, key allowed", rule: "namespace-metadata", own: true, apply: func(fx *fixture) {
+		allowKey(fx, "scheduler.alpha.kubernetes.io/")
+		annotate(&fx.ns.ObjectMeta, "scheduler.alpha.kubernetes.io/node-selector", "pool=privileged")
+	}},
+	{name: "a label of the organiser's on the Namespace", rule: "namespace-metadata", own: true, apply: func(fx *fixture) {
+		fx.ns.Labels["istio-injection"] = "enabled"
+	}},
+	{name: "a Pod Security warn label on the Namespace", rule: "namespace-metadata", own: true, apply: func(fx *fixture) {
+		fx.ns.Labels["pod-security.kubernetes.io/warn"] = "privileged"
+	}},
+
 	// secret
 	{name: "a Secret named other-flag", rule: "secret", apply: func(fx *fixture) { fx.secret.Name = "other-flag" }},
 	{name: "a Secret when none is allowed", rule: "secret", apply: func(fx *fixture) { fx.in.FlagSecret = "" }},
@@ -454,7 +561,31 @@ var harmlessChanges = []harmless{
 		fx.in.Limits.AllowedCIDRs = prefixes("10.128.0.0/9")
 		fx.egress(ipBlock("10.0.0.0/8", "10.0.0.0/9"))
 	}},
-	{name: "IPv6 egress excepting the metadata address", apply: egressTo(ipBlock("::/0", "fd00::/8"))},
+	{name: "IPv6 egress to the internet", apply: egressTo(ipBlock("::/0", defaultCIDRs(true)...))},
+	{name: "a Docker Hub short name", apply: func(fx *fixture) { fx.ctr().Image = "nginx:1.27" }},
+	{name: "an image by digest from a public registry", apply: func(fx *fixture) {
+		fx.ctr().Image = "ghcr.io/org/web@sha256:" + strings.Repeat("a", 64)
+	}},
+	{name: "an image under an allowed repository prefix", relaxes: true, apply: func(fx *fixture) {
+		fx.in.Limits.AllowedRegistries = []string{"ghcr.io/org"}
+		fx.ctr().Image = "ghcr.io/org/web:1"
+	}},
+	{name: "Docker Hub allowed by name", relaxes: true, apply: func(fx *fixture) {
+		fx.in.Limits.AllowedRegistries = []string{"docker.io/library"}
+		fx.ctr().Image = "nginx"
+	}},
+	{name: "a registry at an address the operator allows", relaxes: true, apply: func(fx *fixture) {
+		fx.in.Limits.AllowedRegistries = []string{"10.0.0.5:5000"}
+		fx.ctr().Image = "10.0.0.5:5000/ctf/web:1"
+	}},
+	{name: "a termination grace of 30 seconds", apply: func(fx *fixture) { fx.pod().TerminationGracePeriodSeconds = ptr.To[int64](30) }},
+	{name: "the container's own non-root group", apply: func(fx *fixture) {
+		fx.pod().SecurityContext.RunAsGroup = nil
+		fx.ctr().SecurityContext.RunAsGroup = ptr.To[int64](2000)
+	}},
+	{name: "a RuntimeDefault AppArmor profile", apply: func(fx *fixture) {
+		fx.pod().SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
+	}},
 	{name: "an allowed load balancer annotation", apply: func(fx *fixture) {
 		annotate(&fx.svc.ObjectMeta, "service.beta.kubernetes.io/aws-load-balancer-internal", "false")
 	}},

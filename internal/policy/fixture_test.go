@@ -2,6 +2,7 @@ package policy
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -65,7 +66,9 @@ func testInstance() Instance {
 			InternalCIDRs:         prefixes(internalCIDRs...),
 			IngressFromNamespaces: []string{"ingress-nginx"},
 		},
-		Keys: Keys{Allowed: []string{"service.beta.kubernetes.io/"}},
+		Keys:       Keys{Allowed: []string{"service.beta.kubernetes.io/"}},
+		Quota:      quota().Spec.Hard,
+		LimitRange: limitRange().Spec.Limits,
 	}
 }
 
@@ -329,10 +332,25 @@ func ingressObj() *networkingv1.Ingress {
 	}
 }
 
-// outside is the internet: everything but the internal ranges and the link-local block that
-// holds the metadata address.
+// outside is the IPv4 internet: everything but the organiser's and the default internal ranges.
 func outside() *networkingv1.IPBlock {
-	return &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: append(append([]string{}, internalCIDRs...), "169.254.0.0/16")}
+	return &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: append(slices.Clone(internalCIDRs), defaultCIDRs(false)...)}
+}
+
+// outside6 is the IPv6 internet: everything but the default internal ranges.
+func outside6() *networkingv1.IPBlock {
+	return &networkingv1.IPBlock{CIDR: "::/0", Except: defaultCIDRs(true)}
+}
+
+// defaultCIDRs are DefaultInternalCIDRs of one family, as strings.
+func defaultCIDRs(v6 bool) []string {
+	var out []string
+	for _, p := range DefaultInternalCIDRs {
+		if p.Addr().Is6() == v6 {
+			out = append(out, p.String())
+		}
+	}
+	return out
 }
 
 func tcp(port int) networkingv1.NetworkPolicyPort {
@@ -361,12 +379,13 @@ func networkPolicy() *networkingv1.NetworkPolicy {
 				Ports: []networkingv1.NetworkPolicyPort{tcp(8080)},
 				From: []networkingv1.NetworkPolicyPeer{
 					{IPBlock: outside()},
+					{IPBlock: outside6()},
 					{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{nameLabel: "ingress-nginx"}}},
 				},
 			}},
 			Egress: []networkingv1.NetworkPolicyEgressRule{
 				{Ports: []networkingv1.NetworkPolicyPort{udp(53), tcp(53)}, To: []networkingv1.NetworkPolicyPeer{dnsPeerObj()}},
-				{To: []networkingv1.NetworkPolicyPeer{{IPBlock: outside()}}},
+				{To: []networkingv1.NetworkPolicyPeer{{IPBlock: outside()}, {IPBlock: outside6()}}},
 			},
 		},
 	}

@@ -49,6 +49,10 @@ type Instance struct {
 	Limits Limits
 	// Keys decides which reserved label and annotation keys organisers allow.
 	Keys Keys
+	// Quota is exactly the hard limits of the ResourceQuota of a namespace of its own.
+	Quota corev1.ResourceList
+	// LimitRange is exactly the limits of the LimitRange of a namespace of its own.
+	LimitRange []corev1.LimitRangeItem
 	// HostTaken reports whether an Ingress host is already used by another instance, so an instance
 	// cannot take over another's traffic; nil means never.
 	HostTaken func(host string) bool
@@ -70,14 +74,18 @@ type Limits struct {
 	// IngressDomain is the domain whose strict subdomains Ingress and TLS hosts must be
 	// ("x.ctf.example" for "ctf.example"); "" means no Ingress is allowed at all.
 	IngressDomain string
-	// InternalCIDRs are ranges no NetworkPolicy peer may reach (egress) or admit (ingress ipBlock);
-	// the cloud metadata addresses 169.254.169.254/32 and fd00:ec2::254/128 are always added.
+	// InternalCIDRs are ranges no NetworkPolicy peer may reach (egress) or admit (ingress ipBlock),
+	// in addition to DefaultInternalCIDRs, which are always forbidden.
 	InternalCIDRs []netip.Prefix
 	// AllowedCIDRs are exceptions: internal ranges organisers allow on purpose.
 	AllowedCIDRs []netip.Prefix
 	// IngressFromNamespaces are the namespaces whose pods may be ingress peers, selected by
-	// namespaceSelector matchLabels kubernetes.io/metadata.name.
+	// namespaceSelector matchLabels kubernetes.io/metadata.name; never the instance's own.
 	IngressFromNamespaces []string
+	// AllowedRegistries are the registries ("ghcr.io", "registry.example:5000") or repository
+	// prefixes ("ghcr.io/org") images may come from; empty allows any registry named by a public
+	// DNS name, never an IP address or a name of the site's own.
+	AllowedRegistries []string
 	// DNSNamespace is the namespace of the DNS peer; "" means "kube-system".
 	DNSNamespace string
 }
@@ -128,6 +136,16 @@ const (
 	ruleNetworkEgress  = "network-egress"
 	ruleNetworkIngress = "network-ingress"
 	ruleSecret         = "secret"
+	ruleImageRegistry  = "image-registry"
+	ruleProfile        = "security-profile"
+	ruleRootGroup      = "root-group"
+	ruleGrace          = "termination-grace"
+	ruleSchedulingGate = "scheduling-gates"
+	ruleClusterIP      = "service-cluster-ip"
+	ruleSourceRanges   = "service-source-ranges"
+	ruleQuota          = "resource-quota"
+	ruleLimitRange     = "limit-range"
+	ruleNamespaceMeta  = "namespace-metadata"
 )
 
 // Check parses manifest (multi-document YAML as Helm renders it, with "---" separators and
@@ -173,10 +191,23 @@ func (p PostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 	return rendered, nil
 }
 
-// metadataAddresses are the cloud metadata endpoints, forbidden whatever the organiser lists.
-var metadataAddresses = []netip.Prefix{
-	netip.MustParsePrefix("169.254.169.254/32"),
-	netip.MustParsePrefix("fd00:ec2::254/128"),
+// DefaultInternalCIDRs are forbidden whatever the operator is told: the private, shared, loopback,
+// link-local and unique-local ranges of both families, and the cloud metadata and host endpoints
+// (169.254.169.254 and fd00:ec2::254, Azure's 168.63.129.16). The operator's own ranges
+// (--internal-cidrs) are added to them, never put in their place.
+var DefaultInternalCIDRs = mustPrefixes(
+	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "168.63.129.16/32", "169.254.0.0/16",
+	"172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16",
+	"::/128", "::1/128", "fc00::/7", "fd00:ec2::254/128", "fe80::/10",
+)
+
+// mustPrefixes parses constant CIDRs.
+func mustPrefixes(cidrs ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(cidrs))
+	for i, c := range cidrs {
+		out[i] = netip.MustParsePrefix(c)
+	}
+	return out
 }
 
 // checker judges the objects of one release and remembers which it has seen.
@@ -194,7 +225,10 @@ func newChecker(in Instance) (*checker, error) {
 	if in.Release == "" || in.Namespace == "" || len(in.Labels) == 0 || len(in.Selector) == 0 {
 		return nil, errors.New("policy: the instance needs a release, a namespace, identity labels and a selector")
 	}
-	forbidden, err := masked(append(slices.Clone(in.Limits.InternalCIDRs), metadataAddresses...))
+	if in.OwnNamespace && (len(in.Quota) == 0 || len(in.LimitRange) == 0) {
+		return nil, errors.New("policy: an instance with a namespace of its own needs its quota and limit range")
+	}
+	forbidden, err := masked(append(slices.Clone(in.Limits.InternalCIDRs), DefaultInternalCIDRs...))
 	if err != nil {
 		return nil, fmt.Errorf("policy: internal CIDRs: %w", err)
 	}
@@ -271,8 +305,7 @@ func (c *checker) namespace(o *object) error {
 	return nil
 }
 
-// spec applies the rules of the object's kind. A ResourceQuota or a LimitRange only bounds the
-// instance's own namespace, so its name and namespace are all that matter.
+// spec applies the rules of the object's kind.
 func (c *checker) spec(o *object) error {
 	switch obj := o.obj.(type) {
 	case *appsv1.Deployment:
@@ -289,6 +322,10 @@ func (c *checker) spec(o *object) error {
 		return c.networkPolicy(o, obj)
 	case *networkingv1.Ingress:
 		return c.ingress(o, obj)
+	case *corev1.ResourceQuota:
+		return c.resourceQuota(o, obj)
+	case *corev1.LimitRange:
+		return c.limitRange(o, obj)
 	}
 	return nil
 }

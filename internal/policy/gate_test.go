@@ -49,7 +49,8 @@ func TestEveryRuleIsTested(t *testing.T) {
 		ruleHelmAnnotation, ruleFinalizers, ruleRequired, ruleHostNamespace, ruleHostPort, rulePodSecurity,
 		ruleServiceAccount, ruleContainers, ruleVolume, ruleSecretRef, ruleResources, ruleReplicas,
 		ruleSelector, ruleService, ruleIngress, ruleIngressHost, ruleNetworkPolicy, ruleNetworkEgress,
-		ruleNetworkIngress, ruleSecret, rulePlacement,
+		ruleNetworkIngress, ruleSecret, rulePlacement, ruleImageRegistry, ruleProfile, ruleRootGroup,
+		ruleGrace, ruleSchedulingGate, ruleClusterIP, ruleSourceRanges, ruleQuota, ruleLimitRange, ruleNamespaceMeta,
 	}
 	for _, r := range rules {
 		g.Expect(tested).To(HaveKey(r))
@@ -105,6 +106,12 @@ func TestInstanceTheGateCannotJudgeBy(t *testing.T) {
 		"no identity labels":        func(in *Instance) { in.Labels = nil },
 		"an invalid internal range": func(in *Instance) { in.Limits.InternalCIDRs = append(in.Limits.InternalCIDRs, netip.Prefix{}) },
 		"an invalid allowed range":  func(in *Instance) { in.Limits.AllowedCIDRs = []netip.Prefix{{}} },
+		"a namespace of its own without its quota": func(in *Instance) {
+			in.OwnNamespace, in.Quota = true, nil
+		},
+		"a namespace of its own without its limit range": func(in *Instance) {
+			in.OwnNamespace, in.LimitRange = true, nil
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -378,11 +385,23 @@ spec:
         - ipBlock:
             cidr: 0.0.0.0/0
             except:
-              - 10.0.0.0/8
-              - 172.16.0.0/12
-              - 192.168.0.0/16
-              - 100.64.0.0/10
-              - 169.254.0.0/16
+              - "0.0.0.0/8"
+              - "10.0.0.0/8"
+              - "100.64.0.0/10"
+              - "127.0.0.0/8"
+              - "168.63.129.16/32"
+              - "169.254.0.0/16"
+              - "172.16.0.0/12"
+              - "192.0.0.0/24"
+              - "192.168.0.0/16"
+        - ipBlock:
+            cidr: "::/0"
+            except:
+              - "::/128"
+              - "::1/128"
+              - "fc00::/7"
+              - "fd00:ec2::254/128"
+              - "fe80::/10"
         - namespaceSelector:
             matchLabels:
               kubernetes.io/metadata.name: ingress-nginx
@@ -403,9 +422,21 @@ spec:
         - ipBlock:
             cidr: 0.0.0.0/0
             except:
-              - 10.0.0.0/8
-              - 172.16.0.0/12
-              - 192.168.0.0/16
-              - 100.64.0.0/10
-              - 169.254.0.0/16
+              - "0.0.0.0/8"
+              - "10.0.0.0/8"
+              - "100.64.0.0/10"
+              - "127.0.0.0/8"
+              - "168.63.129.16/32"
+              - "169.254.0.0/16"
+              - "172.16.0.0/12"
+              - "192.0.0.0/24"
+              - "192.168.0.0/16"
+        - ipBlock:
+            cidr: "::/0"
+            except:
+              - "::/128"
+              - "::1/128"
+              - "fc00::/7"
+              - "fd00:ec2::254/128"
+              - "fe80::/10"
 `

@@ -70,6 +70,9 @@ func (c *checker) ingressRule(r networkingv1.NetworkPolicyIngressRule) error {
 				return err
 			}
 		case p.IPBlock == nil && c.namespacePeer(p.NamespaceSelector):
+			if ns := p.NamespaceSelector.MatchLabels[nameLabel]; ns == c.in.Namespace {
+				return fmt.Errorf("namespace %q is the instance's own: the pods of every other instance there could connect", ns)
+			}
 		default:
 			return fmt.Errorf("peer %d is neither an ipBlock nor an allowed namespace", j)
 		}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -31,6 +32,12 @@ func (c *checker) service(o *object, s *corev1.Service) error {
 // serviceAddresses refuses addresses and node ports the Service would fix itself, which could
 // take over another's traffic.
 func serviceAddresses(o *object, s *corev1.Service) error {
+	if s.Spec.ClusterIP != "" || len(s.Spec.ClusterIPs) > 0 {
+		return o.violation(ruleClusterIP, "clusterIP and clusterIPs must be left to the API server")
+	}
+	if len(s.Spec.LoadBalancerSourceRanges) > 0 {
+		return o.violation(ruleSourceRanges, "loadBalancerSourceRanges must be empty: the NetworkPolicy decides who connects")
+	}
 	if len(s.Spec.ExternalIPs) > 0 || s.Spec.ExternalName != "" || s.Spec.LoadBalancerIP != "" {
 		return o.violation(ruleService, "externalIPs, externalName and loadBalancerIP must be empty")
 	}
@@ -75,9 +82,19 @@ func (c *checker) secret(o *object, s *corev1.Secret) error {
 }
 
 // namespaceObject requires the instance's own namespace to enforce the restricted Pod Security
-// Standard at its latest version, so the API server judges the pods again.
+// Standard at its latest version, so the API server judges the pods again, and to carry no other
+// label or annotation: admission plugins and controllers read namespaces' labels and annotations
+// (a default node selector, tolerations, a mesh, an IP pool) to treat every pod in them.
 func (c *checker) namespaceObject(o *object, ns *corev1.Namespace) error {
 	labels := ns.GetLabels()
+	if len(ns.GetAnnotations()) > 0 {
+		return o.violation(ruleNamespaceMeta, "the instance's Namespace may carry no annotations")
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if _, identity := c.in.Labels[k]; !identity && !ownNamespaceLabels[k] {
+			return o.violation(ruleNamespaceMeta, "label %s: only the identity and Pod Security enforce labels", k)
+		}
+	}
 	if labels["pod-security.kubernetes.io/enforce"] != "restricted" {
 		return o.violation(ruleNamespace, "label pod-security.kubernetes.io/enforce must be \"restricted\"")
 	}
@@ -146,4 +163,38 @@ func (c *checker) host(o *object, h string) error {
 		return o.violation(ruleIngressHost, "host %q is taken by another instance", h)
 	}
 	return nil
+}
+
+// ownNamespaceLabels are the labels an instance's Namespace carries besides its identity.
+var ownNamespaceLabels = map[string]bool{
+	"pod-security.kubernetes.io/enforce":         true,
+	"pod-security.kubernetes.io/enforce-version": true,
+	"kubernetes.io/metadata.name":                true,
+}
+
+// resourceQuota requires exactly the operator's quota for the instance's namespace.
+func (c *checker) resourceQuota(o *object, q *corev1.ResourceQuota) error {
+	want := corev1.ResourceQuotaSpec{Hard: c.in.Quota}
+	if !apiequality.Semantic.DeepEqual(q.Spec, want) {
+		return o.violation(ruleQuota, "the quota must be exactly hard %v", describeList(c.in.Quota))
+	}
+	return nil
+}
+
+// limitRange requires exactly the operator's limits for the instance's namespace.
+func (c *checker) limitRange(o *object, lr *corev1.LimitRange) error {
+	if !apiequality.Semantic.DeepEqual(lr.Spec.Limits, c.in.LimitRange) {
+		return o.violation(ruleLimitRange, "the limits must be exactly the operator's")
+	}
+	return nil
+}
+
+// describeList writes a resource list in a stable order.
+func describeList(l corev1.ResourceList) string {
+	parts := make([]string, 0, len(l))
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		q := l[k]
+		parts = append(parts, string(k)+"="+q.String())
+	}
+	return strings.Join(parts, ", ")
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -46,14 +47,96 @@ func exactSelector(s *metav1.LabelSelector, want map[string]string) bool {
 func (c *checker) pod(o *object, t *corev1.PodTemplateSpec) error {
 	rules := []func(*object, *corev1.PodSpec) error{
 		c.hostNamespaces, c.hostPorts, c.placement, c.serviceAccountUse, c.containers,
-		c.volumes, c.secretRefs, c.resources,
+		c.volumes, c.secretRefs, c.resources, c.images, rootGroup, terminationGrace, schedulingGates,
 	}
 	for _, rule := range rules {
 		if err := rule(o, &t.Spec); err != nil {
 			return err
 		}
 	}
+	if err := securityProfiles(o, t); err != nil {
+		return err
+	}
 	return podSecurity(o, t)
+}
+
+// MaxTerminationGracePeriod bounds how long a deleted instance's pod may keep running (and
+// holding its node's resources and its team's quota) after its teardown.
+const MaxTerminationGracePeriod = 30
+
+// terminationGrace bounds the pod's termination grace period.
+func terminationGrace(o *object, p *corev1.PodSpec) error {
+	if g := p.TerminationGracePeriodSeconds; g != nil && *g > MaxTerminationGracePeriod {
+		return o.violation(ruleGrace, "terminationGracePeriodSeconds %d, at most %d", *g, MaxTerminationGracePeriod)
+	}
+	return nil
+}
+
+// schedulingGates refuses gates: a gated pod is never scheduled, and no controller of the
+// operator's would lift them, so the instance would wait forever while counting as active.
+func schedulingGates(o *object, p *corev1.PodSpec) error {
+	if len(p.SchedulingGates) > 0 {
+		return o.violation(ruleSchedulingGate, "the pod may not carry scheduling gates")
+	}
+	return nil
+}
+
+// rootGroup requires a group other than root (0) for the processes, the volumes and every
+// supplemental group: files of group root on the node's or image's side stay out of reach. The
+// group must be set, since an image's default group is often root.
+func rootGroup(o *object, p *corev1.PodSpec) error {
+	sc := p.SecurityContext
+	if sc == nil {
+		sc = &corev1.PodSecurityContext{}
+	}
+	if (sc.FSGroup != nil && *sc.FSGroup == 0) || slices.Contains(sc.SupplementalGroups, 0) {
+		return o.violation(ruleRootGroup, "fsGroup and supplementalGroups may not be 0")
+	}
+	for _, ctr := range slices.Concat(p.InitContainers, p.Containers) {
+		group := sc.RunAsGroup
+		if ctr.SecurityContext != nil && ctr.SecurityContext.RunAsGroup != nil {
+			group = ctr.SecurityContext.RunAsGroup
+		}
+		if group == nil || *group == 0 {
+			return o.violation(ruleRootGroup, "container %q must run as a group other than 0", ctr.Name)
+		}
+	}
+	return nil
+}
+
+// Annotation keys and value prefix of the older, annotation-based seccomp and AppArmor profiles.
+const (
+	seccompPodKey       = "seccomp.security.alpha.kubernetes.io/pod"
+	seccompContainerKey = "container.seccomp.security.alpha.kubernetes.io/"
+	apparmorKey         = "container.apparmor.security.beta.kubernetes.io/"
+	localhostProfile    = "localhost/"
+)
+
+// securityProfiles refuses Localhost seccomp and AppArmor profiles, which the restricted
+// standard allows: a profile file on the node is whatever the node holds, possibly none at all.
+func securityProfiles(o *object, t *corev1.PodTemplateSpec) error {
+	for k, v := range t.Annotations {
+		profileKey := k == seccompPodKey || strings.HasPrefix(k, seccompContainerKey) || strings.HasPrefix(k, apparmorKey)
+		if profileKey && strings.HasPrefix(v, localhostProfile) {
+			return o.violation(ruleProfile, "pod template annotation %s names a Localhost profile", k)
+		}
+	}
+	p := &t.Spec
+	if sc := p.SecurityContext; sc != nil && localProfile(sc.SeccompProfile, sc.AppArmorProfile) {
+		return o.violation(ruleProfile, "the pod names a Localhost seccomp or AppArmor profile")
+	}
+	for _, ctr := range slices.Concat(p.InitContainers, p.Containers) {
+		if sc := ctr.SecurityContext; sc != nil && localProfile(sc.SeccompProfile, sc.AppArmorProfile) {
+			return o.violation(ruleProfile, "container %q names a Localhost seccomp or AppArmor profile", ctr.Name)
+		}
+	}
+	return nil
+}
+
+// localProfile reports whether either profile is of type Localhost.
+func localProfile(seccomp *corev1.SeccompProfile, apparmor *corev1.AppArmorProfile) bool {
+	return (seccomp != nil && seccomp.Type == corev1.SeccompProfileTypeLocalhost) ||
+		(apparmor != nil && apparmor.Type == corev1.AppArmorProfileTypeLocalhost)
 }
 
 // hostNamespaces refuses sharing the node's network, process, IPC or user namespaces.

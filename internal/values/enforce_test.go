@@ -3,6 +3,7 @@ package values
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -24,11 +25,48 @@ func TestEnforcedValuesAreSetOnEveryRender(t *testing.T) {
 	g.Expect(got).To(HaveKeyWithValue("flag", HaveKeyWithValue("enabled", false)), "no flag unless a template gives one")
 	g.Expect(got).To(HaveKeyWithValue("namespacePerInstance", HaveKeyWithValue("enabled", false)))
 	g.Expect(got).To(HaveKeyWithValue("networkPolicy", And(
-		HaveKeyWithValue("internalCIDRs", ConsistOf(toAny(DefaultInternalCIDRs)...)),
+		HaveKeyWithValue("internalCIDRs", ConsistOf(toAny(defaultCIDRs())...)),
 		HaveKeyWithValue("egress", BeEmpty()),
 		HaveKeyWithValue("allowInternetEgress", false),
 		HaveKeyWithValue("dnsNamespace", "kube-system"),
 	)), "network boundaries are set even without operator flags or a template")
+}
+
+func defaultCIDRs() []string {
+	out := []string{}
+	for _, p := range policy.DefaultInternalCIDRs {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// TestInternalCIDRsAddToTheDefaults: the operator's ranges are added to the
+// private, link-local, loopback, unique-local and metadata ranges of both
+// families, never put in their place (a cluster told only its pod range
+// once left 169.254.169.254 and every IPv6 range open).
+func TestInternalCIDRsAddToTheDefaults(t *testing.T) {
+	g := NewWithT(t)
+	got := Settings{InternalCIDRs: []string{"10.244.0.0/16", "10.0.0.0/8", "2001:db8::/32", "10.1.2.3/8"}}.EffectiveInternalCIDRs()
+	g.Expect(got).To(Equal(append(defaultCIDRs(), "10.244.0.0/16", "2001:db8::/32")), "added once each, as networks")
+	g.Expect(got).To(ContainElements("169.254.0.0/16", "168.63.129.16/32", "127.0.0.0/8", "fc00::/7", "fe80::/10", "::1/128", "fd00:ec2::254/128"))
+	g.Expect(Settings{}.EffectiveInternalCIDRs()).To(Equal(defaultCIDRs()))
+}
+
+// TestNamespaceBoundsAreEnforced: the quota and limit range of a namespace
+// of its own are set on every render from what the gate compares them with.
+func TestNamespaceBoundsAreEnforced(t *testing.T) {
+	g := NewWithT(t)
+	got, err := Compose(challenge(nil), nil, Settings{NamespacePerInstance: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(HaveKeyWithValue("namespacePerInstance", And(
+		HaveKeyWithValue("quota", HaveKeyWithValue("limits.cpu", "2")),
+		HaveKeyWithValue("limitRange", HaveKeyWithValue("default", HaveKeyWithValue("memory", DefaultMemoryLimit))),
+	)))
+	quota, limits, err := NamespaceBounds()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(quota).To(HaveLen(len(NamespaceQuota)))
+	g.Expect(limits).To(HaveLen(1))
+	g.Expect(limits[0].Default.Cpu().String()).To(Equal(DefaultCPULimit))
 }
 
 func TestResourceFloor(t *testing.T) {
@@ -152,4 +190,18 @@ type failingReader struct{ client.Reader }
 
 func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
 	return errors.New("connection refused")
+}
+
+// TestMayBeInstanceNamespace recognises every name InstanceNamespace gives,
+// long namespaces and names included, and not a platform's namespace.
+func TestMayBeInstanceNamespace(t *testing.T) {
+	g := NewWithT(t)
+	long := strings.Repeat("n", 60)
+	for _, c := range [][2]string{{"ctf-teams", "web-team1"}, {long, "web"}, {"ctf", strings.Repeat("w", 63)}} {
+		name := InstanceNamespace(&ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: c[0], Name: c[1]}})
+		g.Expect(MayBeInstanceNamespace(name, []string{c[0]})).To(BeTrue(), name)
+		g.Expect(MayBeInstanceNamespace(name, nil)).To(BeTrue(), name)
+		g.Expect(MayBeInstanceNamespace(name, []string{"other"})).To(BeFalse(), name)
+	}
+	g.Expect(MayBeInstanceNamespace("ingress-nginx", nil)).To(BeFalse())
 }

@@ -59,7 +59,7 @@ func TestComposePrecedenceWithTemplate(t *testing.T) {
 	g.Expect(got).To(HaveKeyWithValue("challenge", "web-intro"))
 	g.Expect(got).To(HaveKeyWithValue("flag", HaveKeyWithValue("secretName", "web-intro-team-1-flag")))
 	g.Expect(got).To(HaveKeyWithValue("networkPolicy", map[string]any{
-		"internalCIDRs":         []any{"10.0.0.0/8"},
+		"internalCIDRs":         toAny(defaultCIDRs()), // 10.0.0.0/8 is among them already
 		"egress":                []any{map[string]any{"name": "api", "cidr": "198.51.100.0/24"}},
 		"allowInternetEgress":   false,
 		"ingressFromNamespaces": []any{},

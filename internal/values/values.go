@@ -12,11 +12,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chartutil"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,16 +32,11 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 )
 
-// DefaultInternalCIDRs are the ranges instances may not reach when the
-// operator is not told the cluster's own: the private ranges, shared address
-// space and link-local (which holds the cloud metadata address).
-var DefaultInternalCIDRs = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16"}
-
 // Settings are operator-wide values every instance is rendered with.
 type Settings struct {
 	// InternalCIDRs are the cluster's internal ranges (pods, services,
-	// metadata): instances may neither reach them nor count as "outside".
-	// DefaultInternalCIDRs when empty.
+	// metadata) beyond policy.DefaultInternalCIDRs, which always apply:
+	// instances may neither reach them nor count as "outside".
 	InternalCIDRs []string
 	// NamespacePerInstance, when set, renders each instance into a namespace of its own.
 	NamespacePerInstance bool
@@ -215,17 +214,91 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 			"ingressFromNamespaces": toAny(settings.IngressFromNamespaces),
 			"dnsNamespace":          settings.EffectiveDNSNamespace(),
 		},
-		"namespacePerInstance": map[string]any{"enabled": settings.NamespacePerInstance, "name": InstanceNamespace(c)},
+		"namespacePerInstance": map[string]any{
+			"enabled": settings.NamespacePerInstance, "name": InstanceNamespace(c),
+			"quota": toAnyMap(NamespaceQuota), "limitRange": namespaceLimitValues(),
+		},
 	}
 }
 
 // EffectiveInternalCIDRs are the internal ranges instances are held to:
-// InternalCIDRs, or DefaultInternalCIDRs when none are given.
+// policy.DefaultInternalCIDRs and then InternalCIDRs, each once, as networks
+// (the API server wants an except's address masked). A range that does not
+// parse is left out: the flag was checked with the same parser.
 func (s Settings) EffectiveInternalCIDRs() []string {
-	if len(s.InternalCIDRs) > 0 {
-		return s.InternalCIDRs
+	out := make([]string, 0, len(policy.DefaultInternalCIDRs)+len(s.InternalCIDRs))
+	for _, p := range policy.DefaultInternalCIDRs {
+		out = append(out, p.Masked().String())
 	}
-	return DefaultInternalCIDRs
+	for _, c := range s.InternalCIDRs {
+		p, err := netip.ParsePrefix(c)
+		if err != nil || slices.Contains(out, p.Masked().String()) {
+			continue
+		}
+		out = append(out, p.Masked().String())
+	}
+	return out
+}
+
+// NamespaceQuota is the ResourceQuota of an instance's namespace of its own.
+var NamespaceQuota = map[string]string{
+	"pods": "4", "services": "2",
+	"requests.cpu": "1", "requests.memory": "1Gi",
+	"limits.cpu": "2", "limits.memory": "2Gi",
+}
+
+// namespaceLimits are the default limits and requests of the containers in
+// an instance's namespace of its own: the resource floor.
+func namespaceLimits() (limits, requests map[string]string) {
+	return map[string]string{"cpu": DefaultCPULimit, "memory": DefaultMemoryLimit},
+		map[string]string{"cpu": DefaultCPURequest, "memory": DefaultMemoryRequest}
+}
+
+// namespaceLimitValues are namespaceLimits as the chart's limitRange values.
+func namespaceLimitValues() map[string]any {
+	limits, requests := namespaceLimits()
+	return map[string]any{"default": toAnyMap(limits), "defaultRequest": toAnyMap(requests)}
+}
+
+// NamespaceBounds are the ResourceQuota hard limits and the LimitRange items
+// the operator renders into an instance's namespace of its own, as the gate
+// compares them.
+func NamespaceBounds() (corev1.ResourceList, []corev1.LimitRangeItem, error) {
+	quota, err := resourceList(NamespaceQuota)
+	if err != nil {
+		return nil, nil, fmt.Errorf("namespace quota: %w", err)
+	}
+	limits, requests := namespaceLimits()
+	def, err := resourceList(limits)
+	if err != nil {
+		return nil, nil, fmt.Errorf("namespace limit range: %w", err)
+	}
+	req, err := resourceList(requests)
+	if err != nil {
+		return nil, nil, fmt.Errorf("namespace limit range: %w", err)
+	}
+	return quota, []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, Default: def, DefaultRequest: req}}, nil
+}
+
+// resourceList parses a map of resource names to quantities.
+func resourceList(m map[string]string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for k, v := range m {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		out[corev1.ResourceName(k)] = q
+	}
+	return out, nil
+}
+
+func toAnyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // EffectiveDNSNamespace is the namespace of the DNS peer instances may reach.
@@ -273,6 +346,26 @@ func InstanceNamespace(c *ctfv1alpha1.Challenge) string {
 		prefix = strings.TrimRight(prefix[:52], "-")
 	}
 	return prefix + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// instanceNamespaceSuffix is the hash InstanceNamespace ends with.
+var instanceNamespaceSuffix = regexp.MustCompile(`-[0-9a-f]{10}$`)
+
+// MayBeInstanceNamespace reports whether name has the shape InstanceNamespace
+// gives for a Challenge in one of challengeNamespaces (in any, when empty).
+func MayBeInstanceNamespace(name string, challengeNamespaces []string) bool {
+	if !instanceNamespaceSuffix.MatchString(name) {
+		return false
+	}
+	if len(challengeNamespaces) == 0 {
+		return true
+	}
+	for _, ns := range challengeNamespaces {
+		if strings.HasPrefix(name, ns+"-") || (len(ns) >= 52 && strings.HasPrefix(name, strings.TrimRight(ns[:52], "-"))) {
+			return true
+		}
+	}
+	return false
 }
 
 func toAny(ss []string) []any {

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -86,8 +87,12 @@ func TestNamespacePerInstance(t *testing.T) {
 	key := client.ObjectKey{Namespace: instanceNS, Name: "own"}
 	quota := &corev1.ResourceQuota{}
 	g.Expect(h.Client.Get(ctx, key, quota)).To(Succeed())
-	g.Expect(quota.Spec.Hard).To(HaveKey(corev1.ResourceName("pods")))
-	g.Expect(h.Client.Get(ctx, key, &corev1.LimitRange{})).To(Succeed())
+	wantQuota, wantLimits, err := values.NamespaceBounds()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(apiequality.Semantic.DeepEqual(quota.Spec.Hard, wantQuota)).To(BeTrue(), "the quota is exactly the operator's: %v", quota.Spec.Hard)
+	lr := &corev1.LimitRange{}
+	g.Expect(h.Client.Get(ctx, key, lr)).To(Succeed())
+	g.Expect(apiequality.Semantic.DeepEqual(lr.Spec.Limits, wantLimits)).To(BeTrue(), "the limit range is exactly the operator's: %v", lr.Spec.Limits)
 	dep := &appsv1.Deployment{}
 	g.Expect(h.Client.Get(ctx, key, dep)).To(Succeed())
 	g.Expect(dep.Status.AvailableReplicas).To(Equal(int32(1)))

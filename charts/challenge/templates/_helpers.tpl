@@ -26,3 +26,28 @@ ctf.challenge-operator.io/challenge: {{ default .Release.Name .Values.challenge 
 {{- define "challenge.namespace" -}}
 {{- if .Values.namespacePerInstance.enabled }}{{ required "namespacePerInstance.name is required" .Values.namespacePerInstance.name }}{{ else }}{{ .Release.Namespace }}{{ end }}
 {{- end }}
+
+{{/* Peers for "outside the cluster": every address of each family but the
+internal ranges. An except must lie within its cidr, so each family's ranges
+go to their own block; IPv6 is left out only if no IPv6 range is listed (the
+operator always lists some). */}}
+{{- define "challenge.outside" -}}
+{{- $v4 := list }}{{- $v6 := list }}
+{{- range .Values.networkPolicy.internalCIDRs }}
+{{- if contains ":" . }}{{ $v6 = append $v6 . }}{{ else }}{{ $v4 = append $v4 . }}{{ end }}
+{{- end }}
+- ipBlock:
+    cidr: 0.0.0.0/0
+    except:
+      {{- range $v4 }}
+      - {{ . | quote }}
+      {{- end }}
+{{- if $v6 }}
+- ipBlock:
+    cidr: "::/0"
+    except:
+      {{- range $v6 }}
+      - {{ . | quote }}
+      {{- end }}
+{{- end }}
+{{- end }}
