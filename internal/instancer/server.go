@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,7 +27,11 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
-// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=create;get;list;watch;delete;patch
+// The instancer's rights: Challenges in its own namespace only (a Role
+// there; "system" is the install's namespace, set by kustomize), templates
+// read cluster-wide (they are cluster-scoped), and its limits' Leases
+// (limits.go). No Secret: the token keys are a mounted volume.
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=create;get;list;watch;delete;patch,namespace=system
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challengetemplates,verbs=get;list;watch
 
 //go:embed web openapi.json
@@ -53,15 +58,17 @@ type Options struct {
 	Cooldown time.Duration
 }
 
-// Server is the instancer. It runs in the manager (Start) or under any
-// http.Server (Handler).
+// Server is the instancer. It runs in a manager of its own (Start; see
+// internal/instancercmd) or under any http.Server (Handler).
 type Server struct {
 	Options
-	// Client reads (from the cache) and writes Challenges and templates.
+	// Client reads (from the cache) and writes Challenges and templates,
+	// and writes the limits' Leases.
 	Client client.Client
 	// APIReader reads from the API server a Challenge the cache has not seen
-	// yet: the cache lags a create, and a Stop right after a Start must find
-	// the instance the Start made. Nil reads only the cache.
+	// yet (the cache lags a create, and a Stop right after a Start must find
+	// the instance the Start made), and the limits' Leases. Nil reads
+	// through Client.
 	APIReader client.Reader
 	// Informers stream Challenge changes to the event streams.
 	Informers cache.Informers
@@ -71,13 +78,20 @@ type Server struct {
 	once   sync.Once
 	limits *limits
 	keys   keyCache
+	hub    hub
 	// fresh reads what a request acts on: the cache, then the API server.
 	fresh client.Reader
+	// serving is set once Start listens: the readiness check.
+	serving atomic.Bool
 }
 
 func (s *Server) init() {
 	s.once.Do(func() {
-		s.limits = newLimits(s.StartsPerMinute, s.Cooldown)
+		live := s.APIReader
+		if live == nil {
+			live = s.Client
+		}
+		s.limits = newLimits(s.Options, live, s.Client)
 		s.keys.dir = s.KeyDir
 		s.fresh = readthrough.Reader{Reader: s.Client, Live: s.APIReader}
 		if s.Now == nil {
@@ -89,6 +103,15 @@ func (s *Server) init() {
 // NeedLeaderElection is false: every replica serves the instancer.
 func (s *Server) NeedLeaderElection() bool { return false }
 
+// Ready is the readiness check: the replica serves once its cache has
+// synced (the manager starts it after) and it listens.
+func (s *Server) Ready(*http.Request) error {
+	if !s.serving.Load() {
+		return errors.New("the instancer is not serving yet")
+	}
+	return nil
+}
+
 // Start serves until ctx ends.
 func (s *Server) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("instancer")
@@ -99,6 +122,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("instancer: %w", err)
 	}
+	s.serving.Store(true)
+	defer s.serving.Store(false)
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
