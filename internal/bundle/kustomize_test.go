@@ -228,8 +228,9 @@ func TestInstallModesBuild(t *testing.T) {
 		c := containerNamed(d, "instancer")
 		g.Expect(c.Image).To(Equal(in.container().Image), "the operator's image")
 		g.Expect(c.Args).To(HaveExactElements("instancer", "--bind-address=:8443", "--key-dir=/etc/challenge-operator/instancer-keys",
-			"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
-		g.Expect(c.VolumeMounts).To(ConsistOf(HaveField("MountPath", "/etc/challenge-operator/instancer-keys")))
+			"--revocations-dir=/etc/challenge-operator/instancer-revocations", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
+		g.Expect(c.VolumeMounts).To(ConsistOf(HaveField("MountPath", "/etc/challenge-operator/instancer-keys"),
+			HaveField("MountPath", "/etc/challenge-operator/instancer-revocations")), "its token keys (a Secret) and revocations (a ConfigMap), mounted")
 		g.Expect(c.LivenessProbe).NotTo(BeNil())
 		g.Expect(c.ReadinessProbe).NotTo(BeNil())
 		g.Expect(c.Resources.Limits).To(HaveKey(corev1.ResourceCPU))

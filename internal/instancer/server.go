@@ -6,6 +6,7 @@
 package instancer
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -56,6 +57,20 @@ type Options struct {
 	StartsPerMinute int
 	// Cooldown is how long a team waits to start a template it stopped.
 	Cooldown time.Duration
+	// Audience the team tokens must name: this instancer's own, so that a
+	// token for another instancer sharing a key is refused; token.Audience
+	// when empty.
+	Audience string
+	// MaxTokenLifetime is the longest a token may be valid (expiry minus
+	// issue time); token.DefaultMaxLifetime when zero.
+	MaxTokenLifetime time.Duration
+	// RevocationsDir holds per-team revocations: a ConfigMap mounted as a
+	// volume, one file per team holding a time before which its tokens are
+	// refused. Empty: none.
+	RevocationsDir string
+	// KeyReload is how often KeyDir and RevocationsDir are read again, so
+	// that a rotation or a revocation needs no restart; 10 s when zero.
+	KeyReload time.Duration
 }
 
 // Server is the instancer. It runs in a manager of its own (Start; see
@@ -77,7 +92,7 @@ type Server struct {
 
 	once   sync.Once
 	limits *limits
-	keys   keyCache
+	creds  credentials
 	hub    hub
 	// fresh reads what a request acts on: the cache, then the API server.
 	fresh client.Reader
@@ -92,7 +107,7 @@ func (s *Server) init() {
 			live = s.Client
 		}
 		s.limits = newLimits(s.Options, live, s.Client)
-		s.keys.dir = s.KeyDir
+		s.creds = credentials{keyDir: s.KeyDir, revocationsDir: s.RevocationsDir, every: cmp.Or(s.KeyReload, 10*time.Second)}
 		s.fresh = readthrough.Reader{Reader: s.Client, Live: s.APIReader}
 		if s.Now == nil {
 			s.Now = time.Now
@@ -115,9 +130,7 @@ func (s *Server) Ready(*http.Request) error {
 // Start serves until ctx ends.
 func (s *Server) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("instancer")
-	if _, err := s.keys.get(s.now()); err != nil {
-		return err
-	}
+	s.creds.get(s.now()) // reports the keys in force, or their absence; never fatal
 	ln, err := net.Listen("tcp", s.BindAddress)
 	if err != nil {
 		return fmt.Errorf("instancer: %w", err)
@@ -228,46 +241,16 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, string
 			return
 		}
 		now := s.now()
-		keys, err := s.keys.get(now)
+		keys, revoked := s.creds.get(now)
+		verifier := token.Verifier{Keys: keys, Audience: s.Audience, MaxLifetime: s.MaxTokenLifetime, Revoked: revoked}
+		team, err := verifier.Verify(strings.TrimSpace(raw), now)
 		if err != nil {
-			logf.FromContext(r.Context()).Error(err, "instancer: reading token keys")
-			writeError(w, errInternal)
-			return
-		}
-		team, err := token.Verify(keys, strings.TrimSpace(raw), now)
-		if err != nil {
-			writeError(w, errUnauthorized("Your team's token is not valid (expired, or not issued for this instancer). Ask the organisers for a new link."))
+			writeError(w, errUnauthorized("Your team's token is not valid (expired, revoked, or not issued for this instancer). Ask the organisers for a new link."))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		h(w, r, team)
 	})
-}
-
-// keyCache re-reads the mounted key Secret at most every 10 seconds, so a
-// rotated key is honoured without a restart.
-type keyCache struct {
-	dir  string
-	mu   sync.Mutex
-	at   time.Time
-	keys token.Keys
-}
-
-func (c *keyCache) get(now time.Time) (token.Keys, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.keys != nil && now.Sub(c.at) < 10*time.Second {
-		return c.keys, nil
-	}
-	keys, err := token.KeysFromDir(c.dir)
-	if err != nil {
-		if c.keys != nil {
-			return c.keys, nil // keep serving with the last good keys
-		}
-		return nil, err
-	}
-	c.keys, c.at = keys, now
-	return keys, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

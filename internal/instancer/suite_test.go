@@ -40,6 +40,8 @@ const (
 	// instancesNamespace is where the instancer creates Challenges.
 	instancesNamespace = "ctf"
 	startsPerMinute    = 3
+	// audience is the instancer's own: tokens for another are refused.
+	audience = "instancer-test"
 )
 
 var (
@@ -147,7 +149,7 @@ func inProcess(ctx context.Context, cfg *rest.Config) error {
 			panic(err)
 		}
 		return &instancer.Server{Client: cl, APIReader: live, Informers: informers, Options: instancer.Options{
-			Namespace: instancesNamespace, KeyDir: keyDir, StartsPerMinute: startsPerMinute, Cooldown: time.Minute,
+			Namespace: instancesNamespace, KeyDir: keyDir, StartsPerMinute: startsPerMinute, Cooldown: time.Minute, Audience: audience,
 		}}
 	}
 	return nil
@@ -230,39 +232,46 @@ func writeKubeconfig() error {
 // replica is one process of the instancer, on ports it keeps across restarts.
 type replica struct {
 	name string
-	// URL is where it serves the page and the API.
-	URL       string
-	addr      string
-	probeAddr string
-	process   *testcluster.Process
-	runs      int
+	// URL is where it serves the page and the API; metricsURL its metrics.
+	URL        string
+	metricsURL string
+	addr       string
+	probeAddr  string
+	// extra are flags after the usual ones (the last of a flag wins).
+	extra   []string
+	process *testcluster.Process
+	runs    int
 }
 
+// replicas are every replica started, checked and stopped after the tests.
+var replicas []*replica
+
 // startReplica runs one replica of the instancer and waits until it is ready.
-func startReplica(name string) (*replica, error) {
-	addr, err := freeAddress()
-	if err != nil {
-		return nil, err
+func startReplica(name string, extra ...string) (*replica, error) {
+	var addrs [3]string
+	for i := range addrs {
+		var err error
+		if addrs[i], err = freeAddress(); err != nil {
+			return nil, err
+		}
 	}
-	probeAddr, err := freeAddress()
-	if err != nil {
-		return nil, err
-	}
-	r := &replica{name: name, URL: "http://" + addr, addr: addr, probeAddr: probeAddr}
+	r := &replica{name: name, URL: "http://" + addrs[0], addr: addrs[0], probeAddr: addrs[1], metricsURL: "http://" + addrs[2] + "/metrics",
+		extra: append([]string{"--metrics-bind-address=" + addrs[2]}, extra...)}
+	replicas = append(replicas, r)
 	return r, r.start()
 }
 
 func (r *replica) start() error {
 	r.runs++
-	cmd := exec.Command(instancerBin, "instancer",
-		"--bind-address="+r.addr,
-		"--health-probe-bind-address="+r.probeAddr,
-		"--metrics-bind-address=0",
-		"--namespace="+instancesNamespace,
-		"--key-dir="+keyDir,
-		"--starts-per-minute="+strconv.Itoa(startsPerMinute),
+	cmd := exec.Command(instancerBin, append([]string{"instancer",
+		"--bind-address=" + r.addr,
+		"--health-probe-bind-address=" + r.probeAddr,
+		"--namespace=" + instancesNamespace,
+		"--key-dir=" + keyDir,
+		"--starts-per-minute=" + strconv.Itoa(startsPerMinute),
 		"--cooldown=1m",
-	)
+		"--audience=" + audience,
+	}, r.extra...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+instancerKubeconfig)
 	p, err := testcluster.StartProcess(cmd, r.log(r.runs))
 	if err != nil {
@@ -303,10 +312,7 @@ func (r *replica) restart(t *testing.T) {
 // stopReplicas kills both replicas and fails the run if either was refused
 // anything by the API server.
 func stopReplicas() error {
-	for _, r := range []*replica{api, api2} {
-		if r == nil {
-			continue
-		}
+	for _, r := range replicas {
 		r.process.Kill()
 		for run := 1; run <= r.runs; run++ {
 			data, err := os.ReadFile(r.log(run))
@@ -336,7 +342,7 @@ func freeAddress() (string, error) {
 // mint returns a valid token of team.
 func mint(t *testing.T, team string) string {
 	t.Helper()
-	raw, err := token.Mint(keys, "", team, time.Hour, time.Now())
+	raw, err := token.MintFor(keys, "", team, audience, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
+	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
 // options are the subcommand's flags.
@@ -52,6 +53,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 	})
 	fs.IntVar(&o.instancer.StartsPerMinute, "starts-per-minute", 3, "Instances a team may start in any minute, across every replica; 0 means no limit.")
 	fs.DurationVar(&o.instancer.Cooldown, "cooldown", 30*time.Second, "How long a team waits to start a challenge again after stopping it, across every replica; 0 disables it.")
+	fs.StringVar(&o.instancer.Audience, "audience", token.Audience, "Audience team tokens must name: give each instancer its own (and challenge-operator token --audience the same), so that one's tokens never open another's.")
+	fs.DurationVar(&o.instancer.MaxTokenLifetime, "max-token-lifetime", token.DefaultMaxLifetime, "Longest a team token may be valid (expiry minus issue time); longer ones are refused.")
+	fs.StringVar(&o.instancer.RevocationsDir, "revocations-dir", "", "Directory of per-team revocations (a ConfigMap mounted as a volume): a file per team id holding an RFC 3339 time; that team's tokens issued before it are refused. Empty: none.")
+	fs.DurationVar(&o.instancer.KeyReload, "key-reload-interval", 10*time.Second, "How often the key and revocation directories are read again (a rotation or revocation needs no restart).")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to; 0 disables them.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50, "Requests per second the instancer may send to the API server.")
