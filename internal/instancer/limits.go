@@ -121,6 +121,11 @@ func (l *limits) admitStart(ctx context.Context, team, template string, now time
 		refusal = s.admit(template, now, l.startsPerMinute, l.cooldown)
 		return refusal == nil && l.startsPerMinute > 0
 	})
+	if apierrors.IsConflict(err) {
+		// Every retry lost to another start of the same team: a burst of
+		// its own, answered as one.
+		return errWait("rate_limited", "Your team is starting many instances at once.", time.Second), nil
+	}
 	return refusal, err
 }
 

@@ -1,11 +1,20 @@
 package instancer
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 func TestTeamLimitsAdmit(t *testing.T) {
@@ -69,4 +78,27 @@ func TestTeamLimitsStopKeepsOnlyRunningCooldowns(t *testing.T) {
 	state := teamLimits{Stopped: map[string]time.Time{"old": now.Add(-2 * time.Minute), "recent": now.Add(-time.Second)}}
 	state.stop("web", now, time.Minute)
 	g.Expect(state.Stopped).To(Equal(map[string]time.Time{"recent": now.Add(-time.Second), "web": now}))
+}
+
+// TestAdmitStartAnswersABurstThatNeverWinsTheLease: when every write of the
+// team's Lease loses to another request's, the start is asked to wait, not
+// failed as an internal error.
+func TestAdmitStartAnswersABurstThatNeverWinsTheLease(t *testing.T) {
+	g := NewWithT(t)
+	scheme := runtime.NewScheme()
+	g.Expect(coordinationv1.AddToScheme(scheme)).To(Succeed())
+	existing := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ctf", Name: limitsLeasePrefix + "team-a"}}
+	writes := 0
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(existing).WithInterceptorFuncs(interceptor.Funcs{
+		Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+			writes++
+			return apierrors.NewConflict(coordinationv1.Resource("leases"), existing.Name, errors.New("the object has been modified"))
+		},
+	}).Build()
+	l := newLimits(Options{Namespace: "ctf", StartsPerMinute: 3, Cooldown: time.Minute}, cl, cl)
+	refusal, err := l.admitStart(context.Background(), "team-a", "web", time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(refusal).To(HaveField("Code", "rate_limited"))
+	g.Expect(refusal.RetryAfter).To(Equal(1))
+	g.Expect(writes).To(Equal(conflictBackoff.Steps), "every retry was tried")
 }
