@@ -98,7 +98,7 @@ func startInstancer() error {
 	if workDir, err = os.MkdirTemp("", "instancer-"); err != nil {
 		return err
 	}
-	fmt.Fprintln(os.Stderr, "instancer replicas' binary and logs:", workDir)
+	fmt.Fprintln(os.Stderr, "instancer replicas' logs:", workDir)
 	keyDir = filepath.Join(workDir, "keys")
 	if err := os.Mkdir(keyDir, 0o700); err != nil {
 		return err
@@ -309,11 +309,16 @@ func (r *replica) restart(t *testing.T) {
 	}
 }
 
-// stopReplicas kills both replicas and fails the run if either was refused
-// anything by the API server.
+// stopReplicas kills every replica, removes the binary (the logs stay) and
+// fails the run if a replica was refused anything by the API server.
 func stopReplicas() error {
 	for _, r := range replicas {
 		r.process.Kill()
+	}
+	if instancerBin != "" {
+		_ = os.Remove(instancerBin)
+	}
+	for _, r := range replicas {
 		for run := 1; run <= r.runs; run++ {
 			data, err := os.ReadFile(r.log(run))
 			if err != nil {
