@@ -3,6 +3,7 @@ package instancer
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,9 +39,12 @@ var (
 	})
 )
 
-func init() {
+// registerMetrics adds the instancer's metrics to the registry its process
+// serves, once, when an instancer is made: the operator's binary holds this
+// package too, and its metrics should not list an instancer it does not run.
+var registerMetrics = sync.OnceFunc(func() {
 	metrics.Registry.MustRegister(requests, durations, tokenKeys, skippedKeyFiles, revocations, skippedRevocationFiles)
-}
+})
 
 // statusRecorder remembers the status code written; it stays an
 // http.Flusher for the event streams.

@@ -102,6 +102,7 @@ type Server struct {
 
 func (s *Server) init() {
 	s.once.Do(func() {
+		registerMetrics()
 		live := s.APIReader
 		if live == nil {
 			live = s.Client
