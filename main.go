@@ -1,17 +1,18 @@
 // Command challenge-operator runs the Helm-hybrid operator: the embedded
 // helm-operator reconciler renders charts/challenge per Challenge, and Go
 // controllers beside it keep the Challenge's lifecycle status true.
+// Subcommands: `token` mints a team's instancer token (internal/tokencmd);
+// `instancer` serves the participants' instancer as a process of its own
+// (internal/instancercmd).
 package main
 
 import (
-	"cmp"
 	"flag"
 	"fmt"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,7 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/instancer"
+	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/tokencmd"
 )
@@ -40,7 +41,6 @@ type options struct {
 	kubeAPIQPS       float64
 	kubeAPIBurst     int
 	operator         operator.Options
-	instancer        instancer.Options
 	zap              zap.Options
 }
 
@@ -75,23 +75,25 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.operator.Limits.AllowLoadBalancer, "allow-load-balancer", false, "Allow every instance a LoadBalancer Service (templates may allow it for their own).")
 	fs.Var(listValue{&o.operator.Limits.AllowedRegistries}, "allowed-registries", "Comma-separated registry hosts (ghcr.io, registry.example:5000) or repository prefixes (ghcr.io/org) images may come from; templates may narrow it. Empty: any registry named by a public DNS name, never an IP address, localhost or a site-local name.")
 	fs.Var(prefixesValue{&o.operator.Limits.AllowedCIDRs}, "allow-egress-cidrs", "Comma-separated internal ranges templates' egress rules may reach on purpose (e.g. a checker service).")
-	// The participants' instancer (off unless it has an address).
-	fs.StringVar(&o.instancer.BindAddress, "instancer-bind-address", "", "Address the participants' instancer (page and API) listens on, e.g. :8443 behind a TLS ingress; empty disables it.")
-	fs.StringVar(&o.instancer.KeyDir, "instancer-key-dir", "/etc/challenge-operator/instancer-keys", "Directory of the instancer's token keys: a Secret mounted as a volume, one file (key id) per HS256 key of at least 32 bytes.")
-	fs.StringVar(&o.instancer.Namespace, "instancer-namespace", "", "Namespace the instancer creates Challenges in (default: POD_NAMESPACE, else default).")
-	fs.Var(listValue{&o.instancer.AllowedOrigins}, "instancer-allowed-origins", "Comma-separated origins (e.g. https://ctf.example.org) whose pages may call the instancer API; none by default.")
-	fs.IntVar(&o.instancer.StartsPerMinute, "instancer-starts-per-minute", 3, "Instances a team may start per minute through the instancer.")
-	fs.DurationVar(&o.instancer.Cooldown, "instancer-cooldown", 30*time.Second, "How long a team waits to start a challenge again after stopping it.")
 	o.zap.BindFlags(fs)
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "token" {
-		if err := tokencmd.Run(os.Args[2:], os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "challenge-operator token:", err)
-			os.Exit(2)
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "token":
+			if err := tokencmd.Run(os.Args[2:], os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, "challenge-operator token:", err)
+				os.Exit(2)
+			}
+			return
+		case "instancer":
+			if err := instancercmd.Run(ctrl.SetupSignalHandler(), os.Args[2:]); err != nil {
+				fmt.Fprintln(os.Stderr, "challenge-operator instancer:", err)
+				os.Exit(1)
+			}
+			return
 		}
-		return
 	}
 	var opts options
 	opts.bind(flag.CommandLine)
@@ -134,23 +136,11 @@ func run(opts options) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	challengeNamespaces := watchNamespaces()
-	if opts.instancer.BindAddress != "" {
-		if opts.instancer.Namespace == "" {
-			opts.instancer.Namespace = cmp.Or(os.Getenv("POD_NAMESPACE"), "default")
-		}
-		challengeNamespaces = append(challengeNamespaces, opts.instancer.Namespace)
-	}
-	if err := operator.CheckIngressFrom(opts.operator, challengeNamespaces); err != nil {
+	if err := operator.CheckIngressFrom(opts.operator, watchNamespaces()); err != nil {
 		return err
 	}
 	if err := operator.Setup(mgr, opts.operator); err != nil {
 		return err
-	}
-	if opts.instancer.BindAddress != "" {
-		if err := mgr.Add(&instancer.Server{Options: opts.instancer, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Informers: mgr.GetCache()}); err != nil {
-			return err
-		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -36,8 +36,11 @@ step "running the operator and its instancer (log: $work/operator.log)"
 mkdir -m 700 "$work/instancer-keys"
 head -c 32 /dev/urandom | base64 >"$work/instancer-keys/demo"
 bin/manager --watches-file=watches.yaml --flag-secret-namespaces=default --metrics-bind-address=127.0.0.1:18080 \
-  --health-probe-bind-address=127.0.0.1:18081 --instancer-bind-address=127.0.0.1:18443 \
-  --instancer-key-dir="$work/instancer-keys" --instancer-namespace=default >"$work/operator.log" 2>&1 &
+  --health-probe-bind-address=127.0.0.1:18081 >"$work/operator.log" 2>&1 &
+pids+=($!)
+# The instancer is a process of its own, as in config/instancer (log: $work/instancer.log).
+bin/manager instancer --bind-address=127.0.0.1:18443 --key-dir="$work/instancer-keys" --namespace=default \
+  --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:18082 >"$work/instancer.log" 2>&1 &
 pids+=($!)
 
 step "applying config/samples"

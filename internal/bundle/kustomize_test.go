@@ -21,8 +21,13 @@ import (
 type install struct {
 	objs    []*unstructured.Unstructured
 	manager appsv1.Deployment
-	scopes  scopes
+	// others are the Deployments beside the manager's, by name.
+	others map[string]appsv1.Deployment
+	scopes scopes
 }
+
+// managerName is the manager Deployment's name in every install mode.
+const managerName = "challenge-operator-controller-manager"
 
 // buildInstall builds the kustomization config/<mode> with the kustomize library.
 func buildInstall(t *testing.T, mode string) install {
@@ -33,27 +38,36 @@ func buildInstall(t *testing.T, mode string) install {
 	g.Expect(err).NotTo(HaveOccurred())
 	objs, err := decode(bytes.NewReader(data))
 	g.Expect(err).NotTo(HaveOccurred())
-	in := install{objs: objs, scopes: builtinScopes()}
-	deployments := 0
+	in := install{objs: objs, scopes: builtinScopes(), others: map[string]appsv1.Deployment{}}
+	managers := 0
 	for _, o := range objs {
 		switch o.GetKind() {
 		case "Deployment":
-			deployments++
-			g.Expect(convert(o, &in.manager)).To(Succeed())
+			var d appsv1.Deployment
+			g.Expect(convert(o, &d)).To(Succeed())
+			if d.Name != managerName {
+				in.others[d.Name] = d
+				continue
+			}
+			managers++
+			in.manager = d
 		case "CustomResourceDefinition":
 			var crd apiextensionsv1.CustomResourceDefinition
 			g.Expect(convert(o, &crd)).To(Succeed())
 			in.scopes.addCRD(&crd)
 		}
 	}
-	g.Expect(deployments).To(Equal(1), "config/%s has one Deployment, the manager", mode)
+	g.Expect(managers).To(Equal(1), "config/%s has one manager Deployment", mode)
 	return in
 }
 
 // container returns the manager's container.
-func (in install) container() corev1.Container {
-	for _, c := range in.manager.Spec.Template.Spec.Containers {
-		if c.Name == "manager" {
+func (in install) container() corev1.Container { return containerNamed(in.manager, "manager") }
+
+// containerNamed returns d's container called name.
+func containerNamed(d appsv1.Deployment, name string) corev1.Container {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == name {
 			return c
 		}
 	}
@@ -74,6 +88,12 @@ func (in install) watchNamespace() string {
 // they apply: "" for cluster-wide (a ClusterRoleBinding), else the namespace
 // of the RoleBinding. Every binding must refer to a role of the build.
 func (in install) grants(g Gomega) map[string][]rbacv1.PolicyRule {
+	return in.grantsTo(g, in.manager)
+}
+
+// grantsTo is grants for the ServiceAccount of Deployment d. Every binding
+// binds one ServiceAccount of the build's Deployments, and nothing else.
+func (in install) grantsTo(g Gomega, d appsv1.Deployment) map[string][]rbacv1.PolicyRule {
 	roles := map[string][]rbacv1.PolicyRule{} // Kind/namespace/name -> rules
 	for _, o := range in.objs {
 		switch o.GetKind() {
@@ -87,7 +107,11 @@ func (in install) grants(g Gomega) map[string][]rbacv1.PolicyRule {
 			roles["ClusterRole//"+r.Name] = r.Rules
 		}
 	}
-	account := in.manager.Spec.Template.Spec.ServiceAccountName
+	accounts := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: in.manager.Spec.Template.Spec.ServiceAccountName, Namespace: in.manager.Namespace}}
+	for _, other := range in.others {
+		accounts = append(accounts, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: other.Spec.Template.Spec.ServiceAccountName, Namespace: other.Namespace})
+	}
+	account := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: d.Spec.Template.Spec.ServiceAccountName, Namespace: d.Namespace}
 	out := map[string][]rbacv1.PolicyRule{}
 	for _, o := range in.objs {
 		if o.GetKind() != "RoleBinding" && o.GetKind() != "ClusterRoleBinding" {
@@ -95,8 +119,11 @@ func (in install) grants(g Gomega) map[string][]rbacv1.PolicyRule {
 		}
 		var b rbacv1.RoleBinding // same shape as a ClusterRoleBinding
 		g.Expect(convert(o, &b)).To(Succeed())
-		g.Expect(b.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: in.manager.Namespace}),
-			"%s %s binds the manager's ServiceAccount only", o.GetKind(), b.Name)
+		g.Expect(b.Subjects).To(HaveLen(1), "%s %s binds one ServiceAccount", o.GetKind(), b.Name)
+		g.Expect(b.Subjects).To(ContainElement(BeElementOf(accounts)), "%s %s binds a ServiceAccount of the build's Deployments", o.GetKind(), b.Name)
+		if b.Subjects[0] != account {
+			continue
+		}
 		key := b.RoleRef.Kind + "/" + b.Namespace + "/" + b.RoleRef.Name
 		if b.RoleRef.Kind == "ClusterRole" {
 			key = "ClusterRole//" + b.RoleRef.Name
@@ -187,24 +214,53 @@ func TestInstallModesBuild(t *testing.T) {
 		g.Expect(in.watchNamespace()).To(Equal("metadata.annotations['olm.targetNamespaces']"))
 	})
 
-	t.Run("instancer: its flag, its key mounted, its own role and nothing more", func(t *testing.T) {
+	t.Run("instancer: its own Deployment and ServiceAccount, its own roles and nothing more", func(t *testing.T) {
 		g := NewWithT(t)
 		in := buildInstall(t, "instancer")
-		g.Expect(in.container().Args).To(ContainElement("--instancer-bind-address=:8443"))
-		g.Expect(in.container().VolumeMounts).To(ContainElement(HaveField("MountPath", "/etc/challenge-operator/instancer-keys")))
-		var role rbacv1.ClusterRole
-		for _, o := range in.objs {
-			if o.GetKind() == "ClusterRole" && o.GetName() == "challenge-operator-instancer-role" {
-				g.Expect(convert(o, &role)).To(Succeed())
-			}
-		}
-		g.Expect(role.Rules).To(ConsistOf(
+		base := buildInstall(t, "default")
+		g.Expect(in.manager.Spec).To(Equal(base.manager.Spec), "the operator's Deployment is the default one: no instancer in it")
+		g.Expect(in.grants(g)).To(Equal(base.grants(g)), "and its rights are the default ones")
+		g.Expect(in.others).To(HaveKey("challenge-operator-instancer"))
+		d := in.others["challenge-operator-instancer"]
+		g.Expect(d.Namespace).To(Equal(ns))
+		g.Expect(d.Spec.Replicas).To(HaveValue(BeNumerically(">=", 2)), "several replicas")
+		g.Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal("challenge-operator-instancer"))
+		c := containerNamed(d, "instancer")
+		g.Expect(c.Image).To(Equal(in.container().Image), "the operator's image")
+		g.Expect(c.Args).To(HaveExactElements("instancer", "--bind-address=:8443", "--key-dir=/etc/challenge-operator/instancer-keys",
+			"--revocations-dir=/etc/challenge-operator/instancer-revocations", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
+		g.Expect(c.VolumeMounts).To(ConsistOf(HaveField("MountPath", "/etc/challenge-operator/instancer-keys"),
+			HaveField("MountPath", "/etc/challenge-operator/instancer-revocations")), "its token keys (a Secret) and revocations (a ConfigMap), mounted")
+		g.Expect(c.LivenessProbe).NotTo(BeNil())
+		g.Expect(c.ReadinessProbe).NotTo(BeNil())
+		g.Expect(c.Resources.Limits).To(HaveKey(corev1.ResourceCPU))
+		g.Expect(c.Resources.Limits).To(HaveKey(corev1.ResourceMemory))
+		pod := d.Spec.Template.Spec.SecurityContext
+		g.Expect(pod.RunAsNonRoot).To(HaveValue(BeTrue()))
+		g.Expect(pod.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+		g.Expect(c.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
+		g.Expect(c.SecurityContext.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()))
+		g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+
+		grants := in.grantsTo(g, d)
+		g.Expect(grants).To(HaveLen(2), "its namespace and the cluster")
+		g.Expect(grants[ns]).To(ConsistOf(
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "get", "update"}},
 			rbacv1.PolicyRule{APIGroups: []string{"ctf.challenge-operator.io"}, Resources: []string{"challenges"},
 				Verbs: []string{"create", "delete", "get", "list", "patch", "watch"}},
+		), "in its namespace: Challenges and its limits' Leases; the token key is a mounted Secret, not read through the API")
+		g.Expect(grants[""]).To(ConsistOf(
 			rbacv1.PolicyRule{APIGroups: []string{"ctf.challenge-operator.io"}, Resources: []string{"challengetemplates"},
 				Verbs: []string{"get", "list", "watch"}},
-		), "Challenges and templates only; the token key is a mounted Secret, not read through the API")
-		base := buildInstall(t, "default")
+		), "cluster-wide: reading the cluster-scoped templates, nothing else")
+
+		var svc corev1.Service
+		for _, o := range in.objs {
+			if o.GetKind() == "Service" && o.GetName() == "challenge-operator-instancer" {
+				g.Expect(convert(o, &svc)).To(Succeed())
+			}
+		}
+		g.Expect(svc.Spec.Selector).To(Equal(d.Spec.Selector.MatchLabels), "the Service selects the instancer's pods")
 		g.Expect(namesOf(in.objs, "CustomResourceDefinition")).To(Equal(namesOf(base.objs, "CustomResourceDefinition")))
 	})
 

@@ -185,13 +185,13 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 		writeError(w, apiErr)
 		return
 	}
-	now := s.now()
-	if wait := s.limits.coolingDown(team, t.Name, now); wait > 0 {
-		writeError(w, errWait("cooldown", "You stopped this challenge a moment ago.", wait))
+	refusal, err := s.limits.admitStart(ctx, team, t.Name, s.now())
+	if err != nil {
+		writeError(w, s.internal(ctx, err))
 		return
 	}
-	if ok, wait := s.limits.allowStart(team, now); !ok {
-		writeError(w, errWait("rate_limited", "Your team has started too many instances in the last minute.", wait))
+	if refusal != nil {
+		writeError(w, refusal)
 		return
 	}
 	ch := &ctfv1alpha1.Challenge{
@@ -199,7 +199,7 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 			Labels: map[string]string{ParticipantLabel: team, CreatedByLabel: createdBy}},
 		Spec: ctfv1alpha1.ChallengeSpec{Template: t.Name, Participant: team},
 	}
-	err := s.Client.Create(ctx, ch)
+	err = s.Client.Create(ctx, ch)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// Another request of the team won the race, or another team's
@@ -238,12 +238,17 @@ func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team strin
 		writeError(w, apiErr)
 		return
 	}
+	// The cooldown is recorded first: a replica killed between the two
+	// never leaves a stop without one.
+	if err := s.limits.stoppedAt(ctx, team, t.Name, s.now()); err != nil {
+		writeError(w, s.internal(ctx, err))
+		return
+	}
 	// Delete exactly the instance read, not a successor of the same name.
 	if err := s.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID}); err != nil && !apierrors.IsNotFound(err) {
 		writeError(w, s.internal(ctx, err))
 		return
 	}
-	s.limits.stoppedAt(team, t.Name, s.now())
 	view := instanceView(ch, t)
 	view.Phase = string(ctfv1alpha1.PhaseDeleted)
 	view.Connect = ""

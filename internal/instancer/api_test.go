@@ -223,8 +223,8 @@ func TestEveryBadTokenIsRefused(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Now()
 	claims := func(mutate func(*jwt.RegisteredClaims)) jwt.RegisteredClaims {
-		c := jwt.RegisteredClaims{Subject: "team-x", Audience: jwt.ClaimStrings{token.Audience},
-			ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}
+		c := jwt.RegisteredClaims{Subject: "team-x", Audience: jwt.ClaimStrings{audience},
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}
 		mutate(&c)
 		return c
 	}
@@ -236,6 +236,8 @@ func TestEveryBadTokenIsRefused(t *testing.T) {
 		return raw
 	}
 	key := keys["2026"]
+	g.Expect(call(t, sign(jwt.SigningMethodHS256, keys["2026"], "2026", claims(func(*jwt.RegisteredClaims) {})), "GET", "/api/v1/instances", nil, nil)).
+		To(Equal(http.StatusOK), "the claims the cases change are valid")
 	bad := map[string]string{
 		"none":          "",
 		"garbage":       "garbage",
@@ -245,6 +247,12 @@ func TestEveryBadTokenIsRefused(t *testing.T) {
 		"wrong key":     sign(jwt.SigningMethodHS256, []byte(strings.Repeat("x", 40)), "2026", claims(func(*jwt.RegisteredClaims) {})),
 		"expired":       sign(jwt.SigningMethodHS256, key, "2026", claims(func(c *jwt.RegisteredClaims) { c.ExpiresAt = jwt.NewNumericDate(now.Add(-time.Minute)) })),
 		"not yet valid": sign(jwt.SigningMethodHS256, key, "2026", claims(func(c *jwt.RegisteredClaims) { c.NotBefore = jwt.NewNumericDate(now.Add(time.Hour)) })),
+		"valid for ten years": sign(jwt.SigningMethodHS256, key, "2026", claims(func(c *jwt.RegisteredClaims) {
+			c.ExpiresAt = jwt.NewNumericDate(now.Add(10 * 365 * 24 * time.Hour))
+		})),
+		"no issue time":        sign(jwt.SigningMethodHS256, key, "2026", claims(func(c *jwt.RegisteredClaims) { c.IssuedAt = nil })),
+		"the default audience": sign(jwt.SigningMethodHS256, key, "2026", claims(func(c *jwt.RegisteredClaims) { c.Audience = jwt.ClaimStrings{token.Audience} })),
+		"another instancer's":  sign(jwt.SigningMethodHS256, key, "2026", claims(func(c *jwt.RegisteredClaims) { c.Audience = jwt.ClaimStrings{"ctf-2025"} })),
 	}
 	for name, tok := range bad {
 		var e apiError

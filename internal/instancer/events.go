@@ -2,12 +2,15 @@ package instancer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
@@ -19,8 +22,8 @@ const PhaseAbsent = "Absent"
 const heartbeat = 15 * time.Second
 
 // streamInstance sends the team's instance of a template as server-sent
-// events, one "instance" event per change, from the cache's informer (no
-// watch of its own per participant).
+// events, one "instance" event per change, from the process's one Challenge
+// informer through the hub (no watch nor informer handler of its own).
 func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team string) {
 	ctx := r.Context()
 	template := r.PathValue("template")
@@ -41,26 +44,12 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 		writeError(w, errInternal)
 		return
 	}
-	informer, err := s.Informers.GetInformer(ctx, &ctfv1alpha1.Challenge{})
-	if err != nil {
-		writeError(w, s.internal(ctx, err))
-		return
-	}
 	name := instanceName(template, team)
 	// Changes arrive in order; the buffer absorbs a burst, and a full
 	// buffer only means "look again".
 	changed := make(chan struct{}, 1)
 	views := make(chan Instance, 64)
-	send := func(obj any, deleted bool) {
-		ch, ok := obj.(*ctfv1alpha1.Challenge)
-		if !ok {
-			if tomb, isTomb := obj.(toolscache.DeletedFinalStateUnknown); isTomb {
-				ch, ok = tomb.Obj.(*ctfv1alpha1.Challenge)
-			}
-		}
-		if !ok || ch.Namespace != s.Namespace || ch.Name != name {
-			return
-		}
+	send := func(ch *ctfv1alpha1.Challenge, deleted bool) {
 		view := Instance{Template: template, Name: name, Phase: PhaseAbsent}
 		if !deleted && ch.Spec.Participant == team && ch.Spec.Template == template {
 			view = instanceView(ch, t)
@@ -74,16 +63,12 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 			}
 		}
 	}
-	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { send(obj, false) },
-		UpdateFunc: func(_, obj any) { send(obj, false) },
-		DeleteFunc: func(obj any) { send(obj, true) },
-	})
+	unsubscribe, err := s.hub.subscribe(ctx, s.Informers, s.Namespace, name, send)
 	if err != nil {
 		writeError(w, s.internal(ctx, err))
 		return
 	}
-	defer func() { _ = informer.RemoveEventHandler(reg) }()
+	defer unsubscribe()
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -134,4 +119,100 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 			flusher.Flush()
 		}
 	}
+}
+
+// hub fans the changes of the Challenge informer out to the open event
+// streams: it registers one handler per process, on the first stream, and
+// a stream only adds and removes an entry in its map.
+type hub struct {
+	mu         sync.Mutex
+	registered bool
+	namespace  string
+	streams    map[string]map[*subscriber]struct{} // instance name -> streams
+}
+
+// subscriber is one open stream's callback.
+type subscriber struct {
+	send func(ch *ctfv1alpha1.Challenge, deleted bool)
+}
+
+// subscribe calls send with every change of the Challenge name in
+// namespace until unsubscribe.
+func (h *hub) subscribe(ctx context.Context, informers cache.Informers, namespace, name string,
+	send func(*ctfv1alpha1.Challenge, bool)) (unsubscribe func(), err error) {
+	if err := h.register(ctx, informers, namespace); err != nil {
+		return nil, err
+	}
+	sub := &subscriber{send: send}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.streams[name] == nil {
+		h.streams[name] = map[*subscriber]struct{}{}
+	}
+	h.streams[name][sub] = struct{}{}
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.streams[name], sub)
+		if len(h.streams[name]) == 0 {
+			delete(h.streams, name)
+		}
+	}, nil
+}
+
+// register adds the hub's one handler to the Challenge informer, once.
+func (h *hub) register(ctx context.Context, informers cache.Informers, namespace string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.registered {
+		return nil
+	}
+	informer, err := informers.GetInformer(ctx, &ctfv1alpha1.Challenge{})
+	if err != nil {
+		return fmt.Errorf("getting the Challenge informer: %w", err)
+	}
+	h.namespace = namespace
+	h.streams = map[string]map[*subscriber]struct{}{}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { h.dispatch(obj, false) },
+		UpdateFunc: func(_, obj any) { h.dispatch(obj, false) },
+		DeleteFunc: func(obj any) { h.dispatch(obj, true) },
+	}); err != nil {
+		return fmt.Errorf("watching Challenges for the event streams: %w", err)
+	}
+	h.registered = true
+	return nil
+}
+
+// dispatch hands a change to the streams of that instance; their send never
+// blocks.
+func (h *hub) dispatch(obj any, deleted bool) {
+	ch, ok := obj.(*ctfv1alpha1.Challenge)
+	if !ok {
+		if tomb, isTomb := obj.(toolscache.DeletedFinalStateUnknown); isTomb {
+			ch, ok = tomb.Obj.(*ctfv1alpha1.Challenge)
+		}
+	}
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch.Namespace != h.namespace {
+		return
+	}
+	for sub := range h.streams[ch.Name] {
+		sub.send(ch, deleted)
+	}
+}
+
+// subscribers counts the open streams the hub serves (for tests).
+func (h *hub) subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, subs := range h.streams {
+		n += len(subs)
+	}
+	return n
 }

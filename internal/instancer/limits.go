@@ -1,76 +1,188 @@
 package instancer
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// limits are the per-team brakes: a token bucket of starts per minute, and a
-// cooldown before a team may start a template again after stopping it.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=system
+
+// limitsAnnotation holds a team's brakes on its Lease, as JSON (teamLimits).
+const limitsAnnotation = "ctf.challenge-operator.io/instancer-limits"
+
+// limitsLeasePrefix names a team's Lease: instancer-limits-<team>. A team id
+// is a DNS label, so no team's Lease is another Lease of the namespace (the
+// operator's leader election Lease has dots in its name).
+const limitsLeasePrefix = "instancer-limits-"
+
+// window is the span starts are counted over.
+const window = time.Minute
+
+// maxStreamsPerTeam bounds a team's open event streams on one replica: each
+// holds a connection.
+const maxStreamsPerTeam = 8
+
+// conflictBackoff retries a team's Lease update that lost a race with
+// another request (on any replica) for the same team.
+var conflictBackoff = wait.Backoff{Steps: 12, Duration: 5 * time.Millisecond, Factor: 1.5, Jitter: 0.5}
+
+// teamLimits is what a team's Lease records: enough to judge its next start
+// on any replica, after any restart.
+type teamLimits struct {
+	// Starts are the team's starts within the last window, oldest first.
+	Starts []time.Time `json:"starts,omitempty"`
+	// Stopped maps a template to when the team stopped its instance, while
+	// the cooldown runs.
+	Stopped map[string]time.Time `json:"stopped,omitempty"`
+}
+
+// prune forgets what no longer limits anything at now.
+func (s *teamLimits) prune(now time.Time, cooldown time.Duration) {
+	s.Starts = slices.DeleteFunc(s.Starts, func(t time.Time) bool { return !t.After(now.Add(-window)) })
+	for tmpl, at := range s.Stopped {
+		if !at.Add(cooldown).After(now) {
+			delete(s.Stopped, tmpl)
+		}
+	}
+	if len(s.Stopped) == 0 {
+		s.Stopped = nil
+	}
+}
+
+// admit decides a start of template at now: a refusal with how long to
+// wait, or nil after recording the start.
+func (s *teamLimits) admit(template string, now time.Time, startsPerMinute int, cooldown time.Duration) *apiError {
+	s.prune(now, cooldown)
+	if at, ok := s.Stopped[template]; ok {
+		return errWait("cooldown", "You stopped this challenge a moment ago.", at.Add(cooldown).Sub(now))
+	}
+	if startsPerMinute > 0 && len(s.Starts) >= startsPerMinute {
+		oldest := s.Starts[len(s.Starts)-startsPerMinute]
+		return errWait("rate_limited", "Your team has started too many instances in the last minute.", oldest.Add(window).Sub(now))
+	}
+	if startsPerMinute > 0 {
+		s.Starts = append(s.Starts, now)
+	}
+	return nil
+}
+
+// stop records that the team stopped template at now.
+func (s *teamLimits) stop(template string, now time.Time, cooldown time.Duration) {
+	s.prune(now, cooldown)
+	if s.Stopped == nil {
+		s.Stopped = map[string]time.Time{}
+	}
+	s.Stopped[template] = now
+}
+
+// limits are the per-team brakes: at most startsPerMinute starts in any
+// minute, and a cooldown before a team may start a template again after
+// stopping it. They are kept in the cluster, one Lease per team in the
+// instancer's namespace, and changed with optimistic concurrency, so they
+// hold across replicas and restarts. Open event streams are counted per
+// replica: a stream is a connection to that replica.
 type limits struct {
 	startsPerMinute int
 	cooldown        time.Duration
+	namespace       string
+	// reader reads Leases from the API server (never a cache: a decision
+	// on a stale record would be wrong); writer creates and updates them.
+	reader client.Reader
+	writer client.Writer
 
 	mu      sync.Mutex
-	starts  map[string]*rate.Limiter
-	stopped map[string]time.Time // team/template -> when it was stopped
-	streams map[string]int       // team -> open event streams
+	streams map[string]int // team -> open event streams
 }
 
-// maxStreamsPerTeam bounds a team's open event streams: each holds a
-// connection and an informer handler.
-const maxStreamsPerTeam = 8
-
-func newLimits(startsPerMinute int, cooldown time.Duration) *limits {
-	return &limits{startsPerMinute: startsPerMinute, cooldown: cooldown,
-		starts: map[string]*rate.Limiter{}, stopped: map[string]time.Time{}, streams: map[string]int{}}
+func newLimits(opts Options, reader client.Reader, writer client.Writer) *limits {
+	return &limits{startsPerMinute: opts.StartsPerMinute, cooldown: opts.Cooldown, namespace: opts.Namespace,
+		reader: reader, writer: writer, streams: map[string]int{}}
 }
 
-// coolingDown returns how long team must still wait to start template again.
-func (l *limits) coolingDown(team, template string, now time.Time) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	at, ok := l.stopped[team+"/"+template]
-	if !ok {
-		return 0
+// admitStart records a start of template by team, or returns why it must
+// wait (cooldown, rate_limited).
+func (l *limits) admitStart(ctx context.Context, team, template string, now time.Time) (*apiError, error) {
+	if l.startsPerMinute <= 0 && l.cooldown <= 0 {
+		return nil, nil
 	}
-	if wait := at.Add(l.cooldown).Sub(now); wait > 0 {
-		return wait
+	var refusal *apiError
+	err := l.update(ctx, team, func(s *teamLimits) bool {
+		refusal = s.admit(template, now, l.startsPerMinute, l.cooldown)
+		return refusal == nil && l.startsPerMinute > 0
+	})
+	if apierrors.IsConflict(err) {
+		// Every retry lost to another start of the same team: a burst of
+		// its own, answered as one.
+		return errWait("rate_limited", "Your team is starting many instances at once.", time.Second), nil
 	}
-	delete(l.stopped, team+"/"+template)
-	return 0
+	return refusal, err
 }
 
-// allowStart takes a start from team's bucket, or says how long to wait.
-func (l *limits) allowStart(team string, now time.Time) (ok bool, wait time.Duration) {
-	if l.startsPerMinute <= 0 {
-		return true, 0
-	}
-	l.mu.Lock()
-	lim, found := l.starts[team]
-	if !found {
-		lim = rate.NewLimiter(rate.Every(time.Minute/time.Duration(l.startsPerMinute)), l.startsPerMinute)
-		l.starts[team] = lim
-	}
-	l.mu.Unlock()
-	r := lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
-	}
-	return true, 0
-}
-
-// stoppedAt records that team stopped template.
-func (l *limits) stoppedAt(team, template string, now time.Time) {
+// stoppedAt records that team stopped template at now.
+func (l *limits) stoppedAt(ctx context.Context, team, template string, now time.Time) error {
 	if l.cooldown <= 0 {
-		return
+		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.stopped[team+"/"+template] = now
+	return l.update(ctx, team, func(s *teamLimits) bool {
+		s.stop(template, now, l.cooldown)
+		return true
+	})
+}
+
+// update reads team's Lease, lets change edit its record, and writes it
+// back when change says so, under the resourceVersion read: a concurrent
+// change on any replica makes the write fail, and the whole read-decide-write
+// runs again on the newer record.
+func (l *limits) update(ctx context.Context, team string, change func(*teamLimits) (write bool)) error {
+	key := client.ObjectKey{Namespace: l.namespace, Name: limitsLeasePrefix + team}
+	retriable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+	err := retry.OnError(conflictBackoff, retriable, func() error {
+		lease := &coordinationv1.Lease{}
+		err := l.reader.Get(ctx, key, lease)
+		found := err == nil
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		var state teamLimits
+		if raw := lease.Annotations[limitsAnnotation]; raw != "" {
+			// A record nobody can read limits nothing; the write replaces it.
+			_ = json.Unmarshal([]byte(raw), &state)
+		}
+		if !change(&state) {
+			return nil
+		}
+		data, err := json.Marshal(state)
+		if err != nil {
+			return err
+		}
+		if !found {
+			lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+				Labels: map[string]string{ParticipantLabel: team, CreatedByLabel: createdBy}}}
+		}
+		if lease.Annotations == nil {
+			lease.Annotations = map[string]string{}
+		}
+		lease.Annotations[limitsAnnotation] = string(data)
+		if !found {
+			return l.writer.Create(ctx, lease)
+		}
+		return l.writer.Update(ctx, lease)
+	})
+	if err != nil {
+		return fmt.Errorf("recording team %s's limits in Lease %s: %w", team, key, err)
+	}
+	return nil
 }
 
 // openStream counts a stream of team, unless it has too many open; release

@@ -3,6 +3,7 @@ package instancer
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,11 +20,31 @@ var (
 		Help:    "Time to answer instancer requests (event streams: to their end), by route.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 4, 8),
 	}, []string{"route"})
+
+	tokenKeys = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "challenge_instancer_token_keys",
+		Help: "Token keys in force: the valid key files present at the last reload.",
+	})
+	skippedKeyFiles = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "challenge_instancer_token_key_files_skipped",
+		Help: "Files of the key directory skipped at the last reload, by reason (name: not a key id; short: under 32 bytes; unreadable; directory: the directory itself).",
+	}, []string{"reason"})
+	revocations = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "challenge_instancer_token_revocations",
+		Help: "Teams whose tokens are revoked up to a time.",
+	})
+	skippedRevocationFiles = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "challenge_instancer_token_revocation_files_invalid",
+		Help: "Revocation files not named as a team or holding no time (which revokes every token of the team), or 1 when the directory could not be read.",
+	})
 )
 
-func init() {
-	metrics.Registry.MustRegister(requests, durations)
-}
+// registerMetrics adds the instancer's metrics to the registry its process
+// serves, once, when an instancer is made: the operator's binary holds this
+// package too, and its metrics should not list an instancer it does not run.
+var registerMetrics = sync.OnceFunc(func() {
+	metrics.Registry.MustRegister(requests, durations, tokenKeys, skippedKeyFiles, revocations, skippedRevocationFiles)
+})
 
 // statusRecorder remembers the status code written; it stays an
 // http.Flusher for the event streams.

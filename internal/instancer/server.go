@@ -6,6 +6,7 @@
 package instancer
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,7 +28,11 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
-// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=create;get;list;watch;delete;patch
+// The instancer's rights: Challenges in its own namespace only (a Role
+// there; "system" is the install's namespace, set by kustomize), templates
+// read cluster-wide (they are cluster-scoped), and its limits' Leases
+// (limits.go). No Secret: the token keys are a mounted volume.
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=create;get;list;watch;delete;patch,namespace=system
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challengetemplates,verbs=get;list;watch
 
 //go:embed web openapi.json
@@ -51,17 +57,33 @@ type Options struct {
 	StartsPerMinute int
 	// Cooldown is how long a team waits to start a template it stopped.
 	Cooldown time.Duration
+	// Audience the team tokens must name: this instancer's own, so that a
+	// token for another instancer sharing a key is refused; token.Audience
+	// when empty.
+	Audience string
+	// MaxTokenLifetime is the longest a token may be valid (expiry minus
+	// issue time); token.DefaultMaxLifetime when zero.
+	MaxTokenLifetime time.Duration
+	// RevocationsDir holds per-team revocations: a ConfigMap mounted as a
+	// volume, one file per team holding a time before which its tokens are
+	// refused. Empty: none.
+	RevocationsDir string
+	// KeyReload is how often KeyDir and RevocationsDir are read again, so
+	// that a rotation or a revocation needs no restart; 10 s when zero.
+	KeyReload time.Duration
 }
 
-// Server is the instancer. It runs in the manager (Start) or under any
-// http.Server (Handler).
+// Server is the instancer. It runs in a manager of its own (Start; see
+// internal/instancercmd) or under any http.Server (Handler).
 type Server struct {
 	Options
-	// Client reads (from the cache) and writes Challenges and templates.
+	// Client reads (from the cache) and writes Challenges and templates,
+	// and writes the limits' Leases.
 	Client client.Client
 	// APIReader reads from the API server a Challenge the cache has not seen
-	// yet: the cache lags a create, and a Stop right after a Start must find
-	// the instance the Start made. Nil reads only the cache.
+	// yet (the cache lags a create, and a Stop right after a Start must find
+	// the instance the Start made), and the limits' Leases. Nil reads
+	// through Client.
 	APIReader client.Reader
 	// Informers stream Challenge changes to the event streams.
 	Informers cache.Informers
@@ -70,15 +92,23 @@ type Server struct {
 
 	once   sync.Once
 	limits *limits
-	keys   keyCache
+	creds  credentials
+	hub    hub
 	// fresh reads what a request acts on: the cache, then the API server.
 	fresh client.Reader
+	// serving is set once Start listens: the readiness check.
+	serving atomic.Bool
 }
 
 func (s *Server) init() {
 	s.once.Do(func() {
-		s.limits = newLimits(s.StartsPerMinute, s.Cooldown)
-		s.keys.dir = s.KeyDir
+		registerMetrics()
+		live := s.APIReader
+		if live == nil {
+			live = s.Client
+		}
+		s.limits = newLimits(s.Options, live, s.Client)
+		s.creds = credentials{keyDir: s.KeyDir, revocationsDir: s.RevocationsDir, every: cmp.Or(s.KeyReload, 10*time.Second)}
 		s.fresh = readthrough.Reader{Reader: s.Client, Live: s.APIReader}
 		if s.Now == nil {
 			s.Now = time.Now
@@ -89,16 +119,25 @@ func (s *Server) init() {
 // NeedLeaderElection is false: every replica serves the instancer.
 func (s *Server) NeedLeaderElection() bool { return false }
 
+// Ready is the readiness check: the replica serves once its cache has
+// synced (the manager starts it after) and it listens.
+func (s *Server) Ready(*http.Request) error {
+	if !s.serving.Load() {
+		return errors.New("the instancer is not serving yet")
+	}
+	return nil
+}
+
 // Start serves until ctx ends.
 func (s *Server) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("instancer")
-	if _, err := s.keys.get(s.now()); err != nil {
-		return err
-	}
+	s.creds.get(s.now()) // reports the keys in force, or their absence; never fatal
 	ln, err := net.Listen("tcp", s.BindAddress)
 	if err != nil {
 		return fmt.Errorf("instancer: %w", err)
 	}
+	s.serving.Store(true)
+	defer s.serving.Store(false)
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -203,46 +242,16 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, string
 			return
 		}
 		now := s.now()
-		keys, err := s.keys.get(now)
+		keys, revoked := s.creds.get(now)
+		verifier := token.Verifier{Keys: keys, Audience: s.Audience, MaxLifetime: s.MaxTokenLifetime, Revoked: revoked}
+		team, err := verifier.Verify(strings.TrimSpace(raw), now)
 		if err != nil {
-			logf.FromContext(r.Context()).Error(err, "instancer: reading token keys")
-			writeError(w, errInternal)
-			return
-		}
-		team, err := token.Verify(keys, strings.TrimSpace(raw), now)
-		if err != nil {
-			writeError(w, errUnauthorized("Your team's token is not valid (expired, or not issued for this instancer). Ask the organisers for a new link."))
+			writeError(w, errUnauthorized("Your team's token is not valid (expired, revoked, or not issued for this instancer). Ask the organisers for a new link."))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		h(w, r, team)
 	})
-}
-
-// keyCache re-reads the mounted key Secret at most every 10 seconds, so a
-// rotated key is honoured without a restart.
-type keyCache struct {
-	dir  string
-	mu   sync.Mutex
-	at   time.Time
-	keys token.Keys
-}
-
-func (c *keyCache) get(now time.Time) (token.Keys, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.keys != nil && now.Sub(c.at) < 10*time.Second {
-		return c.keys, nil
-	}
-	keys, err := token.KeysFromDir(c.dir)
-	if err != nil {
-		if c.keys != nil {
-			return c.keys, nil // keep serving with the last good keys
-		}
-		return nil, err
-	}
-	c.keys, c.at = keys, now
-	return keys, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -6,17 +6,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -34,25 +40,43 @@ const (
 	// instancesNamespace is where the instancer creates Challenges.
 	instancesNamespace = "ctf"
 	startsPerMinute    = 3
+	// audience is the instancer's own: tokens for another are refused.
+	audience = "instancer-test"
 )
 
 var (
 	h   *testharness.Harness
 	k8s client.Client
-	// api is the instancer under test, served over HTTP.
-	api *httptest.Server
-	// newServer returns an instancer like api's whose cache reads go
-	// through wrap: tests make it lag.
+	// api and api2 are the two replicas of the instancer under test, each
+	// `challenge-operator instancer` run as a process of its own.
+	api, api2 *replica
+	// newServer returns an in-process instancer like the replicas whose
+	// cache reads go through wrap: tests make it lag.
 	newServer func(wrap func(cache client.Reader) client.Reader) *instancer.Server
 	keys      = token.Keys{"2026": []byte("an instancer key of at least thirty-two bytes")}
+	// instancerBin is the operator's binary, built from this checkout.
+	instancerBin string
+	// instancerKubeconfig acts as the instancer's ServiceAccount.
+	instancerKubeconfig string
+	keyDir              string
+	workDir             string
 )
 
-// TestMain starts the control plane, the operator (as its service account)
-// and the instancer, as its own service account bound to the ClusterRole
-// `make manifests` generates for it and nothing else: a right it lacks
-// fails the tests.
+// instancerAccount is the instancer's identity: a ServiceAccount in the
+// namespace it serves, as config/instancer installs it.
+var instancerAccount = types.NamespacedName{Namespace: instancesNamespace, Name: "instancer"}
+
+// TestMain starts the control plane and the operator (as its service
+// account), builds the operator's binary and runs its instancer subcommand
+// twice, as two replicas, as the instancer's own ServiceAccount bound to
+// the roles `make manifests` generates for it and nothing else: a right it
+// lacks fails the tests, and so does any "forbidden" in the replicas' logs.
 func TestMain(m *testing.M) {
-	os.Exit(testharness.Run(m, testharness.Options{AsServiceAccount: true, Operator: operator.Options{MaxConcurrentReconciles: 4}}, &h, func() {
+	os.Exit(testharness.Run(m, testharness.Options{
+		AsServiceAccount: true,
+		Operator:         operator.Options{MaxConcurrentReconciles: 4},
+		AfterTests:       stopReplicas,
+	}, &h, func() {
 		k8s = h.Client
 		if err := startInstancer(); err != nil {
 			fmt.Fprintln(os.Stderr, "starting the instancer:", err)
@@ -67,24 +91,50 @@ func startInstancer() error {
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}); err != nil {
 		return err
 	}
-	cfg, err := bindInstancerRole(ctx)
+	cfg, err := bindInstancerRoles(ctx)
 	if err != nil {
 		return err
 	}
-	informers, err := cache.New(cfg, cache.Options{Scheme: k8s.Scheme()})
+	if workDir, err = os.MkdirTemp("", "instancer-"); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "instancer replicas' logs:", workDir)
+	keyDir = filepath.Join(workDir, "keys")
+	if err := os.Mkdir(keyDir, 0o700); err != nil {
+		return err
+	}
+	for kid, key := range keys {
+		if err := os.WriteFile(filepath.Join(keyDir, kid), key, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := writeKubeconfig(); err != nil {
+		return err
+	}
+	instancerBin = filepath.Join(workDir, "challenge-operator")
+	build := exec.Command("go", "build", "-o", instancerBin, ".")
+	build.Dir, build.Stdout, build.Stderr = testcluster.RepoRoot(), os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building the operator: %w", err)
+	}
+	if api, err = startReplica("a"); err != nil {
+		return err
+	}
+	if api2, err = startReplica("b"); err != nil {
+		return err
+	}
+	return inProcess(ctx, cfg)
+}
+
+// inProcess sets newServer: an instancer in the test's process, acting as
+// the instancer's ServiceAccount, for the tests that swap its cache.
+func inProcess(ctx context.Context, cfg *rest.Config) error {
+	informers, err := cache.New(cfg, cache.Options{Scheme: k8s.Scheme(),
+		DefaultNamespaces: map[string]cache.Config{instancesNamespace: {}}})
 	if err != nil {
 		return err
 	}
 	go func() { _ = informers.Start(ctx) }()
-	dir, err := os.MkdirTemp("", "instancer-keys-")
-	if err != nil {
-		return err
-	}
-	for kid, key := range keys {
-		if err := os.WriteFile(filepath.Join(dir, kid), key, 0o600); err != nil {
-			return err
-		}
-	}
 	live, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
 	if err != nil {
 		return err
@@ -99,44 +149,205 @@ func startInstancer() error {
 			panic(err)
 		}
 		return &instancer.Server{Client: cl, APIReader: live, Informers: informers, Options: instancer.Options{
-			Namespace: instancesNamespace, KeyDir: dir, StartsPerMinute: startsPerMinute, Cooldown: time.Minute,
+			Namespace: instancesNamespace, KeyDir: keyDir, StartsPerMinute: startsPerMinute, Cooldown: time.Minute, Audience: audience,
 		}}
 	}
-	api = httptest.NewServer(newServer(nil).Handler())
 	return nil
 }
 
-// bindInstancerRole creates the instancer's ServiceAccount, binds the
-// generated config/instancer/role.yaml to it, and returns a config acting as it.
-func bindInstancerRole(ctx context.Context) (*rest.Config, error) {
+// bindInstancerRoles creates the instancer's ServiceAccount and binds the
+// generated config/instancer/role.yaml to it as config/instancer does: its
+// Role in the instances' namespace, its ClusterRole cluster-wide. It returns
+// a config acting as it.
+func bindInstancerRoles(ctx context.Context) (*rest.Config, error) {
 	data, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(), "config", "instancer", "role.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(data, role); err != nil {
-		return nil, err
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: instancerAccount.Name, Namespace: instancerAccount.Namespace}}
+	objs := []client.Object{&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: instancerAccount.Name, Namespace: instancerAccount.Namespace}}}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var kind struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &kind); err != nil {
+			return nil, err
+		}
+		switch kind.Kind {
+		case "ClusterRole":
+			role := &rbacv1.ClusterRole{}
+			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
+				return nil, err
+			}
+			objs = append(objs, role, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "instancer-test"},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+				Subjects:   subject,
+			})
+		case "Role":
+			role := &rbacv1.Role{}
+			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
+				return nil, err
+			}
+			role.Namespace = instancesNamespace // kustomize sets the install's
+			objs = append(objs, role, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "instancer-test", Namespace: instancesNamespace},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+				Subjects:   subject,
+			})
+		case "":
+		default:
+			return nil, fmt.Errorf("config/instancer/role.yaml: unexpected %s", kind.Kind)
+		}
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "instancer", Namespace: instancesNamespace}}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "instancer-test"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}},
+	if len(objs) != 5 {
+		return nil, fmt.Errorf("config/instancer/role.yaml: want a Role and a ClusterRole, got %d objects", len(objs)-1)
 	}
-	for _, obj := range []client.Object{role, sa, binding} {
+	for _, obj := range objs {
 		if err := k8s.Create(ctx, obj); err != nil {
 			return nil, err
 		}
 	}
 	cfg := rest.CopyConfig(h.Cluster.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + sa.Namespace + ":" + sa.Name}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: instancerUser()}
 	return cfg, nil
+}
+
+func instancerUser() string {
+	return "system:serviceaccount:" + instancerAccount.Namespace + ":" + instancerAccount.Name
+}
+
+// writeKubeconfig writes the replicas' kubeconfig: the admin's, impersonating
+// the instancer's ServiceAccount.
+func writeKubeconfig() error {
+	kubeconfig, err := clientcmd.LoadFromFile(h.Cluster.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	for _, user := range kubeconfig.AuthInfos {
+		user.Impersonate = instancerUser()
+	}
+	instancerKubeconfig = filepath.Join(workDir, "instancer.kubeconfig")
+	return clientcmd.WriteToFile(*kubeconfig, instancerKubeconfig)
+}
+
+// replica is one process of the instancer, on ports it keeps across restarts.
+type replica struct {
+	name string
+	// URL is where it serves the page and the API; metricsURL its metrics.
+	URL        string
+	metricsURL string
+	addr       string
+	probeAddr  string
+	// extra are flags after the usual ones (the last of a flag wins).
+	extra   []string
+	process *testcluster.Process
+	runs    int
+}
+
+// replicas are every replica started, checked and stopped after the tests.
+var replicas []*replica
+
+// startReplica runs one replica of the instancer and waits until it is ready.
+func startReplica(name string, extra ...string) (*replica, error) {
+	var addrs [3]string
+	for i := range addrs {
+		var err error
+		if addrs[i], err = freeAddress(); err != nil {
+			return nil, err
+		}
+	}
+	r := &replica{name: name, URL: "http://" + addrs[0], addr: addrs[0], probeAddr: addrs[1], metricsURL: "http://" + addrs[2] + "/metrics",
+		extra: append([]string{"--metrics-bind-address=" + addrs[2]}, extra...)}
+	replicas = append(replicas, r)
+	return r, r.start()
+}
+
+func (r *replica) start() error {
+	r.runs++
+	cmd := exec.Command(instancerBin, append([]string{"instancer",
+		"--bind-address=" + r.addr,
+		"--health-probe-bind-address=" + r.probeAddr,
+		"--namespace=" + instancesNamespace,
+		"--key-dir=" + keyDir,
+		"--starts-per-minute=" + strconv.Itoa(startsPerMinute),
+		"--cooldown=1m",
+		"--audience=" + audience,
+	}, r.extra...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+instancerKubeconfig)
+	p, err := testcluster.StartProcess(cmd, r.log(r.runs))
+	if err != nil {
+		return err
+	}
+	r.process = p
+	err = wait.PollUntilContextTimeout(context.Background(), interval, timeout, true, func(context.Context) (bool, error) {
+		if !p.Running() {
+			return false, fmt.Errorf("instancer replica %s exited; see %s", r.name, p.Log)
+		}
+		res, err := http.Get("http://" + r.probeAddr + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("instancer replica %s not ready (log %s): %w", r.name, p.Log, err)
+	}
+	return nil
+}
+
+func (r *replica) log(run int) string {
+	return filepath.Join(workDir, fmt.Sprintf("instancer-%s-%d.log", r.name, run))
+}
+
+// restart kills the replica as a crash would (SIGKILL) and starts it again:
+// whatever it held in memory is gone.
+func (r *replica) restart(t *testing.T) {
+	t.Helper()
+	r.process.Kill()
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stopReplicas kills every replica, removes the binary (the logs stay) and
+// fails the run if a replica was refused anything by the API server.
+func stopReplicas() error {
+	for _, r := range replicas {
+		r.process.Kill()
+	}
+	if instancerBin != "" {
+		_ = os.Remove(instancerBin)
+	}
+	for _, r := range replicas {
+		for run := 1; run <= r.runs; run++ {
+			data, err := os.ReadFile(r.log(run))
+			if err != nil {
+				return err
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.Contains(line, "forbidden") {
+					return fmt.Errorf("the instancer was refused a right it needs: %s", line)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// freeAddress returns a loopback address with a port nothing listens on.
+func freeAddress() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // mint returns a valid token of team.
 func mint(t *testing.T, team string) string {
 	t.Helper()
-	raw, err := token.Mint(keys, "", team, time.Hour, time.Now())
+	raw, err := token.MintFor(keys, "", team, audience, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,6 +221,7 @@ var (
 // --max-instances-per-participant: a team cannot start instances without
 // bound unless the cluster admin says so (0).
 const DefaultMaxInstancesPerParticipant int32 = 5
+
 // CheckIngressFrom refuses, at start-up, an ingress-from namespace that
 // instances run in: its pods, the other instances' among them, would be let
 // into every instance. challengeNamespaces are those Challenges are created

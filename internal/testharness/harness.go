@@ -75,6 +75,11 @@ type Options struct {
 	AsServiceAccount bool
 	// ValidatingWebhooks are installed and served by the operator.
 	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+	// AfterTests, when set, runs once the tests are done, before the operator
+	// and the control plane stop (a process the package started ends there:
+	// an API server with open watches takes its full timeout to stop); an
+	// error fails the run.
+	AfterTests func() error
 }
 
 // Run starts the cluster and the operator, runs the tests and stops both.
@@ -106,6 +111,12 @@ func Run(m *testing.M, opts Options, h **Harness, ready func()) int {
 		ready()
 	}
 	code := m.Run()
+	if opts.AfterTests != nil {
+		if err := opts.AfterTests(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = max(code, 1)
+		}
+	}
 	if forbidden := (*h).forbidden(); code == 0 && forbidden != "" {
 		fmt.Fprintln(os.Stderr, "the operator was refused a right it needs:", forbidden)
 		return 1

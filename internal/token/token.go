@@ -3,6 +3,7 @@
 package token
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,9 +19,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Audience is the audience every team token names, so that no other token
-// signed with the same key is taken for one.
+// Audience is the audience team tokens name unless the instancer is given
+// its own (--audience), so that no other token signed with the same key is
+// taken for one.
 const Audience = "challenge-operator-instancer"
+
+// DefaultMaxLifetime is the longest a token may be valid (expiry minus issue
+// time) unless the instancer says otherwise: a CTF weekend, with margin.
+const DefaultMaxLifetime = 7 * 24 * time.Hour
 
 // minKeyBytes is the shortest key accepted: HS256 needs 256 bits of secret.
 const minKeyBytes = 32
@@ -29,38 +35,83 @@ const minKeyBytes = 32
 type Keys map[string][]byte
 
 // teamPattern is what a team id must be: a DNS label, as spec.participant.
+// A key id must be one too: a file of the key volume named otherwise
+// (ca.crt, tls.key, a volume's ..data) is never a key.
 var teamPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
-// KeysFromSecret reads the keys of a Secret: each data entry is a key, its
-// name the key id.
-func KeysFromSecret(secret *corev1.Secret) (Keys, error) {
-	return keysFrom("Secret "+secret.Namespace+"/"+secret.Name, secret.Data)
+func isLabel(s string) bool { return len(s) <= 63 && teamPattern.MatchString(s) }
+
+// Why an entry of a key Secret or directory is not a key.
+const (
+	// SkipName: the entry is not named as a key id (a DNS label).
+	SkipName = "name"
+	// SkipShort: the key has fewer than 32 bytes.
+	SkipShort = "short"
+	// SkipUnreadable: the file could not be read.
+	SkipUnreadable = "unreadable"
+	// SkipInvalid: a revocation that does not hold a time.
+	SkipInvalid = "invalid"
+)
+
+// Skipped is an entry that was not taken, and why.
+type Skipped struct {
+	Name   string
+	Reason string
+	Err    error
 }
 
-// keysFrom takes the keys of data (key id -> key) read from source,
-// refusing keys shorter than 32 bytes.
-func keysFrom(source string, data map[string][]byte) (Keys, error) {
+func (s Skipped) Error() string {
+	switch s.Reason {
+	case SkipName:
+		return fmt.Sprintf("%q is not a key id (a DNS label)", s.Name)
+	case SkipShort:
+		return fmt.Sprintf("key %q is shorter than %d bytes (HS256 needs them)", s.Name, minKeyBytes)
+	default:
+		return fmt.Sprintf("%q: %v", s.Name, s.Err)
+	}
+}
+
+// Load returns the keys among data (key id -> key): every entry named as a
+// key id and holding at least 32 bytes; the others are skipped, each with
+// why, sorted by name.
+func Load(data map[string][]byte) (Keys, []Skipped) {
 	keys := Keys{}
+	var skipped []Skipped
 	for kid, key := range data {
-		if len(key) < minKeyBytes {
-			return nil, fmt.Errorf("key %q in %s is %d bytes: HS256 needs at least %d", kid, source, len(key), minKeyBytes)
+		switch {
+		case !isLabel(kid):
+			skipped = append(skipped, Skipped{Name: kid, Reason: SkipName})
+		case len(key) < minKeyBytes:
+			skipped = append(skipped, Skipped{Name: kid, Reason: SkipShort})
+		default:
+			keys[kid] = key
 		}
-		keys[kid] = key
 	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("no token key in %s", source)
-	}
-	return keys, nil
+	sort.Slice(skipped, func(i, j int) bool { return skipped[i].Name < skipped[j].Name })
+	return keys, skipped
 }
 
-// KeysFromDir reads the keys of a Secret mounted as a volume: each file is a
-// key, its name the key id (the volume's dot-entries are skipped).
-func KeysFromDir(dir string) (Keys, error) {
+// LoadDir reads the keys of a Secret mounted as a volume by Load's rules:
+// each regular file is an entry, its name the key id. The volume's own
+// dot-entries and directories are not looked at. It fails only when dir
+// cannot be read; the keys in force are then none.
+func LoadDir(dir string) (Keys, []Skipped, error) {
+	data, skipped, err := readDir(dir)
+	if err != nil {
+		return Keys{}, nil, fmt.Errorf("reading token keys: %w", err)
+	}
+	keys, bad := Load(data)
+	return keys, append(skipped, bad...), nil
+}
+
+// readDir reads the regular files of dir but its dot-entries.
+func readDir(dir string) (map[string][]byte, []Skipped, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading token keys: %w", err)
+		return nil, nil, err
 	}
 	data := map[string][]byte{}
+	var skipped []Skipped
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -69,13 +120,42 @@ func KeysFromDir(dir string) (Keys, error) {
 		if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() {
 			continue // the volume's symlinks to directories, or a file gone meanwhile
 		}
-		key, err := os.ReadFile(path)
+		content, err := os.ReadFile(path)
 		if err != nil {
-			return nil, err
+			skipped = append(skipped, Skipped{Name: e.Name(), Reason: SkipUnreadable, Err: err})
+			continue
 		}
-		data[e.Name()] = key
+		data[e.Name()] = content
 	}
-	return keysFrom(dir, data)
+	return data, skipped, nil
+}
+
+// KeysFromDir is LoadDir for a command that needs a key: an error when there
+// is none.
+func KeysFromDir(dir string) (Keys, error) {
+	keys, skipped, err := LoadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return atLeastOne(dir, keys, skipped)
+}
+
+// KeysFromSecret reads the keys of a Secret by Load's rules: each data
+// entry is a key, its name the key id. It fails when there is none.
+func KeysFromSecret(secret *corev1.Secret) (Keys, error) {
+	keys, skipped := Load(secret.Data)
+	return atLeastOne("Secret "+secret.Namespace+"/"+secret.Name, keys, skipped)
+}
+
+func atLeastOne(source string, keys Keys, skipped []Skipped) (Keys, error) {
+	if len(keys) > 0 {
+		return keys, nil
+	}
+	errs := []error{fmt.Errorf("no valid token key in %s", source)}
+	for _, s := range skipped {
+		errs = append(errs, s)
+	}
+	return nil, errors.Join(errs...)
 }
 
 // ReadKeys reads the keys of the Secret named key.
@@ -85,6 +165,37 @@ func ReadKeys(ctx context.Context, r client.Reader, key client.ObjectKey) (Keys,
 		return nil, fmt.Errorf("reading the token key Secret %s: %w", key, err)
 	}
 	return KeysFromSecret(secret)
+}
+
+// RevokeAll is the revocation time of a revocation entry that holds no
+// time: every token of that team is refused until it is fixed.
+var RevokeAll = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// LoadRevocations reads a ConfigMap mounted as a volume: each regular file
+// is named as a team id and holds a time (RFC 3339); that team's tokens
+// issued before it are refused. A file that holds no time revokes every
+// token of its team (RevokeAll) and is reported; a file not named as a team
+// id is skipped.
+func LoadRevocations(dir string) (map[string]time.Time, []Skipped, error) {
+	data, skipped, err := readDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading token revocations: %w", err)
+	}
+	revoked := map[string]time.Time{}
+	for team, content := range data {
+		if !isLabel(team) {
+			skipped = append(skipped, Skipped{Name: team, Reason: SkipName})
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, strings.TrimSpace(string(content)))
+		if err != nil {
+			at = RevokeAll
+			skipped = append(skipped, Skipped{Name: team, Reason: SkipInvalid, Err: fmt.Errorf("not an RFC 3339 time, so every token of the team is refused: %w", err)})
+		}
+		revoked[team] = at
+	}
+	sort.Slice(skipped, func(i, j int) bool { return skipped[i].Name < skipped[j].Name })
+	return revoked, skipped, nil
 }
 
 // KeyID picks the key to sign with: kid when given, else the only key.
@@ -109,13 +220,23 @@ func (k Keys) KeyID(kid string) (string, error) {
 	return "", errors.New("no key")
 }
 
-// Mint signs a token for team, valid from now for ttl, with key kid.
+// Mint signs a token for team with the default audience, valid from now for
+// ttl, with key kid.
 func Mint(keys Keys, kid, team string, ttl time.Duration, now time.Time) (string, error) {
-	if !teamPattern.MatchString(team) || len(team) > 63 {
+	return MintFor(keys, kid, team, Audience, ttl, now)
+}
+
+// MintFor signs a token for team and the instancer of audience, valid from
+// now for ttl, with key kid.
+func MintFor(keys Keys, kid, team, audience string, ttl time.Duration, now time.Time) (string, error) {
+	if !isLabel(team) {
 		return "", fmt.Errorf("team %q: want a DNS label (lower-case letters, digits and '-', at most 63)", team)
 	}
 	if ttl <= 0 {
 		return "", fmt.Errorf("ttl %s: want a positive duration", ttl)
+	}
+	if audience == "" {
+		return "", errors.New("no audience")
 	}
 	kid, err := keys.KeyID(kid)
 	if err != nil {
@@ -123,7 +244,7 @@ func Mint(keys Keys, kid, team string, ttl time.Duration, now time.Time) (string
 	}
 	t := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
 		Subject:   team,
-		Audience:  jwt.ClaimStrings{Audience},
+		Audience:  jwt.ClaimStrings{audience},
 		IssuedAt:  jwt.NewNumericDate(now),
 		NotBefore: jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
@@ -132,15 +253,37 @@ func Mint(keys Keys, kid, team string, ttl time.Duration, now time.Time) (string
 	return t.SignedString(keys[kid])
 }
 
+// Verifier checks team tokens for one instancer.
+type Verifier struct {
+	Keys Keys
+	// Audience the tokens must name; the constant Audience when empty.
+	Audience string
+	// MaxLifetime is the longest expiry minus issue time accepted;
+	// DefaultMaxLifetime when zero.
+	MaxLifetime time.Duration
+	// Revoked maps a team to the time before which its tokens were
+	// revoked; nil revokes none.
+	Revoked map[string]time.Time
+}
+
+// Verify returns the team of a valid token with the default audience and
+// lifetime, and no revocation.
+func Verify(keys Keys, raw string, now time.Time) (team string, err error) {
+	return Verifier{Keys: keys}.Verify(raw, now)
+}
+
 // Verify returns the team of a valid token. It refuses every algorithm but
 // HS256 (so "none" too), a key id it does not hold, a missing or past
-// expiry, a future not-before, another audience and a subject that is not a
-// team id.
-func Verify(keys Keys, raw string, now time.Time) (team string, err error) {
+// expiry, a missing or future issue time, a lifetime beyond MaxLifetime, a
+// future not-before, another audience, a subject that is not a team id,
+// and a token issued before its team's revocation.
+func (v Verifier) Verify(raw string, now time.Time) (team string, err error) {
+	audience := cmp.Or(v.Audience, Audience)
+	maxLifetime := cmp.Or(v.MaxLifetime, DefaultMaxLifetime)
 	claims := &jwt.RegisteredClaims{}
 	_, err = jwt.ParseWithClaims(raw, claims, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
-		key, ok := keys[kid]
+		key, ok := v.Keys[kid]
 		if !ok {
 			return nil, fmt.Errorf("unknown key %q", kid)
 		}
@@ -148,15 +291,23 @@ func Verify(keys Keys, raw string, now time.Time) (team string, err error) {
 	},
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
-		jwt.WithAudience(Audience),
+		jwt.WithIssuedAt(),
+		jwt.WithAudience(audience),
 		jwt.WithTimeFunc(func() time.Time { return now }),
 		jwt.WithLeeway(5*time.Second),
 	)
-	if err != nil {
+	switch {
+	case err != nil:
 		return "", err
-	}
-	if !teamPattern.MatchString(claims.Subject) || len(claims.Subject) > 63 {
+	case claims.IssuedAt == nil:
+		return "", errors.New("the token has no issue time")
+	case claims.ExpiresAt.Sub(claims.IssuedAt.Time) > maxLifetime:
+		return "", fmt.Errorf("the token is valid for %s, longer than %s", claims.ExpiresAt.Sub(claims.IssuedAt.Time), maxLifetime)
+	case !isLabel(claims.Subject):
 		return "", fmt.Errorf("subject %q is not a team id", claims.Subject)
+	}
+	if at, ok := v.Revoked[claims.Subject]; ok && claims.IssuedAt.Before(at) {
+		return "", fmt.Errorf("team %s's tokens issued before %s are revoked", claims.Subject, at.Format(time.RFC3339))
 	}
 	return claims.Subject, nil
 }

@@ -27,9 +27,14 @@ func Run(args []string, out io.Writer) error {
 	keyDir := fs.String("key-dir", "", "Directory of the token keys, one file per key id (as the instancer reads them).")
 	keySecret := fs.String("key-secret", "", "Secret namespace/name holding the token keys, read with the current kubeconfig (instead of --key-dir).")
 	kid := fs.String("kid", "", "Key id to sign with; needed when there are several keys.")
+	audience := fs.String("audience", token.Audience, "Audience of the instancer the token is for (its --audience).")
+	maxLifetime := fs.Duration("max-lifetime", token.DefaultMaxLifetime, "The instancer's --max-token-lifetime: a longer --ttl is refused, as the instancer would refuse the token.")
 	url := fs.String("url", "", "Instancer address (e.g. https://instances.ctf.example.org/): print the team's link instead of the bare token.")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *ttl > *maxLifetime {
+		return fmt.Errorf("--ttl %s is longer than --max-lifetime %s: the instancer would refuse the token", *ttl, *maxLifetime)
 	}
 	var keys token.Keys
 	var err error
@@ -54,7 +59,7 @@ func Run(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	raw, err := token.Mint(keys, *kid, *team, *ttl, time.Now())
+	raw, err := token.MintFor(keys, *kid, *team, *audience, *ttl, time.Now())
 	if err != nil {
 		return err
 	}
