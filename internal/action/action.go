@@ -29,6 +29,7 @@ type ClientGetter struct {
 	recorder    events.EventRecorder
 	inFlight    *inFlight
 	uninstalled uninstalled
+	installing  installing
 	// Leftovers, when set, runs after every uninstall, whether the release
 	// was found or not (the namespace controller or the garbage collector may
 	// delete the record first): it removes what the release record no longer
@@ -100,6 +101,22 @@ func (u *uninstalled) has(obj client.Object) bool {
 	return ok
 }
 
+// installing remembers, by "namespace/name", the Challenges whose install is
+// running or failed last. A failed install is rolled back: its objects and
+// its release record are deleted, and those deletions must not start the next
+// attempt at once, or an install that cannot succeed (a quota, a full node
+// port range) creates and deletes its objects in a hot loop; the reconciler's
+// backoff, or a change to the Challenge, brings the next attempt.
+type installing struct{ keys sync.Map }
+
+// InstallFailing tells whether the last install of the Challenge key
+// ("namespace/name") is running or failed, so that deleting what it created
+// is no reason to reconcile it again.
+func (g *ClientGetter) InstallFailing(key string) bool {
+	_, ok := g.installing.keys.Load(key)
+	return ok
+}
+
 // ActionClientFor returns the action client for obj after unlocking its
 // release if a crashed operation left it pending.
 func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
@@ -111,7 +128,8 @@ func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (
 	if err := g.unlockStale(ctx, ac, key, obj); err != nil {
 		return nil, err
 	}
-	tc := &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight, ctx: ctx, obj: obj, leftovers: g.Leftovers, uninstalled: &g.uninstalled}
+	tc := &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight, ctx: ctx, obj: obj, leftovers: g.Leftovers,
+		uninstalled: &g.uninstalled, installing: &g.installing}
 	if g.RenderInputs != nil {
 		if tc.renderInputs, err = g.RenderInputs(ctx, obj); err != nil {
 			return nil, err
@@ -154,6 +172,7 @@ type trackedClient struct {
 	obj         client.Object
 	leftovers   func(ctx context.Context, obj client.Object) error
 	uninstalled *uninstalled
+	installing  *installing
 	// hashing is on when renderInputs were given.
 	hashing      bool
 	renderInputs string
@@ -168,7 +187,14 @@ func (c *trackedClient) Install(name, namespace string, chrt *chart.Chart, vals 
 		}
 		opts = append(opts, func(i *action.Install) error { i.Labels = withLabel(i.Labels, hash); return nil })
 	}
-	return c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+	// Marked before Helm creates anything: the rollback of a failed install
+	// deletes while it runs.
+	c.installing.keys.Store(c.key, struct{}{})
+	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+	if err == nil {
+		c.installing.keys.Delete(c.key)
+	}
+	return rel, err
 }
 
 // Upgrade upgrades, or answers a dry run for an unchanged render with the
@@ -203,6 +229,7 @@ func (c *trackedClient) Get(name string, opts ...helmclient.GetOption) (*release
 // record no longer names.
 func (c *trackedClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
 	defer c.inFlight.start(c.key)()
+	c.installing.keys.Delete(c.key)
 	var resp *release.UninstallReleaseResponse
 	err := driver.ErrReleaseNotFound
 	if !c.uninstalled.has(c.obj) {

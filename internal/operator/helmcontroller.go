@@ -3,8 +3,10 @@ package operator
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -41,11 +43,12 @@ const HelmControllerName = "challenge-controller"
 // finalizer removed from the Challenge; its template changing; a sibling leaving
 // (quota); its release record deleted; or an object of the release deleted or
 // changed in its spec (drift). Status-only changes go to the status controller.
-func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency int, extra reconciler.ControllerSetupFunc, namespacePerInstance bool) error {
+func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency int, extra reconciler.ControllerSetupFunc, namespacePerInstance bool, installFailing func(string) bool) error {
 	c, err := controller.New(HelmControllerName, mgr, controller.Options{
 		Reconciler:              r,
 		MaxConcurrentReconciles: concurrency,
 		RecoverPanic:            ptr.To(true),
+		RateLimiter:             helmRateLimiter(),
 	})
 	if err != nil {
 		return err
@@ -59,7 +62,7 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency
 	}
 	for _, obj := range releaseKinds(namespacePerInstance) {
 		if err := c.Watch(source.Kind(mgr.GetCache(), obj,
-			handler.EnqueueRequestsFromMapFunc(internalcontroller.ChallengeOfInstanceObject), drifted())); err != nil {
+			handler.EnqueueRequestsFromMapFunc(unlessInstallFailing(internalcontroller.ChallengeOfInstanceObject, installFailing)), drifted())); err != nil {
 			return err
 		}
 	}
@@ -72,6 +75,27 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency
 		}
 	}
 	return extra(c)
+}
+
+// helmRateLimiter spaces a Challenge's failed reconciles: from 100 ms,
+// doubling, to 5 minutes (client-go's default starts at 5 ms, and a failed
+// install creates and deletes every object of the release each time), under
+// client-go's overall bucket of 10 per second.
+func helmRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 5*time.Minute),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
+
+// unlessInstallFailing drops the requests for Challenges whose install is
+// running or failed last: what the rollback of a failed install deletes is
+// no reason to try again at once (see action.ClientGetter.InstallFailing).
+func unlessInstallFailing[T any](mapFunc func(context.Context, T) []reconcile.Request, installFailing func(string) bool) func(context.Context, T) []reconcile.Request {
+	return func(ctx context.Context, obj T) []reconcile.Request {
+		reqs := mapFunc(ctx, obj)
+		return slices.DeleteFunc(reqs, func(r reconcile.Request) bool { return installFailing(r.String()) })
+	}
 }
 
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=list;watch

@@ -116,7 +116,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Quota:        quota,
 			Settings:     opts.Values,
 		}},
-		extraWatches: extraWatches(mgr),
+		extraWatches: extraWatches(mgr, actions.InstallFailing),
 		recorder:     mgr.GetEventRecorderFor(HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
 	}
 	for _, w := range ws {
@@ -127,7 +127,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("creating reconciler for %s: %w", w.GroupVersionKind, err)
 		}
-		if err := setupHelmController(mgr, r, concurrency(w, opts), wiring.extraWatches, opts.Values.NamespacePerInstance); err != nil {
+		if err := setupHelmController(mgr, r, concurrency(w, opts), wiring.extraWatches, opts.Values.NamespacePerInstance, actions.InstallFailing); err != nil {
 			return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
 		}
 	}

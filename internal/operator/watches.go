@@ -44,8 +44,9 @@ func addIndexes(mgr ctrl.Manager) error {
 // extraWatches make the Helm reconciler retry what its own watches cannot
 // see: a Challenge waiting for a template when the template appears or
 // changes, a Challenge refused by quota when another instance of the
-// participant goes away, and a Challenge whose release record was deleted.
-func extraWatches(mgr ctrl.Manager) reconciler.ControllerSetupFunc {
+// participant goes away, and a Challenge whose release record was deleted
+// (unless a failed install's rollback deleted it: installFailing).
+func extraWatches(mgr ctrl.Manager, installFailing func(string) bool) reconciler.ControllerSetupFunc {
 	cl := mgr.GetClient()
 	return func(c reconciler.ControllerSetup) error {
 		byTemplate := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate) []reconcile.Request {
@@ -71,9 +72,9 @@ func extraWatches(mgr ctrl.Manager) reconciler.ControllerSetupFunc {
 		// reconcile, which the deletion itself must trigger.
 		// Only their metadata is held: a release record carries the whole
 		// chart and manifest, megabytes per hundred instances.
-		release := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *metav1.PartialObjectMetadata) []reconcile.Request {
+		release := handler.TypedEnqueueRequestsFromMapFunc(unlessInstallFailing(func(_ context.Context, s *metav1.PartialObjectMetadata) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Labels["name"]}}}
-		})
+		}, installFailing))
 		named := predicate.NewTypedPredicateFuncs(func(s *metav1.PartialObjectMetadata) bool { return s.Labels["name"] != "" })
 		secrets := &metav1.PartialObjectMetadata{}
 		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))

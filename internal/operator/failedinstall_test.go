@@ -1,0 +1,88 @@
+package operator_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// TestFailedInstallBacksOff: a NodePort instance in a namespace whose quota
+// allows no node ports fails to install; Helm rolls the install back,
+// deleting its Deployment and its release record. Those deletions once
+// started the next install at once, so the operator created and deleted the
+// instance's objects in a hot loop (about two Deployments a second per
+// Challenge). The Challenge must stay in Error with Helm's reason, retried
+// with backoff, and install once the quota allows it.
+func TestFailedInstallBacksOff(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-node-ports", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServicesNodePorts: resource.MustParse("0")}},
+	}
+	g.Expect(k8s.Create(ctx, quota)).To(Succeed())
+	created := countCreatedDeployments(t, ns)
+
+	ch := newChallenge(ns, "nodeports", "team-np")
+	ch.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeNodePort}
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("InstallError"))
+	g.Expect(got.Status.Message).To(ContainSubstring("exceeded quota"))
+
+	const window = 15 * time.Second
+	before := created()
+	g.Consistently(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: ch.Name}, got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseError))
+		g.Expect(got.Status.Reason).To(Equal("InstallError"))
+	}, window, interval).Should(Succeed())
+	attempts := created() - before
+	t.Logf("install attempts in %s after the first Error: %d", window, attempts)
+	// Backoff from 100 ms, doubling, makes about 7 in 15 s; the hot loop made 30.
+	g.Expect(attempts).To(BeNumerically("<=", 10), "install attempts in %s", window)
+
+	g.Expect(k8s.Delete(ctx, quota)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: ch.Name}, got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
+	}, 2*window+timeout, interval).Should(Succeed(), "the backoff retries the install once the quota allows it")
+}
+
+// countCreatedDeployments watches the Deployments of namespace ns and returns
+// how many have been created so far.
+func countCreatedDeployments(t *testing.T, ns string) func() int {
+	cs, err := kubernetes.NewForConfig(cluster.Config)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	w, err := cs.AppsV1().Deployments(ns).Watch(context.Background(), metav1.ListOptions{})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	n := 0
+	go func() {
+		for e := range w.ResultChan() {
+			if e.Type == watch.Added {
+				mu.Lock()
+				n++
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+}
