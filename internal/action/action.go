@@ -194,7 +194,7 @@ func (c *trackedClient) Install(name, namespace string, chrt *chart.Chart, vals 
 	if err == nil {
 		c.installing.keys.Delete(c.key)
 	}
-	return rel, err
+	return rel, redacted(err, vals)
 }
 
 // Upgrade upgrades, or answers a dry run for an unchanged render with the
@@ -214,7 +214,8 @@ func (c *trackedClient) Upgrade(name, namespace string, chrt *chart.Chart, vals 
 		}
 	}
 	defer c.inFlight.start(c.key)()
-	return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	return rel, redacted(err, vals)
 }
 
 // Get answers that a release this process uninstalled is gone.

@@ -50,7 +50,7 @@ func TestUnchangedRenderSkipsTheDryRun(t *testing.T) {
 	vals := map[string]any{"image": "registry.example/web:1", "ports": []any{map[string]any{"name": "http", "port": 8080}}}
 	inner := &recordingClient{cfg: &action.Configuration{Releases: storage.Init(driver.NewMemory())}}
 	client := func(inputs string) *trackedClient {
-		return &trackedClient{ActionInterface: inner, inFlight: &inFlight{names: map[string]bool{}}, hashing: true, renderInputs: inputs}
+		return &trackedClient{ActionInterface: inner, inFlight: &inFlight{names: map[string]bool{}}, hashing: true, renderInputs: inputs, installing: &installing{}}
 	}
 
 	_, err := client("template/1").Install("web", "ns", chrt, vals)

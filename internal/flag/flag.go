@@ -9,11 +9,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
 // Derive returns format with its %s replaced by the first length hex
@@ -37,7 +41,10 @@ func Resolve(ctx context.Context, reader client.Reader, tmpl *ctfv1alpha1.Challe
 	switch {
 	case f.Static != nil:
 		value, err := secretValue(ctx, reader, f.Static)
-		return string(value), err
+		if err != nil {
+			return "", err
+		}
+		return string(value), Check(string(value), f.Static)
 	case f.Dynamic != nil:
 		key, err := secretValue(ctx, reader, &f.Dynamic.SecretKey)
 		if err != nil {
@@ -58,4 +65,31 @@ func secretValue(ctx context.Context, reader client.Reader, ref *ctfv1alpha1.Sec
 		return nil, fmt.Errorf("flag Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
 	}
 	return v, nil
+}
+
+// MaxLength is the longest flag the chart accepts.
+const MaxLength = 4096
+
+// Check refuses a flag the chart's schema would refuse (Helm's error quotes
+// the value, and would carry it into the status, Events and logs): it names
+// the Secret and key, never the value.
+func Check(value string, ref *ctfv1alpha1.SecretKeyRef) error {
+	var problem string
+	switch {
+	case !utf8.ValidString(value):
+		problem = "is not UTF-8 text"
+	case len(value) > MaxLength:
+		problem = fmt.Sprintf("is longer than %d bytes", MaxLength)
+	case strings.IndexFunc(value, unprintable) >= 0:
+		problem = "has a line break or control character (a trailing newline, as echo writes, is one: use printf or echo -n)"
+	default:
+		return nil
+	}
+	return lifecycle.Errorf(lifecycle.ReasonFlagInvalid, "the flag in Secret %s/%s key %q %s; the value is never shown", ref.Namespace, ref.Name, ref.Key, problem)
+}
+
+// unprintable is what the chart's schema refuses in a flag: control
+// characters and the line and paragraph separators YAML breaks lines at.
+func unprintable(r rune) bool {
+	return unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r)
 }

@@ -4,9 +4,13 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
 func TestDerive(t *testing.T) {
@@ -24,4 +28,35 @@ func TestDerive(t *testing.T) {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("web-intro\x00team-1"))
 	g.Expect(a).To(Equal("CTF{" + hex.EncodeToString(mac.Sum(nil))[:32] + "}"))
+}
+
+func TestCheckRefusesWhatTheChartCannotRenderWithoutShowingIt(t *testing.T) {
+	ref := &ctfv1alpha1.SecretKeyRef{Namespace: "ctf", Name: "flags", Key: "web"}
+	tests := []struct {
+		name, value, problem string
+	}{
+		{"plain", "CTF{fine}", ""},
+		{"unicode", "CTF{ünïcødé ✓}", ""},
+		{"trailing newline", "CTF{secret-1}\n", "line break"},
+		{"carriage return", "CTF{secret-2}\r", "line break"},
+		{"NUL", "CTF{secret-3}\x00", "control character"},
+		{"line separator", "CTF{secret-4}\u2028", "line break"},
+		{"not UTF-8", "CTF{secret-5}\xff", "not UTF-8"},
+		{"too long", strings.Repeat("s", MaxLength+1), "longer than 4096"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := Check(tt.value, ref)
+			if tt.problem == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(lifecycle.IsReason(err, lifecycle.ReasonFlagInvalid)).To(BeTrue())
+			g.Expect(err.Error()).To(ContainSubstring(`Secret ctf/flags key "web"`))
+			g.Expect(err.Error()).To(ContainSubstring(tt.problem))
+			g.Expect(err.Error()).NotTo(ContainSubstring("secret-"), "never the value")
+			g.Expect(err.Error()).NotTo(ContainSubstring("sss"), "never the value")
+		})
+	}
 }

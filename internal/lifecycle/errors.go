@@ -16,6 +16,9 @@ const (
 	// ReasonPolicyViolation means what the instance would run breaks the
 	// operator's security policy; the message names the rule and the object.
 	ReasonPolicyViolation = "PolicyViolation"
+	// ReasonFlagInvalid means the template's static flag cannot be rendered;
+	// the message names its Secret and key, never its value.
+	ReasonFlagInvalid = "FlagInvalid"
 )
 
 // ReasonedError is an error with the CamelCase reason the phase should carry.
@@ -43,7 +46,7 @@ func IsReason(err error, reason string) bool {
 // that happens to start with a capitalised word is taken for one.
 var specReasons = map[string]bool{
 	ReasonTemplateNotFound: true, ReasonValueNotAllowed: true, ReasonLifetimeTooLong: true, ReasonQuotaExceeded: true,
-	ReasonPolicyViolation: true,
+	ReasonPolicyViolation: true, ReasonFlagInvalid: true,
 }
 
 var reasonPrefix = regexp.MustCompile(`^([A-Z][A-Za-z]+): (?s)(.*)$`)
