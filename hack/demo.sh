@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job on one machine: a local control plane (kube-apiserver, etcd,
 # controller-manager, scheduler, KWOK), the operator, and the sample Challenge
-# going to Running with its endpoint. Cleans up at the end unless KEEP=1.
+# going to Running with its endpoint, and the instancer with a team's link.
+# It stays up until Ctrl-C, then deletes every instance (each passes through
+# Deleted) and stops what it started. ONESHOT=1 does that at once instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +13,9 @@ export KUBECONFIG="$work/kubeconfig"
 kubectl="$assets/kubectl"
 pids=()
 step() { printf '\n==> %s\n' "$*"; }
+# Children run in sessions of their own: the Ctrl-C that ends the wait below
+# must not reach them before the instances are torn down.
+start() { setsid "$@" & pids+=($!); }
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
@@ -22,8 +27,7 @@ go build -o bin/manager .
 go build -o bin/local-cluster ./internal/testcluster/cmd/local-cluster
 
 step "starting the local control plane (logs in $work)"
-bin/local-cluster --write-kubeconfig "$KUBECONFIG" --log-dir "$work" --crds config/crd/bases >"$work/local-cluster.out" 2>&1 &
-pids+=($!)
+start bin/local-cluster --write-kubeconfig "$KUBECONFIG" --log-dir "$work" --crds config/crd/bases >"$work/local-cluster.out" 2>&1
 for _ in $(seq 600); do
   [[ -s "$KUBECONFIG" ]] && break
   kill -0 "${pids[0]}" 2>/dev/null || { cat "$work/local-cluster.out"; exit 1; }
@@ -35,13 +39,11 @@ step "running the operator and its instancer (log: $work/operator.log)"
 # The instancer's token key, as the Secret volume config/instancer mounts.
 mkdir -m 700 "$work/instancer-keys"
 head -c 32 /dev/urandom | base64 >"$work/instancer-keys/demo"
-bin/manager --watches-file=watches.yaml --flag-secret-namespaces=default --metrics-bind-address=127.0.0.1:18080 \
-  --health-probe-bind-address=127.0.0.1:18081 >"$work/operator.log" 2>&1 &
-pids+=($!)
+start bin/manager --watches-file=watches.yaml --flag-secret-namespaces=default --metrics-bind-address=127.0.0.1:18080 \
+  --health-probe-bind-address=127.0.0.1:18081 >"$work/operator.log" 2>&1
 # The instancer is a process of its own, as in config/instancer (log: $work/instancer.log).
-bin/manager instancer --bind-address=127.0.0.1:18443 --key-dir="$work/instancer-keys" --namespace=default \
-  --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:18082 >"$work/instancer.log" 2>&1 &
-pids+=($!)
+start bin/manager instancer --bind-address=127.0.0.1:18443 --key-dir="$work/instancer-keys" --namespace=default \
+  --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:18082 >"$work/instancer.log" 2>&1
 
 step "applying config/samples"
 "$kubectl" apply -k config/samples
@@ -57,21 +59,26 @@ step "the instancer: a team starts its own instance"
 link=$(bin/manager token --key-dir "$work/instancer-keys" --team team-demo --ttl 8h --url http://127.0.0.1:18443/)
 token=${link#*#token=}
 for _ in $(seq 100); do curl -fsS -o /dev/null http://127.0.0.1:18443/api/v1/openapi.json 2>/dev/null && break; sleep 0.1; done
-curl -fsS -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-  -d '{"template":"pwn-intro"}' http://127.0.0.1:18443/api/v1/instances; echo
-"$kubectl" wait --for=jsonpath='{.status.phase}'=Running challenge/pwn-intro-team-demo -n default --timeout=120s
+started=$(curl -fsS -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+  -d '{"template":"pwn-intro"}' http://127.0.0.1:18443/api/v1/instances)
+echo "$started"
+instance=$(sed -n 's/.*"name":"\([^"]*\)".*/\1/p' <<<"$started")
+"$kubectl" wait --for=jsonpath='{.status.phase}'=Running "challenge/$instance" -n default --timeout=120s
 curl -fsS -H "Authorization: Bearer $token" http://127.0.0.1:18443/api/v1/instances/pwn-intro; echo
 echo "Open the team's page (token in the fragment): $link"
 
-if [[ "${KEEP:-0}" == "1" ]]; then
-  step "left running: export KUBECONFIG=$KUBECONFIG; kubectl is $kubectl. Ctrl-C stops everything."
-  wait "${pids[0]}"
-  exit 0
-fi
+teardown() {
+  step "deleting the samples and the team's instance: each passes through Deleted and every object goes"
+  curl -fsS -X DELETE -H "Authorization: Bearer $token" http://127.0.0.1:18443/api/v1/instances/pwn-intro; echo
+  "$kubectl" wait --for=delete "challenge/$instance" -n default --timeout=60s
+  "$kubectl" delete -k config/samples --wait=true --timeout=60s
+  "$kubectl" get deploy,svc,networkpolicy,secrets -n default -l ctf.challenge-operator.io/instance
+  step "done; stopping the operator and the control plane"
+}
 
-step "deleting the samples and the team's instance: each passes through Deleted and every object goes"
-curl -fsS -X DELETE -H "Authorization: Bearer $token" http://127.0.0.1:18443/api/v1/instances/pwn-intro; echo
-"$kubectl" wait --for=delete challenge/pwn-intro-team-demo -n default --timeout=60s
-"$kubectl" delete -k config/samples --wait=true --timeout=60s
-"$kubectl" get deploy,svc,networkpolicy,secrets -n default -l ctf.challenge-operator.io/instance
-step "done; stopping the operator and the control plane"
+if [[ "${ONESHOT:-0}" != "1" ]]; then
+  step "running: export KUBECONFIG=$KUBECONFIG; kubectl is $kubectl. Ctrl-C deletes the instances, then stops everything."
+  trap 'trap - INT TERM' INT TERM
+  wait "${pids[0]}" || true
+fi
+teardown

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -175,7 +176,8 @@ func TestControlPlaneRestart(t *testing.T) {
 }
 
 // TestMassDeletionAndExpiry: DeleteAll Challenges are deleted at once while
-// ExpireAll expire at once (their template's lifetime is cut short); an
+// ExpireAll expire at once (each one's lifetime is cut short: a template's
+// shorter lifetime applies only to new instances and renewals); an
 // install started meanwhile still reaches Running, and afterwards nothing
 // is left: no object with the instance labels, namespaced or cluster-scoped,
 // no release record, no finalizer.
@@ -200,7 +202,9 @@ func TestMassDeletionAndExpiry(t *testing.T) {
 		chs = append(chs, challenge(deleting, i))
 	}
 	for i := range sc.ExpireAll {
-		chs = append(chs, testharness.FromTemplate(expiring, challenge(expiring, i).Name, challenge(expiring, i).Spec.Participant, tmpl.Name))
+		ch := testharness.FromTemplate(expiring, challenge(expiring, i).Name, challenge(expiring, i).Spec.Participant, tmpl.Name)
+		ch.Spec.Lifetime = &metav1.Duration{Duration: time.Hour}
+		chs = append(chs, ch)
 	}
 	g.Expect(createAll(chs)).To(Succeed())
 	eventuallyAllRunning(t, deleting, sc.DeleteAll, within(sc.DeleteAll+sc.ExpireAll))
@@ -208,9 +212,9 @@ func TestMassDeletionAndExpiry(t *testing.T) {
 
 	start := time.Now()
 	g.Expect(k8s.DeleteAllOf(ctx, &ctfv1alpha1.Challenge{}, client.InNamespace(deleting))).To(Succeed())
-	patch := client.MergeFrom(tmpl.DeepCopy())
-	tmpl.Spec.Lifetime.Default = &metav1.Duration{Duration: time.Second}
-	g.Expect(k8s.Patch(ctx, tmpl, patch)).To(Succeed())
+	for _, ch := range chs[sc.DeleteAll:] {
+		g.Expect(k8s.Patch(ctx, ch, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"lifetime":"1s"}}`)))).To(Succeed())
+	}
 	newcomer := challenge(newcomers, 0)
 	g.Expect(k8s.Create(ctx, newcomer)).To(Succeed())
 
