@@ -7,12 +7,16 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
@@ -90,6 +94,62 @@ func TestForgedReleaseRecordIsRefused(t *testing.T) {
 			expectPresent(g, bystanders...)
 		})
 	}
+}
+
+// TestFailedUpgradeAppliesNoStoredRecord: a failed upgrade is not rolled
+// back, since a rollback applies the previous record without the policy
+// gate. Here that record is forged (a hostPID Deployment, every name the
+// instance's own) and the upgrade fails on a quota refusing node ports.
+func TestFailedUpgradeAppliesNoStoredRecord(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	ch := newChallenge(ns, "rolled", "team-rolled")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	g.Expect(k8s.Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-node-ports"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServicesNodePorts: resource.MustParse("0")}},
+	})).To(Succeed())
+
+	releases := helmStorage(t, ns)
+	last, err := releases.Last(ch.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	forged := *last
+	forged.Version = last.Version + 1
+	forged.Manifest = withHostPID(g, last.Manifest)
+	g.Expect(releases.Create(&forged)).To(Succeed())
+
+	got := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeNodePort}
+	g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
+	failed := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+	g.Expect(failed.Status.Message).To(ContainSubstring("exceeded quota"))
+
+	dep := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), dep)).To(Succeed())
+	g.Expect(dep.Spec.Template.Spec.HostPID).To(BeFalse(), "the forged record is not applied by a rollback")
+
+	g.Expect(k8s.Delete(ctx, ch)).To(Succeed())
+	h.EventuallyGone(t, ch, timeout, "the instance goes")
+}
+
+// withHostPID returns manifest with its Deployment's pods in the host's PID namespace.
+func withHostPID(g *WithT, manifest string) string {
+	var out strings.Builder
+	for _, doc := range releaseutil.SplitManifests(manifest) {
+		var dep appsv1.Deployment
+		if yaml.Unmarshal([]byte(doc), &dep) == nil && dep.Kind == "Deployment" {
+			dep.Spec.Template.Spec.HostPID = true
+			b, err := yaml.Marshal(&dep)
+			g.Expect(err).NotTo(HaveOccurred())
+			doc = string(b)
+		}
+		out.WriteString("---\n" + doc + "\n")
+	}
+	return out.String()
 }
 
 // TestLabelledDecoyDoesNotHoldTheTeardown labels a Service in another
