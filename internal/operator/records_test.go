@@ -68,7 +68,11 @@ func TestForgedReleaseRecordIsRefused(t *testing.T) {
 
 			tt.trigger(g, ch)
 			refused := fmt.Sprintf(tt.refused, ns)
+			// The harm first, so that it is what a failure reports.
 			g.Eventually(func(g Gomega) {
+				err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "intruder"}, &corev1.ServiceAccount{})
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the ServiceAccount only the record lists is not created: %v", err)
+				expectPresent(g, bystanders...)
 				g.Expect(eventNotes(ctx, g, ch, action.ReasonRecordRefused)).To(ContainElement(ContainSubstring(refused)))
 			}, timeout, interval).Should(Succeed(), "the forged record is refused")
 			got := &ctfv1alpha1.Challenge{}
@@ -215,7 +219,7 @@ func instanceLabels(ch *ctfv1alpha1.Challenge) map[string]string {
 	return map[string]string{controller.InstanceLabel: ch.Name, controller.InstanceNamespaceLabel: ch.Namespace}
 }
 
-func expectPresent(g *WithT, objs ...client.Object) {
+func expectPresent(g Gomega, objs ...client.Object) {
 	for _, obj := range objs {
 		got := obj.DeepCopyObject().(client.Object)
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), got)).To(Succeed(), "%T %s survives", obj, obj.GetName())
