@@ -23,6 +23,11 @@ import (
 // ReasonReleaseUnlocked is the Event reason when a stale pending release is unlocked.
 const ReasonReleaseUnlocked = "ReleaseUnlocked"
 
+// ReasonRecordRefused is the Event reason when a stored release record lists
+// what the instance may not have, and the operator does not act on it. The
+// Event is the one sign of it while the Challenge is being deleted.
+const ReasonRecordRefused = "ReleaseRecordRefused"
+
 // ClientGetter wraps helm-operator-plugins' getter.
 type ClientGetter struct {
 	inner       helmclient.ActionClientGetter
@@ -41,6 +46,13 @@ type ClientGetter struct {
 	// release stores the hash of all three (RenderHashLabel), and a dry-run
 	// upgrade of a deployed release with the same hash is skipped.
 	RenderInputs func(ctx context.Context, obj client.Object) (string, error)
+	// CheckRecord, when set, judges a stored release record before the
+	// operator acts on it: with applies, before drift repair applies its
+	// manifest (the whole policy gate, as for a render); otherwise before an
+	// upgrade or uninstall deletes what it lists (the objects must be the
+	// instance's own). A record is a Secret in the Challenge's namespace:
+	// whoever may write Secrets there can forge one.
+	CheckRecord func(ctx context.Context, obj client.Object, manifest string, applies bool) error
 }
 
 // NewClientGetter returns a getter whose uninstalls delete the release's
@@ -69,8 +81,13 @@ func NewClientGetter(cfg helmclient.ActionConfigGetter, recorder events.EventRec
 			u.DisableHooks = true
 			return nil
 		}),
+		// A failed upgrade is not rolled back: a rollback applies a stored
+		// record, which anyone who may write Secrets in the namespace can
+		// forge, without the policy gate. The failed release is upgraded
+		// again by the next reconcile, from the last deployed one.
 		helmclient.AppendUpgradeFailureRollbackOptions(func(r *action.Rollback) error {
 			r.DisableHooks = true
+			r.DryRun = true
 			return nil
 		}),
 		helmclient.AppendInstallOptions(func(i *action.Install) error {
@@ -129,7 +146,7 @@ func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (
 		return nil, err
 	}
 	tc := &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight, ctx: ctx, obj: obj, leftovers: g.Leftovers,
-		uninstalled: &g.uninstalled, installing: &g.installing}
+		uninstalled: &g.uninstalled, installing: &g.installing, checkRecord: g.CheckRecord, recorder: g.recorder}
 	if g.RenderInputs != nil {
 		if tc.renderInputs, err = g.RenderInputs(ctx, obj); err != nil {
 			return nil, err
@@ -173,6 +190,8 @@ type trackedClient struct {
 	leftovers   func(ctx context.Context, obj client.Object) error
 	uninstalled *uninstalled
 	installing  *installing
+	checkRecord func(ctx context.Context, obj client.Object, manifest string, applies bool) error
+	recorder    events.EventRecorder
 	// hashing is on when renderInputs were given.
 	hashing      bool
 	renderInputs string
@@ -213,6 +232,12 @@ func (c *trackedClient) Upgrade(name, namespace string, chrt *chart.Chart, vals 
 			opts = append(opts, func(u *action.Upgrade) error { u.Labels = withLabel(u.Labels, hash); return nil })
 		}
 	}
+	if !isDryRun(opts) {
+		// Helm deletes what the current record lists and the new one does not.
+		if err := c.checkRecords(name); err != nil {
+			return nil, err
+		}
+	}
 	defer c.inFlight.start(c.key)()
 	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 	return rel, redacted(err, vals)
@@ -234,6 +259,10 @@ func (c *trackedClient) Uninstall(name string, opts ...helmclient.UninstallOptio
 	var resp *release.UninstallReleaseResponse
 	err := driver.ErrReleaseNotFound
 	if !c.uninstalled.has(c.obj) {
+		// Helm deletes what the last record lists.
+		if cerr := c.checkRecords(name); cerr != nil {
+			return nil, cerr
+		}
 		resp, err = c.ActionInterface.Uninstall(name, opts...)
 	}
 	if (err != nil && !errors.Is(err, driver.ErrReleaseNotFound)) || c.leftovers == nil {
@@ -246,6 +275,47 @@ func (c *trackedClient) Uninstall(name string, opts ...helmclient.UninstallOptio
 	// Nothing is left: the finalizer goes, and so does the Challenge.
 	c.uninstalled.uids.Delete(c.obj.GetUID())
 	return resp, err
+}
+
+// Reconcile repairs drift by applying the last record's manifest, once the
+// policy gate has judged it: the record is not necessarily the operator's.
+func (c *trackedClient) Reconcile(rel *release.Release) error {
+	if c.checkRecord != nil {
+		if err := c.checkRecord(c.ctx, c.obj, rel.Manifest, true); err != nil {
+			return c.refused("Repair", rel, err)
+		}
+	}
+	return c.ActionInterface.Reconcile(rel)
+}
+
+// checkRecords refuses every record of the release that lists an object not
+// the instance's own, before an upgrade or uninstall deletes what records
+// list. All of them, not only the last: an upgrade starts from the last
+// deployed one.
+func (c *trackedClient) checkRecords(name string) error {
+	if c.checkRecord == nil {
+		return nil
+	}
+	rels, err := c.Config().Releases.History(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the records of release %s: %w", name, err)
+	}
+	for _, rel := range rels {
+		if err := c.checkRecord(c.ctx, c.obj, rel.Manifest, false); err != nil {
+			return c.refused("Delete", rel, err)
+		}
+	}
+	return nil
+}
+
+// refused reports a release record the operator does not act on.
+func (c *trackedClient) refused(action string, rel *release.Release, err error) error {
+	err = fmt.Errorf("refusing release record %s version %d: %w", rel.Name, rel.Version, err)
+	c.recorder.Eventf(c.obj, nil, corev1.EventTypeWarning, ReasonRecordRefused, action, "%s", err)
+	return err
 }
 
 // inFlight is the set of releases with an operation running in this process.

@@ -50,3 +50,9 @@ func RenderForGate(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	in, err := gt.instance(context.Background(), ch, tmpl)
 	return manifest, in, err
 }
+
+// Leftovers is the teardown's check for what remains of an instance.
+var Leftovers = leftovers
+
+// InstanceNamespace is the namespace of its own an instance gets.
+func InstanceNamespace(ch *ctfv1alpha1.Challenge) string { return values.InstanceNamespace(ch) }

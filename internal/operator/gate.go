@@ -93,6 +93,39 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 	return in, nil
 }
 
+// checkRecord judges a stored release record of obj: with applies, as the
+// gate judges a render; otherwise only whether every object it lists is the
+// instance's own (kind, name, namespace), which holds whatever the policy in
+// force and the template have become since the record was written.
+func (g *gate) checkRecord(ctx context.Context, obj client.Object, manifest string, applies bool) error {
+	if applies {
+		in, err := g.instanceFor(ctx, obj)
+		if err != nil {
+			return err
+		}
+		return policy.Check([]byte(manifest), in)
+	}
+	ch, err := asChallenge(obj)
+	if err != nil {
+		return err
+	}
+	in := policy.Instance{
+		Release:      ch.Name,
+		Namespace:    ch.Namespace,
+		OwnNamespace: g.namespacePerInstance,
+		Labels:       values.IdentityLabels(ch, nil),
+		Selector:     values.SelectorLabels(ch),
+		FlagSecret:   values.FlagSecretName(ch.Name),
+	}
+	if g.namespacePerInstance {
+		in.Namespace = values.InstanceNamespace(ch)
+		if in.Quota, in.LimitRange, err = values.NamespaceBounds(); err != nil {
+			return err
+		}
+	}
+	return policy.CheckIdentity([]byte(manifest), in)
+}
+
 // limitsFor overlays a template's policy on the operator's limits.
 func limitsFor(base policy.Limits, tmpl *ctfv1alpha1.ChallengeTemplate) (policy.Limits, error) {
 	out := base

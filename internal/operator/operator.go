@@ -3,6 +3,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,6 +90,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	actions.Leftovers = leftovers(mgr.GetClient(), opts.Values.NamespacePerInstance)
 	actions.RenderInputs = renderInputs(mgr.GetClient(), gate.limits)
+	actions.CheckRecord = gate.checkRecord
 	quota := &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	if opts.Webhook {
 		if err := webhook.Setup(mgr, quota, opts.Values); err != nil {
@@ -299,23 +302,30 @@ var errObjectsLeft = errors.New("waiting for the instance's objects to be gone")
 // leftovers reports what remains of an instance after its uninstall, from
 // the cache: its workloads, their ReplicaSets and pods, whose termination the
 // uninstall does not wait for, and, with a namespace per instance, its
-// namespaces, the one kind without an owner reference to the Challenge
-// (cluster-scoped), which it deletes.
+// namespace, the one kind without an owner reference to the Challenge
+// (cluster-scoped), which it deletes. Labels are no proof: anyone may label
+// an object of theirs with an instance's labels. Only objects in the
+// instance's namespace count, and only the Namespace of the instance's
+// derived name is deleted.
 func leftovers(cl client.Client, namespacePerInstance bool) func(context.Context, client.Object) error {
 	return func(ctx context.Context, obj client.Object) error {
 		sel := client.MatchingLabels{controller.InstanceLabel: obj.GetName(), controller.InstanceNamespaceLabel: obj.GetNamespace()}
+		where := client.InNamespace(obj.GetNamespace())
 		if namespacePerInstance {
-			if err := deleteInstanceNamespaces(ctx, cl, sel); err != nil {
+			ch, err := asChallenge(obj)
+			if err != nil {
 				return err
 			}
+			own := values.InstanceNamespace(ch)
+			if left, err := deleteInstanceNamespace(ctx, cl, own, sel); err != nil || left {
+				return cmp.Or(err, errObjectsLeft)
+			}
+			where = client.InNamespace(own)
 		}
 		lists := []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}, &corev1.ServiceList{},
 			&networkingv1.IngressList{}, &networkingv1.NetworkPolicyList{}, &corev1.ServiceAccountList{}}
-		if namespacePerInstance {
-			lists = append(lists, &corev1.NamespaceList{})
-		}
 		for _, list := range lists {
-			if err := cl.List(ctx, list, sel); err != nil {
+			if err := cl.List(ctx, list, sel, where); err != nil {
 				return fmt.Errorf("listing what remains of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 			}
 			if n := apimeta.LenList(list); n > 0 {
@@ -327,19 +337,20 @@ func leftovers(cl client.Client, namespacePerInstance bool) func(context.Context
 	}
 }
 
-// deleteInstanceNamespaces deletes the namespaces of an instance.
-func deleteInstanceNamespaces(ctx context.Context, cl client.Client, sel client.MatchingLabels) error {
-	var list corev1.NamespaceList
-	if err := cl.List(ctx, &list, sel); err != nil {
-		return fmt.Errorf("listing instance namespaces: %w", err)
+// deleteInstanceNamespace deletes the namespace named name when it carries
+// the instance's labels, and reports whether it is still there.
+func deleteInstanceNamespace(ctx context.Context, cl client.Client, name string, sel client.MatchingLabels) (left bool, err error) {
+	ns := &corev1.Namespace{}
+	if err := cl.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		return false, client.IgnoreNotFound(err)
 	}
-	for i := range list.Items {
-		ns := &list.Items[i]
-		if ns.DeletionTimestamp.IsZero() {
-			if err := cl.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
-			}
+	if !labels.SelectorFromSet(labels.Set(sel)).Matches(labels.Set(ns.Labels)) {
+		return false, nil // not the instance's, whatever its name
+	}
+	if ns.DeletionTimestamp.IsZero() {
+		if err := cl.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+			return true, fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
 		}
 	}
-	return nil
+	return true, nil
 }

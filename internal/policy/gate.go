@@ -169,6 +169,30 @@ func Check(manifest []byte, in Instance) error {
 	return c.required()
 }
 
+// CheckIdentity parses manifest and applies only the rules that say whose its objects are: the
+// allowlisted kinds, their fixed names, no duplicates and the instance's namespace. It judges a
+// stored release record before Helm deletes what it lists (an upgrade, an uninstall): the objects
+// must be the instance's own, whatever the policy now says of their specs. A record is a Secret
+// that whoever may write Secrets in the Challenge's namespace can forge.
+func CheckIdentity(manifest []byte, in Instance) error {
+	c, err := newChecker(in)
+	if err != nil {
+		return err
+	}
+	objs, err := parse(manifest)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		for _, rule := range []func(*object) error{c.scope, c.name, c.duplicate, c.namespace} {
+			if err := rule(o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // PostRenderer applies Check to what Helm rendered, so a release that breaks a rule never
 // reaches the API server. Helm hands a post-renderer no hooks: run releases with hooks disabled
 // (DisableHooks on install, upgrade, rollback and uninstall) so that a template turned into a

@@ -104,6 +104,31 @@ func TestNamespacePerInstance(t *testing.T) {
 		To(BeTrue(), "the instance's namespace is gone with it")
 }
 
+// TestLabelledNamespaceSurvivesTheInstance: labels are no proof. A Namespace
+// someone labelled with an instance's labels is not deleted with the
+// instance; only the one of the instance's derived name is.
+func TestLabelledNamespaceSurvivesTheInstance(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := h.Namespace(t, nil)
+	ch := testharness.NewChallenge(ns, "owned", "team-owned")
+	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	own := &corev1.Namespace{}
+	g.Expect(h.Client.Get(ctx, client.ObjectKey{Name: values.InstanceNamespace(ch)}, own)).To(Succeed())
+	bystander := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-bystander", Labels: own.Labels}}
+	g.Expect(h.Client.Create(ctx, bystander)).To(Succeed())
+	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), bystander) })
+
+	g.Expect(h.Client.Delete(ctx, ch)).To(Succeed())
+	h.EventuallyGone(t, ch, testharness.Timeout, "deleted")
+	g.Expect(apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKeyFromObject(own), &corev1.Namespace{}))).
+		To(BeTrue(), "the instance's namespace is gone with it")
+	got := &corev1.Namespace{}
+	g.Expect(h.Client.Get(ctx, client.ObjectKeyFromObject(bystander), got)).To(Succeed())
+	g.Expect(got.DeletionTimestamp).To(BeNil(), "the labelled bystander Namespace is not deleted")
+}
+
 func TestWebhookRefusesReservedKeysOnCreateAndUpdate(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
