@@ -5,6 +5,7 @@ import (
 	"time"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
 // Template is a startable ChallengeTemplate as a participant sees it.
@@ -52,10 +53,12 @@ func instanceView(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate
 	if v.Phase == "" {
 		v.Phase = string(ctfv1alpha1.PhaseNone)
 	}
-	if ch.DeletionTimestamp != nil {
-		v.Phase = string(ctfv1alpha1.PhaseDeleted)
+	deleting := ch.DeletionTimestamp != nil
+	if deleting {
+		// The status may still say Running until the operator writes Deleted.
+		v.Phase, v.Reason, v.Message = string(lifecycle.Deleting.Phase), lifecycle.Deleting.Reason, lifecycle.Deleting.Message
 	}
-	if e := st.Endpoint; e != nil && st.Phase == ctfv1alpha1.PhaseRunning {
+	if e := st.Endpoint; e != nil && st.Phase == ctfv1alpha1.PhaseRunning && !deleting {
 		v.Connect = connectString(e)
 	}
 	if st.ExpiresAt != nil {

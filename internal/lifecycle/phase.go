@@ -96,12 +96,16 @@ type Verdict struct {
 	Message string
 }
 
+// Deleting is the verdict on a Challenge being deleted, whatever its
+// status said before: nobody should connect to it any more.
+var Deleting = Verdict{ctfv1alpha1.PhaseDeleted, ReasonUninstalling, "the instance is being removed"}
+
 // PhaseFor decides the phase. Order matters: deletion wins over everything,
 // a failed release over workload state, and Running needs every workload ready
 // and an endpoint.
 func PhaseFor(o Observation) Verdict {
 	if o.Deleting {
-		return Verdict{ctfv1alpha1.PhaseDeleted, ReasonUninstalling, "the instance is being removed"}
+		return Deleting
 	}
 	switch o.Operation {
 	case Installing:
