@@ -2,10 +2,13 @@ package instancer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,9 +29,27 @@ const (
 // maxNameLength is the longest Challenge name: it is also the Helm release's.
 const maxNameLength = 53
 
-// instanceName is the one name a team's instance of a template has, so that
-// a reload or a double click never starts a second one.
-func instanceName(template, team string) string { return template + "-" + team }
+// InstanceName is the one name a team's instance of a template has, so that
+// a reload or a double click never makes a second one. It reads as
+// "<template>-<team>" (cut to fit) and ends in a hash of the pair, so that
+// no two pairs share a name: "a" of team "b-c" and "a-b" of team "c" once did,
+// and one team's start was refused because of the other's instance.
+func InstanceName(template, team string) string {
+	sum := sha256.Sum256([]byte(template + "\x00" + team))
+	suffix := "-" + hex.EncodeToString(sum[:])[:instanceHashLength]
+	readable := strings.TrimRight(truncate(template+"-"+team, maxNameLength-len(suffix)), "-")
+	return readable + suffix
+}
+
+// instanceHashLength is how many hex digits of the hash end an instance name.
+const instanceHashLength = 10
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
 
 // startable returns the template if teams may start it.
 func (s *Server) startable(ctx context.Context, name string) (*ctfv1alpha1.ChallengeTemplate, *apiError) {
@@ -84,7 +105,7 @@ func (s *Server) instanceOf(r *http.Request, team string) (*ctfv1alpha1.Challeng
 // instance use the cache (s.Client); reads before acting on it use s.fresh.
 func (s *Server) own(ctx context.Context, r client.Reader, template, team string) (*ctfv1alpha1.Challenge, *apiError) {
 	ch := &ctfv1alpha1.Challenge{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: instanceName(template, team)}, ch)
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: InstanceName(template, team)}, ch)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, errNotFound
@@ -167,11 +188,7 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 		writeError(w, apiErr)
 		return
 	}
-	name := instanceName(t.Name, team)
-	if len(name) > maxNameLength {
-		writeError(w, errBadRequest(fmt.Sprintf("The instance name %q would be longer than %d characters; ask the organisers for a shorter team id.", name, maxNameLength)))
-		return
-	}
+	name := InstanceName(t.Name, team)
 	// A start that finds the instance returns it: a reload or a double
 	// click costs no start and makes no duplicate.
 	if ch, apiErr := s.own(ctx, s.fresh, t.Name, team); apiErr == nil {
@@ -202,13 +219,15 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 	err = s.Client.Create(ctx, ch)
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		// Another request of the team won the race, or another team's
-		// instance has this name.
+		// Another request of the team won the race; else a Challenge made
+		// by other means has the name, which no team's instance shares. The
+		// team learns nothing about it; the log tells the organisers.
 		if ch, apiErr := s.own(ctx, s.fresh, t.Name, team); apiErr == nil {
 			writeJSON(w, http.StatusOK, instanceView(ch, t))
 			return
 		}
-		writeError(w, &apiError{Status: http.StatusConflict, Code: "name_taken", Message: "An instance with your instance's name exists and is not yours; ask the organisers."})
+		logf.FromContext(ctx).Error(err, "a Challenge not made for this team has its instance's name", "name", name, "team", team, "template", t.Name)
+		writeError(w, &apiError{Status: http.StatusConflict, Code: "unavailable", Message: "This instance cannot be started; the organisers have been told."})
 		return
 	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
 		// The operator's admission (quota, policy) refused it.

@@ -27,7 +27,13 @@ import (
 // 30 minutes, and waits until the instancer lists it.
 func startableTemplate(t *testing.T, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) string {
 	t.Helper()
-	name := uniqueName("web")
+	return startableTemplateNamed(t, uniqueName("web"), mutate)
+}
+
+// startableTemplateNamed creates a startable template named name and waits
+// for the instancer to list it.
+func startableTemplateNamed(t *testing.T, name string, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) string {
+	t.Helper()
 	h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Instancer = &ctfv1alpha1.InstancerAccess{Startable: true, Title: "Web " + name}
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: 30 * time.Minute}}
@@ -76,7 +82,7 @@ func TestStartTwiceGivesOneChallenge(t *testing.T) {
 	var got instancer.Instance
 	codes[2] = call(t, tok, "POST", "/api/v1/instances", map[string]string{"template": tmpl}, &got)
 	g.Expect(codes).To(ConsistOf(http.StatusCreated, http.StatusOK, http.StatusOK))
-	g.Expect(got.Name).To(Equal(tmpl + "-" + team))
+	g.Expect(got.Name).To(Equal(instancer.InstanceName(tmpl, team)))
 	g.Expect(challengesOf(t, team)).To(HaveLen(1), "three starts, one Challenge")
 
 	g.Eventually(func(g Gomega) {
@@ -89,6 +95,40 @@ func TestStartTwiceGivesOneChallenge(t *testing.T) {
 	var list struct{ Instances []instancer.Instance }
 	g.Expect(call(t, tok, "GET", "/api/v1/instances", nil, &list)).To(Equal(http.StatusOK))
 	g.Expect(list.Instances).To(ConsistOf(HaveField("Template", tmpl)))
+}
+
+// TestInstanceNamesNeverCollideAcrossTeams: "<template>-<team>" gave team
+// "b-c"'s instance of template "a" and team "c"'s of template "a-b" one
+// name, and the second team's start was refused with a 409 that told it the
+// other team had started.
+func TestInstanceNamesNeverCollideAcrossTeams(t *testing.T) {
+	g := NewWithT(t)
+	a := uniqueName("a")
+	c := uniqueName("c")
+	first, second := startableTemplateNamed(t, a, nil), startableTemplateNamed(t, a+"-b", nil)
+	starts := []struct{ template, team string }{{first, "b-" + c}, {second, c}}
+	names := map[string]bool{}
+	for _, s := range starts {
+		var got instancer.Instance
+		g.Expect(call(t, mint(t, s.team), "POST", "/api/v1/instances", map[string]string{"template": s.template}, &got)).
+			To(Equal(http.StatusCreated), "team %s starts %s", s.team, s.template)
+		g.Expect(got.Name).To(Equal(instancer.InstanceName(s.template, s.team)))
+		names[got.Name] = true
+		g.Expect(challengesOf(t, s.team)).To(ConsistOf(HaveField("Spec.Template", s.template)))
+	}
+	g.Expect(names).To(HaveLen(2), "two instances, two names")
+}
+
+func TestInstanceNameIsADNSLabelThatFits(t *testing.T) {
+	g := NewWithT(t)
+	long := strings.Repeat("x", 63)
+	for _, pair := range [][2]string{{"a", "b-c"}, {"a-b", "c"}, {long, long}, {"web", long}, {long[:40] + "-", "-team"}} {
+		name := instancer.InstanceName(pair[0], pair[1])
+		g.Expect(len(name)).To(BeNumerically("<=", 53), name)
+		g.Expect(name).To(MatchRegexp(`^[a-z]([-a-z0-9]*[a-z0-9])?$`), "a Challenge name (it starts with the template's letter)")
+	}
+	g.Expect(instancer.InstanceName("a", "b-c")).NotTo(Equal(instancer.InstanceName("a-b", "c")))
+	g.Expect(instancer.InstanceName("web", "team-blue")).To(HavePrefix("web-team-blue-"), "readable")
 }
 
 func TestATeamReachesOnlyItsOwnInstances(t *testing.T) {
@@ -154,7 +194,7 @@ func TestCooldownAfterStopAndStartsPerMinute(t *testing.T) {
 	}
 	g.Expect(call(t, tok, "POST", "/api/v1/instances", map[string]string{"template": tmpls[0]}, nil)).To(Equal(http.StatusCreated))
 	g.Expect(call(t, tok, "DELETE", instancePath(tmpls[0]), nil, nil)).To(Equal(http.StatusAccepted))
-	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: tmpls[0] + "-" + team}}, timeout, "the stopped instance goes")
+	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: instancer.InstanceName(tmpls[0], team)}}, timeout, "the stopped instance goes")
 
 	var e apiError
 	g.Expect(call(t, tok, "POST", "/api/v1/instances", map[string]string{"template": tmpls[0]}, &e)).To(Equal(http.StatusTooManyRequests))
@@ -201,7 +241,7 @@ func TestActsOnAnInstanceTheCacheHasNotSeen(t *testing.T) {
 	g.Expect(callAt(t, lagging.URL, tok, "POST", "/api/v1/instances", start, &e)).To(Equal(http.StatusOK), "a double click returns the instance: %+v", e)
 	g.Expect(callAt(t, lagging.URL, tok, "POST", instancePath(tmpl)+"/renew", nil, &e)).To(Equal(http.StatusOK), "%+v", e)
 	g.Expect(callAt(t, lagging.URL, tok, "DELETE", instancePath(tmpl), nil, &e)).To(Equal(http.StatusAccepted), "%+v", e)
-	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: tmpl + "-" + team}}, timeout, "the stopped instance goes")
+	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: instancer.InstanceName(tmpl, team)}}, timeout, "the stopped instance goes")
 	g.Expect(challengesOf(t, team)).To(BeEmpty())
 }
 

@@ -44,7 +44,7 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 		writeError(w, errInternal)
 		return
 	}
-	name := instanceName(template, team)
+	name := InstanceName(template, team)
 	// Changes arrive in order; the buffer absorbs a burst, and a full
 	// buffer only means "look again".
 	changed := make(chan struct{}, 1)

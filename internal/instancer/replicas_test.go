@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/instancer"
 )
 
 // startOn asks replica r to start template as the holder of tok; it
@@ -55,7 +56,7 @@ func TestLimitsHoldAcrossReplicasAndRestarts(t *testing.T) {
 
 	// A stop on one replica; the other holds the cooldown.
 	g.Expect(callAt(t, api.URL, tok, "DELETE", instancePath(tmpls[1]), nil, nil)).To(Equal(http.StatusAccepted))
-	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: tmpls[1] + "-" + team}},
+	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: instancer.InstanceName(tmpls[1], team)}},
 		timeout, "the stopped instance goes")
 	g.Expect(start(api2, tmpls[1])).To(Equal(coolingDown))
 

@@ -329,6 +329,7 @@ func hostileTemplates() []struct {
 			t.Spec.OverridableValues = []ctfv1alpha1.ValuePath{"env\n"}
 		}, "spec.overridableValues[0]"},
 		{"name too long for a label", func(t *ctfv1alpha1.ChallengeTemplate) { t.Name = strings.Repeat("t", 64) }, "metadata.name must be a DNS label"},
+		{"name starting with a digit (its instances could never start)", func(t *ctfv1alpha1.ChallengeTemplate) { t.Name = "1st-web" }, "metadata.name must be a DNS label that starts with a letter"},
 		{"template values injection", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Values = &ctfv1alpha1.Values{TmpSizeLimit: q("1Gi\n")}
 		}, "spec.values.tmpSizeLimit"},
