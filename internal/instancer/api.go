@@ -1,13 +1,16 @@
 package instancer
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
 // Labels the instancer sets on the Challenges it creates, so that organisers
@@ -174,13 +178,57 @@ type startRequest struct {
 	Template string `json:"template"`
 }
 
+// decodeStrict decodes one JSON object whose keys are exactly among keys,
+// each at most once: encoding/json alone matches keys in any case and lets
+// the last of duplicates win, so two parsers (a proxy's, ours) could read one
+// body differently.
+func decodeStrict(body io.Reader, v any, keys ...string) error {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return errors.New("the body could not be read")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return errors.New("the body is not a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return errors.New("the body is not valid JSON")
+		}
+		key, _ := tok.(string)
+		switch {
+		case !slices.Contains(keys, key):
+			return fmt.Errorf("unknown key %q", key)
+		case seen[key]:
+			return fmt.Errorf("key %q given twice", key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return errors.New("the body is not valid JSON")
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return errors.New("the body is not valid JSON")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("the body has more than one JSON value")
+	}
+	strict := json.NewDecoder(bytes.NewReader(data))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(v); err != nil {
+		return errors.New("a value has the wrong type")
+	}
+	return nil
+}
+
 func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team string) {
 	ctx := r.Context()
 	var req startRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, errBadRequest(`Send {"template": "<name>"}.`))
+	if err := decodeStrict(r.Body, &req, "template"); err != nil {
+		writeError(w, errBadRequest(`Send {"template": "<name>"}: `+err.Error()+"."))
 		return
 	}
 	t, apiErr := s.startable(ctx, req.Template)
@@ -240,14 +288,16 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 	writeJSON(w, http.StatusCreated, instanceView(ch, t))
 }
 
-// admissionMessage is the reason the API server gave, which the operator's
-// webhook writes for people ("participant team-a has 1 active instance...").
+// admissionMessage is what a team reads when the API server refuses its
+// instance: the operator's webhook words its refusals for organisers (they
+// name the team's other instances and quotas), so a team gets a fixed
+// sentence, the quota's when that is the reason.
 func admissionMessage(err error) string {
 	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Message != "" {
-		return "The instance was refused: " + status.Status().Message
+	if errors.As(err, &status) && strings.Contains(status.Status().Message, lifecycle.ReasonQuotaExceeded) {
+		return participantMessage(ctfv1alpha1.PhaseError, lifecycle.ReasonQuotaExceeded)
 	}
-	return "The instance was refused."
+	return "The instance was refused; the organisers have been told."
 }
 
 func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team string) {

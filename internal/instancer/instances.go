@@ -49,15 +49,16 @@ func templateView(t *ctfv1alpha1.ChallengeTemplate) Template {
 
 func instanceView(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) Instance {
 	st := ch.Status
-	v := Instance{Template: ch.Spec.Template, Name: ch.Name, Phase: string(st.Phase), Reason: st.Reason, Message: st.Message}
+	v := Instance{Template: ch.Spec.Template, Name: ch.Name, Phase: string(st.Phase), Reason: st.Reason}
 	if v.Phase == "" {
 		v.Phase = string(ctfv1alpha1.PhaseNone)
 	}
 	deleting := ch.DeletionTimestamp != nil
 	if deleting {
 		// The status may still say Running until the operator writes Deleted.
-		v.Phase, v.Reason, v.Message = string(lifecycle.Deleting.Phase), lifecycle.Deleting.Reason, lifecycle.Deleting.Message
+		v.Phase, v.Reason = string(lifecycle.Deleting.Phase), lifecycle.Deleting.Reason
 	}
+	v.Message = participantMessage(ctfv1alpha1.Phase(v.Phase), v.Reason)
 	if e := st.Endpoint; e != nil && st.Phase == ctfv1alpha1.PhaseRunning && !deleting {
 		v.Connect = connectString(e)
 	}
@@ -82,4 +83,27 @@ func connectString(e *ctfv1alpha1.Endpoint) string {
 		return fmt.Sprintf("nc -u %s %d", e.Host, e.Port)
 	}
 	return fmt.Sprintf("nc %s %d", e.Host, e.Port)
+}
+
+// participantMessage is what a team reads about its instance: a fixed
+// sentence per phase and reason, never the status message, which is written
+// for organisers and names pods, quotas, nodes and the scheduler's reasoning.
+func participantMessage(phase ctfv1alpha1.Phase, reason string) string {
+	switch phase {
+	case ctfv1alpha1.PhaseRunning:
+		return "Your instance is ready."
+	case ctfv1alpha1.PhasePending:
+		return "Your instance is starting."
+	case ctfv1alpha1.PhaseDeleted:
+		return "Your instance is being removed."
+	case ctfv1alpha1.PhaseError:
+		switch reason {
+		case lifecycle.ReasonQuotaExceeded:
+			return "Your team has too many instances running; stop one first."
+		case "CrashLoopBackOff":
+			return "The challenge keeps crashing; the organisers have been told."
+		}
+		return "Your instance could not start; the organisers have been told."
+	}
+	return "Your instance is queued."
 }

@@ -1,6 +1,7 @@
 package instancer
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -24,11 +25,71 @@ func TestADeletedInstanceIsNotReady(t *testing.T) {
 	v := instanceView(ch, nil)
 	g.Expect(v.Phase).To(Equal("Deleted"))
 	g.Expect(v.Reason).To(Equal("Uninstalling"))
-	g.Expect(v.Message).To(Equal("the instance is being removed"))
+	g.Expect(v.Message).To(Equal("Your instance is being removed."))
 	g.Expect(v.Connect).To(BeEmpty(), "nobody is told to connect to an instance being removed")
 
 	ch.DeletionTimestamp = nil
 	v = instanceView(ch, nil)
 	g.Expect(v.Phase).To(Equal("Running"))
 	g.Expect(v.Connect).To(Equal("http://10.0.0.1/"))
+}
+
+// TestTeamsReadNoOrganiserDetail: the status message names pods, quotas,
+// nodes and the scheduler's reasoning (and once carried a flag); a team reads
+// a fixed sentence per phase and reason instead.
+func TestTeamsReadNoOrganiserDetail(t *testing.T) {
+	tests := []struct {
+		phase           ctfv1alpha1.Phase
+		reason, message string
+		want            string
+	}{
+		{ctfv1alpha1.PhaseError, "Unschedulable", "pod web-team-a-5d8f: 0/3 nodes are available: 3 Insufficient memory", "Your instance could not start; the organisers have been told."},
+		{ctfv1alpha1.PhaseError, "FailedCreate", `pods "web-team-a-5d8f" is forbidden: exceeded quota: ctf-quota`, "Your instance could not start; the organisers have been told."},
+		{ctfv1alpha1.PhaseError, "InstallError", "flag.value: CTF{leaked} does not match", "Your instance could not start; the organisers have been told."},
+		{ctfv1alpha1.PhaseError, "QuotaExceeded", "participant team-a has 3 active instances: web-team-a, pwn-team-a, rev-team-a", "Your team has too many instances running; stop one first."},
+		{ctfv1alpha1.PhaseError, "CrashLoopBackOff", "pod web-team-a-5d8f: back-off restarting", "The challenge keeps crashing; the organisers have been told."},
+		{ctfv1alpha1.PhasePending, "WorkloadsNotReady", "Deployment web-team-a: Available: 0/1", "Your instance is starting."},
+		{ctfv1alpha1.PhaseNone, "", "", "Your instance is queued."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			g := NewWithT(t)
+			ch := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web-team-a"},
+				Status: ctfv1alpha1.ChallengeStatus{Phase: tt.phase, Reason: tt.reason, Message: tt.message}}
+			v := instanceView(ch, nil)
+			g.Expect(v.Message).To(Equal(tt.want))
+			g.Expect(v.Reason).To(Equal(tt.reason))
+		})
+	}
+}
+
+// TestStartBodiesAreReadOneWayOnly: duplicate keys, keys in another case and
+// anything but one object are refused, where encoding/json took the last
+// duplicate and matched keys in any case.
+func TestStartBodiesAreReadOneWayOnly(t *testing.T) {
+	tests := []struct{ body, problem string }{
+		{`{"template":"web"}`, ""},
+		{` { "template" : "web" } `, ""},
+		{`{"template":"web","template":"pwn"}`, `key "template" given twice`},
+		{`{"Template":"web"}`, `unknown key "Template"`},
+		{`{"TEMPLATE":"web"}`, `unknown key "TEMPLATE"`},
+		{`{"template":"web","x":1}`, `unknown key "x"`},
+		{`{"template":"web"}{"template":"pwn"}`, "more than one JSON value"},
+		{`["web"]`, "not a JSON object"},
+		{`{"template":1}`, "wrong type"},
+		{`{"template":"web"`, "not valid JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body, func(t *testing.T) {
+			g := NewWithT(t)
+			var req startRequest
+			err := decodeStrict(strings.NewReader(tt.body), &req, "template")
+			if tt.problem == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(req.Template).To(Equal("web"))
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tt.problem)))
+		})
+	}
 }
