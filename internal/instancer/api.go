@@ -340,6 +340,15 @@ func (s *Server) renewInstance(w http.ResponseWriter, r *http.Request, team stri
 			Message: fmt.Sprintf("This instance cannot be renewed again: the limit of %d renewals is reached.", *t.Spec.Lifetime.MaxRenewals)})
 		return
 	}
+	refusal, err := s.limits.admitRenew(ctx, team, t.Name, s.now())
+	if err != nil {
+		writeError(w, s.internal(ctx, err))
+		return
+	}
+	if refusal != nil {
+		writeError(w, refusal)
+		return
+	}
 	// The operator counts a renewal per new spec.renewedAt and decides
 	// the new expiry; the patch carries only the request.
 	patch := client.MergeFrom(ch.DeepCopy())

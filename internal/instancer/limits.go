@@ -45,6 +45,28 @@ type teamLimits struct {
 	// Stopped maps a template to when the team stopped its instance, while
 	// the cooldown runs.
 	Stopped map[string]time.Time `json:"stopped,omitempty"`
+	// Renewed maps a template to when the team last renewed its instance,
+	// while the renewal interval runs.
+	Renewed map[string]time.Time `json:"renewed,omitempty"`
+}
+
+// renew decides a renewal of template at now: a refusal with how long to
+// wait, or nil after recording it. Each renewal is a new generation of the
+// Challenge and a Helm upgrade, so one an interval is plenty.
+func (s *teamLimits) renew(template string, now time.Time, interval time.Duration) *apiError {
+	for tmpl, at := range s.Renewed {
+		if !at.Add(interval).After(now) {
+			delete(s.Renewed, tmpl)
+		}
+	}
+	if at, ok := s.Renewed[template]; ok {
+		return errWait("rate_limited", "You renewed this instance a moment ago.", at.Add(interval).Sub(now))
+	}
+	if s.Renewed == nil {
+		s.Renewed = map[string]time.Time{}
+	}
+	s.Renewed[template] = now
+	return nil
 }
 
 // prune forgets what no longer limits anything at now.
@@ -95,6 +117,7 @@ func (s *teamLimits) stop(template string, now time.Time, cooldown time.Duration
 type limits struct {
 	startsPerMinute int
 	cooldown        time.Duration
+	renewInterval   time.Duration
 	namespace       string
 	// reader reads Leases from the API server (never a cache: a decision
 	// on a stale record would be wrong); writer creates and updates them.
@@ -106,7 +129,7 @@ type limits struct {
 }
 
 func newLimits(opts Options, reader client.Reader, writer client.Writer) *limits {
-	return &limits{startsPerMinute: opts.StartsPerMinute, cooldown: opts.Cooldown, namespace: opts.Namespace,
+	return &limits{startsPerMinute: opts.StartsPerMinute, cooldown: opts.Cooldown, renewInterval: opts.RenewInterval, namespace: opts.Namespace,
 		reader: reader, writer: writer, streams: map[string]int{}}
 }
 
@@ -125,6 +148,23 @@ func (l *limits) admitStart(ctx context.Context, team, template string, now time
 		// Every retry lost to another start of the same team: a burst of
 		// its own, answered as one.
 		return errWait("rate_limited", "Your team is starting many instances at once.", time.Second), nil
+	}
+	return refusal, err
+}
+
+// admitRenew records a renewal of template by team, or returns how long it
+// must wait (rate_limited).
+func (l *limits) admitRenew(ctx context.Context, team, template string, now time.Time) (*apiError, error) {
+	if l.renewInterval <= 0 {
+		return nil, nil
+	}
+	var refusal *apiError
+	err := l.update(ctx, team, func(s *teamLimits) bool {
+		refusal = s.renew(template, now, l.renewInterval)
+		return refusal == nil
+	})
+	if apierrors.IsConflict(err) {
+		return errWait("rate_limited", "Your team is renewing many times at once.", time.Second), nil
 	}
 	return refusal, err
 }

@@ -102,3 +102,19 @@ func TestAdmitStartAnswersABurstThatNeverWinsTheLease(t *testing.T) {
 	g.Expect(refusal.RetryAfter).To(Equal(1))
 	g.Expect(writes).To(Equal(conflictBackoff.Steps), "every retry was tried")
 }
+
+// TestTeamLimitsRenew: one renewal of an instance per interval (12 renewals
+// in 3 s were accepted, each a new generation and a Helm upgrade); another
+// template's instance has its own interval.
+func TestTeamLimitsRenew(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 24, 18, 0, 0, 0, time.UTC)
+	var s teamLimits
+	g.Expect(s.renew("web", now, time.Minute)).To(BeNil(), "the first renewal")
+	refusal := s.renew("web", now.Add(3*time.Second), time.Minute)
+	g.Expect(refusal).NotTo(BeNil(), "a second one within the minute")
+	g.Expect(refusal.Code).To(Equal("rate_limited"))
+	g.Expect(refusal.RetryAfter).To(Equal(57))
+	g.Expect(s.renew("pwn", now.Add(3*time.Second), time.Minute)).To(BeNil(), "another instance")
+	g.Expect(s.renew("web", now.Add(time.Minute), time.Minute)).To(BeNil(), "once the minute is over")
+}

@@ -113,3 +113,25 @@ func TestStartsPerMinuteHoldUnderConcurrentStarts(t *testing.T) {
 	g.Expect([]int{created, limited}).To(Equal([]int{startsPerMinute, startsPerMinute}), "codes %v, errors %v", codes, errs)
 	g.Expect(challengesOf(t, team)).To(HaveLen(startsPerMinute))
 }
+
+// TestRenewalsAreSpacedAcrossReplicas: a team renews an instance at most
+// once per --renew-interval, whichever replica it asks (12 renewals in 3 s
+// were accepted, each a new generation and a Helm upgrade).
+func TestRenewalsAreSpacedAcrossReplicas(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := startableTemplate(t, nil)
+	team := uniqueName("team")
+	tok := mint(t, team)
+	code, _ := startOn(t, api, tok, tmpl)
+	g.Expect(code).To(Equal(http.StatusCreated))
+	g.Eventually(func(g Gomega) {
+		var inst instancer.Instance
+		g.Expect(callAt(t, api2.URL, tok, "GET", instancePath(tmpl), nil, &inst)).To(Equal(http.StatusOK))
+	}, timeout, interval).Should(Succeed())
+
+	g.Expect(callAt(t, api.URL, tok, "POST", instancePath(tmpl)+"/renew", nil, nil)).To(Equal(http.StatusOK))
+	var e apiError
+	g.Expect(callAt(t, api2.URL, tok, "POST", instancePath(tmpl)+"/renew", nil, &e)).To(Equal(http.StatusTooManyRequests))
+	g.Expect(e.Code).To(Equal("rate_limited"))
+	g.Expect(callAt(t, api.URL, tok, "POST", instancePath(tmpl)+"/renew", nil, &e)).To(Equal(http.StatusTooManyRequests))
+}

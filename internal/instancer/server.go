@@ -57,6 +57,8 @@ type Options struct {
 	StartsPerMinute int
 	// Cooldown is how long a team waits to start a template it stopped.
 	Cooldown time.Duration
+	// RenewInterval is the least time between two renewals of one instance.
+	RenewInterval time.Duration
 	// Audience the team tokens must name: this instancer's own, so that a
 	// token for another instancer sharing a key is refused; token.Audience
 	// when empty.

@@ -52,6 +52,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.IntVar(&o.instancer.StartsPerMinute, "starts-per-minute", 3, "Instances a team may start in any minute, across every replica; 0 means no limit.")
+	fs.DurationVar(&o.instancer.RenewInterval, "renew-interval", time.Minute, "The least time between two renewals of one instance by a team, across every replica; 0 disables it.")
 	fs.DurationVar(&o.instancer.Cooldown, "cooldown", 30*time.Second, "How long a team waits to start a challenge again after stopping it, across every replica; 0 disables it.")
 	fs.StringVar(&o.instancer.Audience, "audience", token.Audience, "Audience team tokens must name: give each instancer its own (and challenge-operator token --audience the same), so that one's tokens never open another's.")
 	fs.DurationVar(&o.instancer.MaxTokenLifetime, "max-token-lifetime", token.DefaultMaxLifetime, "Longest a team token may be valid (expiry minus issue time); longer ones are refused.")
