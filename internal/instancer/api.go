@@ -96,7 +96,7 @@ func (s *Server) instanceOf(r *http.Request, team string) (*ctfv1alpha1.Challeng
 	if apiErr != nil {
 		return nil, nil, apiErr
 	}
-	ch, apiErr := s.own(r.Context(), s.fresh, t.Name, team)
+	ch, apiErr := s.own(r.Context(), s.live.reader(s.Client, team), t.Name, team)
 	if apiErr != nil {
 		return nil, nil, apiErr
 	}
@@ -106,7 +106,7 @@ func (s *Server) instanceOf(r *http.Request, team string) (*ctfv1alpha1.Challeng
 // own returns team's instance of template, or errNotFound. A Challenge of
 // that name that belongs to another team or template is not found either:
 // a team never learns of, nor touches, another's. Reads that only show the
-// instance use the cache (s.Client); reads before acting on it use s.fresh.
+// instance use the cache (s.Client); reads before acting on it use s.live's.
 func (s *Server) own(ctx context.Context, r client.Reader, template, team string) (*ctfv1alpha1.Challenge, *apiError) {
 	ch := &ctfv1alpha1.Challenge{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: InstanceName(template, team)}, ch)
@@ -239,7 +239,7 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 	name := InstanceName(t.Name, team)
 	// A start that finds the instance returns it: a reload or a double
 	// click costs no start and makes no duplicate.
-	if ch, apiErr := s.own(ctx, s.fresh, t.Name, team); apiErr == nil {
+	if ch, apiErr := s.own(ctx, s.live.reader(s.Client, team), t.Name, team); apiErr == nil {
 		if ch.DeletionTimestamp != nil {
 			writeError(w, &apiError{Status: http.StatusConflict, Code: "stopping", Message: "Your previous instance is still stopping; start again in a moment."})
 			return
@@ -270,7 +270,7 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 		// Another request of the team won the race; else a Challenge made
 		// by other means has the name, which no team's instance shares. The
 		// team learns nothing about it; the log tells the organisers.
-		if ch, apiErr := s.own(ctx, s.fresh, t.Name, team); apiErr == nil {
+		if ch, apiErr := s.own(ctx, s.live.reader(s.Client, team), t.Name, team); apiErr == nil {
 			writeJSON(w, http.StatusOK, instanceView(ch, t))
 			return
 		}

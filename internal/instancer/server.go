@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/challenge-operator/challenge-operator/internal/readthrough"
 	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
@@ -96,8 +95,9 @@ type Server struct {
 	limits *limits
 	creds  credentials
 	hub    hub
-	// fresh reads what a request acts on: the cache, then the API server.
-	fresh client.Reader
+	// live gives each team the reader of what a request acts on: the
+	// cache, then (within a budget) the API server.
+	live liveReads
 	// serving is set once Start listens: the readiness check.
 	serving atomic.Bool
 }
@@ -111,7 +111,7 @@ func (s *Server) init() {
 		}
 		s.limits = newLimits(s.Options, live, s.Client)
 		s.creds = credentials{keyDir: s.KeyDir, revocationsDir: s.RevocationsDir, every: cmp.Or(s.KeyReload, 10*time.Second)}
-		s.fresh = readthrough.Reader{Reader: s.Client, Live: s.APIReader}
+		s.live = liveReads{live: s.APIReader}
 		if s.Now == nil {
 			s.Now = time.Now
 		}
