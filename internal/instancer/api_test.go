@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -437,4 +438,47 @@ func TestATeamHoldsAFewEventStreamsAtMost(t *testing.T) {
 		cancels = append(cancels, cancel)
 		return res.StatusCode
 	}, timeout, interval).Should(Equal(http.StatusOK), "a closed stream frees its place")
+}
+
+// openStream opens tmpl's event stream with tok and returns a channel closed
+// when the instancer ends it.
+func openStream(t *testing.T, tok, tmpl string) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", api.URL+instancePath(tmpl)+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(res.StatusCode).To(Equal(http.StatusOK))
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer res.Body.Close()
+		_, _ = io.Copy(io.Discard, res.Body)
+	}()
+	return ended
+}
+
+// TestEventStreamEndsWithItsTokenAndTemplate: a stream once outlived its
+// token's expiry and its template becoming unstartable; it ends with either.
+func TestEventStreamEndsWithItsTokenAndTemplate(t *testing.T) {
+	t.Run("the token expires", func(t *testing.T) {
+		tmpl := startableTemplate(t, nil)
+		short, err := token.MintFor(keys, "", uniqueName("team"), audience, 3*time.Second, time.Now())
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		NewWithT(t).Eventually(openStream(t, short, tmpl), timeout).Should(BeClosed())
+	})
+	t.Run("the template is no longer startable", func(t *testing.T) {
+		g := NewWithT(t)
+		tmpl := startableTemplate(t, nil)
+		ended := openStream(t, mint(t, uniqueName("team")), tmpl)
+		g.Consistently(ended, 3*time.Second).ShouldNot(BeClosed(), "an open stream stays open while nothing changes")
+		got := &ctfv1alpha1.ChallengeTemplate{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: tmpl}, got)).To(Succeed())
+		patch := client.MergeFrom(got.DeepCopy())
+		got.Spec.Instancer.Startable = false
+		g.Expect(k8s.Patch(context.Background(), got, patch)).To(Succeed())
+		g.Eventually(ended, timeout).Should(BeClosed())
+	})
 }

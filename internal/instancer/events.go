@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,11 @@ const PhaseAbsent = "Absent"
 
 // heartbeat keeps proxies from closing a quiet stream.
 const heartbeat = 15 * time.Second
+
+// recheck is how often an open stream checks that its token is still valid
+// (not expired, revoked, nor signed with a key since removed) and its
+// template still startable: a stream once outlived both.
+const recheck = 2 * time.Second
 
 // streamInstance sends the team's instance of a template as server-sent
 // events, one "instance" event per change, from the process's one Challenge
@@ -100,10 +106,20 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 	}
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
+	check := time.NewTicker(recheck)
+	defer check.Stop()
+	raw, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-check.C:
+			if still, err := s.teamOf(raw); err != nil || still != team {
+				return
+			}
+			if _, apiErr := s.startable(ctx, template); apiErr != nil {
+				return
+			}
 		case view := <-views:
 			if !write(view) {
 				return

@@ -243,10 +243,7 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, string
 			writeError(w, errUnauthorized("Sign in with your team's link: this request carries no token."))
 			return
 		}
-		now := s.now()
-		keys, revoked := s.creds.get(now)
-		verifier := token.Verifier{Keys: keys, Audience: s.Audience, MaxLifetime: s.MaxTokenLifetime, Revoked: revoked}
-		team, err := verifier.Verify(strings.TrimSpace(raw), now)
+		team, err := s.teamOf(raw)
 		if err != nil {
 			writeError(w, errUnauthorized("Your team's token is not valid (expired, revoked, or not issued for this instancer). Ask the organisers for a new link."))
 			return
@@ -254,6 +251,15 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, string
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		h(w, r, team)
 	})
+}
+
+// teamOf verifies a bearer token now, with the keys and revocations in
+// force, and returns its team.
+func (s *Server) teamOf(raw string) (string, error) {
+	now := s.now()
+	keys, revoked := s.creds.get(now)
+	verifier := token.Verifier{Keys: keys, Audience: s.Audience, MaxLifetime: s.MaxTokenLifetime, Revoked: revoked}
+	return verifier.Verify(strings.TrimSpace(raw), now)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
