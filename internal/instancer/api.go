@@ -250,13 +250,7 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 		writeError(w, apiErr)
 		return
 	}
-	refusal, err := s.limits.admitStart(ctx, team, t.Name, s.now())
-	if err != nil {
-		writeError(w, s.internal(ctx, err))
-		return
-	}
-	if refusal != nil {
-		writeError(w, refusal)
+	if refusal, err := s.limits.admitStart(ctx, team, t.Name, s.now()); s.refused(ctx, w, refusal, err) {
 		return
 	}
 	ch := &ctfv1alpha1.Challenge{
@@ -264,7 +258,7 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 			Labels: map[string]string{ParticipantLabel: team, CreatedByLabel: createdBy}},
 		Spec: ctfv1alpha1.ChallengeSpec{Template: t.Name, Participant: team},
 	}
-	err = s.Client.Create(ctx, ch)
+	err := s.Client.Create(ctx, ch)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// Another request of the team won the race; else a Challenge made
@@ -286,6 +280,20 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 		return
 	}
 	writeJSON(w, http.StatusCreated, instanceView(ch, t))
+}
+
+// refused answers a brake's refusal, or its failure, and tells whether the
+// request ends here.
+func (s *Server) refused(ctx context.Context, w http.ResponseWriter, refusal *apiError, err error) bool {
+	switch {
+	case err != nil:
+		writeError(w, s.internal(ctx, err))
+	case refusal != nil:
+		writeError(w, refusal)
+	default:
+		return false
+	}
+	return true
 }
 
 // admissionMessage is what a team reads when the API server refuses its
@@ -340,13 +348,7 @@ func (s *Server) renewInstance(w http.ResponseWriter, r *http.Request, team stri
 			Message: fmt.Sprintf("This instance cannot be renewed again: the limit of %d renewals is reached.", *t.Spec.Lifetime.MaxRenewals)})
 		return
 	}
-	refusal, err := s.limits.admitRenew(ctx, team, t.Name, s.now())
-	if err != nil {
-		writeError(w, s.internal(ctx, err))
-		return
-	}
-	if refusal != nil {
-		writeError(w, refusal)
+	if refusal, err := s.limits.admitRenew(ctx, team, t.Name, s.now()); s.refused(ctx, w, refusal, err) {
 		return
 	}
 	// The operator counts a renewal per new spec.renewedAt and decides

@@ -139,17 +139,10 @@ func (l *limits) admitStart(ctx context.Context, team, template string, now time
 	if l.startsPerMinute <= 0 && l.cooldown <= 0 {
 		return nil, nil
 	}
-	var refusal *apiError
-	err := l.update(ctx, team, func(s *teamLimits) bool {
-		refusal = s.admit(template, now, l.startsPerMinute, l.cooldown)
-		return refusal == nil && l.startsPerMinute > 0
+	return l.admit(ctx, team, "Your team is starting many instances at once.", func(s *teamLimits) (*apiError, bool) {
+		refusal := s.admit(template, now, l.startsPerMinute, l.cooldown)
+		return refusal, refusal == nil && l.startsPerMinute > 0
 	})
-	if apierrors.IsConflict(err) {
-		// Every retry lost to another start of the same team: a burst of
-		// its own, answered as one.
-		return errWait("rate_limited", "Your team is starting many instances at once.", time.Second), nil
-	}
-	return refusal, err
 }
 
 // admitRenew records a renewal of template by team, or returns how long it
@@ -158,13 +151,24 @@ func (l *limits) admitRenew(ctx context.Context, team, template string, now time
 	if l.renewInterval <= 0 {
 		return nil, nil
 	}
+	return l.admit(ctx, team, "Your team is renewing many times at once.", func(s *teamLimits) (*apiError, bool) {
+		refusal := s.renew(template, now, l.renewInterval)
+		return refusal, refusal == nil
+	})
+}
+
+// admit runs decide on team's record and keeps what it changed when it says
+// so. A team whose every retry lost to another request of its own is in a
+// burst, answered as one: rate_limited with burst as the reason.
+func (l *limits) admit(ctx context.Context, team, burst string, decide func(*teamLimits) (*apiError, bool)) (*apiError, error) {
 	var refusal *apiError
 	err := l.update(ctx, team, func(s *teamLimits) bool {
-		refusal = s.renew(template, now, l.renewInterval)
-		return refusal == nil
+		var write bool
+		refusal, write = decide(s)
+		return write
 	})
 	if apierrors.IsConflict(err) {
-		return errWait("rate_limited", "Your team is renewing many times at once.", time.Second), nil
+		return errWait("rate_limited", burst, time.Second), nil
 	}
 	return refusal, err
 }
