@@ -13,6 +13,7 @@ require (
 	github.com/onsi/gomega v1.40.0
 	github.com/operator-framework/api v0.43.0
 	github.com/operator-framework/helm-operator-plugins v0.9.1
+	github.com/operator-framework/operator-lib v0.17.0
 	github.com/prometheus/client_golang v1.23.2
 	golang.org/x/time v0.14.0
 	helm.sh/helm/v3 v3.21.0
@@ -125,7 +126,6 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
-	github.com/operator-framework/operator-lib v0.17.0 // indirect
 	github.com/peterbourgon/diskv v2.0.1+incompatible // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect

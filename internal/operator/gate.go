@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	sdkhandler "github.com/operator-framework/operator-lib/handler"
 	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -81,6 +82,7 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 		Keys:         g.keys,
 		HostTaken:    g.hostTaken(ctx, ch),
 	}
+	in.OwnerAnnotations = ownerAnnotations(ch)
 	if g.namespacePerInstance {
 		in.Namespace = values.InstanceNamespace(ch)
 		if in.Quota, in.LimitRange, err = values.NamespaceBounds(); err != nil {
@@ -91,6 +93,16 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 		in.FlagSecret = values.FlagSecretName(ch.Name)
 	}
 	return in, nil
+}
+
+// ownerAnnotations are what helm-operator-plugins' owner post-renderer
+// writes on the instance's cluster-scoped objects (operator-lib's
+// annotation handler keys) to name ch.
+func ownerAnnotations(ch *ctfv1alpha1.Challenge) map[string]string {
+	return map[string]string{
+		sdkhandler.NamespacedNameAnnotation: ch.Namespace + "/" + ch.Name,
+		sdkhandler.TypeAnnotation:           "Challenge." + ctfv1alpha1.GroupVersion.Group,
+	}
 }
 
 // checkRecord judges a stored release record of obj: with applies, as the
@@ -117,6 +129,7 @@ func (g *gate) checkRecord(ctx context.Context, obj client.Object, manifest stri
 		Selector:     values.SelectorLabels(ch),
 		FlagSecret:   values.FlagSecretName(ch.Name),
 	}
+	in.OwnerAnnotations = ownerAnnotations(ch)
 	if g.namespacePerInstance {
 		in.Namespace = values.InstanceNamespace(ch)
 		if in.Quota, in.LimitRange, err = values.NamespaceBounds(); err != nil {

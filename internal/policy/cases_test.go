@@ -534,6 +534,10 @@ var breakings = []breaking{
 	{name: "a label of the organiser's on the Namespace", rule: "namespace-metadata", own: true, apply: func(fx *fixture) {
 		fx.ns.Labels["istio-injection"] = "enabled"
 	}},
+	{name: "an owner annotation naming another Challenge", rule: "namespace-metadata", own: true, apply: func(fx *fixture) {
+		fx.in.OwnerAnnotations = map[string]string{"operator-sdk/primary-resource": "ctf-team1/web"}
+		annotate(&fx.ns.ObjectMeta, "operator-sdk/primary-resource", "ctf-team2/web")
+	}},
 	{name: "a Pod Security warn label on the Namespace", rule: "namespace-metadata", own: true, apply: func(fx *fixture) {
 		fx.ns.Labels["pod-security.kubernetes.io/warn"] = "privileged"
 	}},
@@ -553,6 +557,12 @@ var harmlessChanges = []harmless{
 	{name: "with a namespace of its own", own: true},
 	{name: "with an Ingress", ingress: true},
 	{name: "with both", own: true, ingress: true},
+	{name: "the owner annotations a stored record's Namespace carries", own: true, apply: func(fx *fixture) {
+		fx.in.OwnerAnnotations = map[string]string{"operator-sdk/primary-resource": "ctf-team1/web", "operator-sdk/primary-resource-type": "Challenge.ctf.challenge-operator.io"}
+		for k, v := range fx.in.OwnerAnnotations {
+			annotate(&fx.ns.ObjectMeta, k, v)
+		}
+	}},
 	{name: "egress to an internal range the organiser allows", relaxes: true, apply: func(fx *fixture) {
 		fx.in.Limits.AllowedCIDRs = prefixes("10.1.2.0/24")
 		fx.egress(ipBlock("10.1.2.0/24"))

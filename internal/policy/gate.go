@@ -53,6 +53,12 @@ type Instance struct {
 	Quota corev1.ResourceList
 	// LimitRange is exactly the limits of the LimitRange of a namespace of its own.
 	LimitRange []corev1.LimitRangeItem
+	// OwnerAnnotations are the annotations the Helm reconciler's owner
+	// post-renderer writes on a cluster-scoped object of the release (the
+	// Namespace of its own) to name the Challenge, in place of an owner
+	// reference: the only annotations that Namespace may carry, with exactly
+	// these values. A stored release record carries them, a fresh render not.
+	OwnerAnnotations map[string]string
 	// HostTaken reports whether an Ingress host is already used by another instance, so an instance
 	// cannot take over another's traffic; nil means never.
 	HostTaken func(host string) bool

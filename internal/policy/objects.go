@@ -87,8 +87,10 @@ func (c *checker) secret(o *object, s *corev1.Secret) error {
 // (a default node selector, tolerations, a mesh, an IP pool) to treat every pod in them.
 func (c *checker) namespaceObject(o *object, ns *corev1.Namespace) error {
 	labels := ns.GetLabels()
-	if len(ns.GetAnnotations()) > 0 {
-		return o.violation(ruleNamespaceMeta, "the instance's Namespace may carry no annotations")
+	for k, v := range ns.GetAnnotations() {
+		if want, ok := c.in.OwnerAnnotations[k]; !ok || v != want {
+			return o.violation(ruleNamespaceMeta, "the instance's Namespace may carry no annotations but those naming its Challenge")
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		if _, identity := c.in.Labels[k]; !identity && !ownNamespaceLabels[k] {
