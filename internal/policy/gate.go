@@ -159,11 +159,7 @@ const (
 // in document order and then the required objects, or nil. An Instance the gate cannot judge by
 // (no release, namespace, labels or selector) is a plain error: the release is refused all the same.
 func Check(manifest []byte, in Instance) error {
-	c, err := newChecker(in)
-	if err != nil {
-		return err
-	}
-	objs, err := parse(manifest)
+	c, objs, err := prepare(manifest, in)
 	if err != nil {
 		return err
 	}
@@ -175,17 +171,23 @@ func Check(manifest []byte, in Instance) error {
 	return c.required()
 }
 
+// prepare makes the checker for in and parses manifest into its objects.
+func prepare(manifest []byte, in Instance) (*checker, []*object, error) {
+	c, err := newChecker(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	objs, err := parse(manifest)
+	return c, objs, err
+}
+
 // CheckIdentity parses manifest and applies only the rules that say whose its objects are: the
 // allowlisted kinds, their fixed names, no duplicates and the instance's namespace. It judges a
 // stored release record before Helm deletes what it lists (an upgrade, an uninstall): the objects
 // must be the instance's own, whatever the policy now says of their specs. A record is a Secret
 // that whoever may write Secrets in the Challenge's namespace can forge.
 func CheckIdentity(manifest []byte, in Instance) error {
-	c, err := newChecker(in)
-	if err != nil {
-		return err
-	}
-	objs, err := parse(manifest)
+	c, objs, err := prepare(manifest, in)
 	if err != nil {
 		return err
 	}
