@@ -67,7 +67,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.operator.Values.DNSNamespace, "dns-namespace", "kube-system", "Namespace of the cluster DNS (pods labelled k8s-app=kube-dns), the one in-cluster peer instances may reach.")
 	fs.Var(listValue{&o.operator.Values.FlagSecretNamespaces}, "flag-secret-namespaces", "Comma-separated namespaces templates may read flag Secrets from (default: the operator's own, from POD_NAMESPACE).")
 	fs.Var(listValue{&o.operator.Values.Keys.Allowed}, "allow-metadata-keys", "Comma-separated reserved label/annotation keys, or prefixes ending in '/', that values may set anyway (e.g. service.beta.kubernetes.io/).")
-	fs.StringVar(&o.operator.Limits.IngressDomain, "ingress-domain", "", "Domain whose subdomains Ingress hosts must be; empty refuses Ingress exposure.")
+	fs.StringVar(&o.operator.Values.IngressDomain, "ingress-domain", "", "Domain under which every Ingress-exposed instance gets a host of its own (<name>-<hash>.<domain>); empty refuses Ingress exposure.")
+	fs.Var(listValue{&o.operator.Limits.IngressClasses}, "ingress-classes", "Comma-separated ingress classes instances may name; empty: only the cluster's default class.")
+	fs.Var(listValue{&o.operator.Limits.TLSSecrets}, "ingress-tls-secrets", "Comma-separated certificate Secrets an instance's Ingress may name in its tls entries; empty: only the ingress controller's default certificate.")
 	fs.Var(quantityValue{&o.operator.Limits.CPU}, "max-cpu", "Highest CPU limit of an instance's container, unless its template's policy says otherwise.")
 	fs.Var(quantityValue{&o.operator.Limits.Memory}, "max-memory", "Highest memory limit of an instance's container, unless its template's policy says otherwise.")
 	o.operator.Limits.EphemeralStorage = operator.DefaultMaxEphemeralStorage

@@ -68,9 +68,11 @@ type ChallengePort struct {
 // EnvVar is a plain environment variable for the challenge container. Secret
 // references are deliberately not offered: flags are handled by the operator.
 type EnvVar struct {
-	// Name of the variable.
+	// Name of the variable. CHALLENGE_HOST and CHALLENGE_URL are the
+	// operator's: they carry the instance's own address.
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z][-._a-zA-Z0-9]*$`
 	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!(self in ['CHALLENGE_HOST', 'CHALLENGE_URL'])",message="CHALLENGE_HOST and CHALLENGE_URL are set by the operator to the instance's own address"
 	Name string `json:"name"`
 
 	// Value of the variable: any text without control or line-break characters.
@@ -80,21 +82,19 @@ type EnvVar struct {
 	Value string `json:"value,omitempty"`
 }
 
-// Expose says how the instance is reached from outside its pod.
-// +kubebuilder:validation:XValidation:rule="self.type != 'Ingress' || (has(self.host) && self.host.size() > 0)",message="spec.expose.host is required when spec.expose.type is Ingress"
+// Expose says how the instance is reached from outside its pod. There is no
+// host to choose: with type Ingress every instance gets a host of its own,
+// which the operator derives from the instance's identity under
+// --ingress-domain, so no two instances can ever share one.
 type Expose struct {
 	// Type of exposure; ClusterIP by default.
 	// +kubebuilder:default=ClusterIP
 	// +optional
 	Type ExposeType `json:"type,omitempty"`
 
-	// Host is the DNS name of the Ingress (type Ingress only).
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
-	// +optional
-	Host string `json:"host,omitempty"`
-
-	// IngressClassName selects the ingress controller (type Ingress only).
+	// IngressClassName selects the ingress controller (type Ingress only):
+	// one of the operator's --ingress-classes, or empty for the cluster's
+	// default class.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional

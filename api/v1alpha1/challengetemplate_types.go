@@ -66,6 +66,7 @@ type FlagSpec struct {
 	// EnvName is the variable holding the flag (mount Env).
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['CHALLENGE_HOST', 'CHALLENGE_URL'])",message="CHALLENGE_HOST and CHALLENGE_URL are set by the operator to the instance's own address"
 	// +optional
 	EnvName string `json:"envName,omitempty"`
 }

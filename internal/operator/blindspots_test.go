@@ -110,8 +110,9 @@ func TestBlindSpotsTheAPIServerAdmits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			opts := operator.Options{
-				Values: values.Settings{NamespacePerInstance: tc.own, InternalCIDRs: internalCIDRs, IngressFromNamespaces: []string{ingressNamespace}},
-				Limits: policy.Limits{IngressDomain: "ctf.example", AllowLoadBalancer: tc.lb},
+				Values: values.Settings{NamespacePerInstance: tc.own, InternalCIDRs: internalCIDRs, IngressFromNamespaces: []string{ingressNamespace},
+					IngressDomain: "ctf.example"},
+				Limits: policy.Limits{AllowLoadBalancer: tc.lb},
 			}
 			manifest, in, err := operator.RenderForGate(ch, tmpl, opts)
 			g.Expect(err).NotTo(HaveOccurred())

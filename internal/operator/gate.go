@@ -80,6 +80,7 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 		Selector:     values.SelectorLabels(ch),
 		Limits:       limits,
 		Keys:         g.keys,
+		Host:         values.InstanceHost(ch, limits.IngressDomain),
 		HostTaken:    g.hostTaken(ctx, ch),
 	}
 	in.OwnerAnnotations = ownerAnnotations(ch)

@@ -30,7 +30,7 @@ func TestChartPassesTheGate(t *testing.T) {
 		Spec: ctfv1alpha1.ChallengeTemplateSpec{
 			Image:  "registry.example/web:1",
 			Ports:  []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
-			Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, Host: "web-team1.ctf.example"},
+			Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress},
 			Flag: &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: "ctf", Name: "flags", Key: "web"},
 				Mount: ctfv1alpha1.FlagMountFile, Path: "/flag/flag.txt"},
 			Egress: []ctfv1alpha1.EgressRule{{Name: "checker", CIDR: "203.0.113.0/24"}},
@@ -44,8 +44,8 @@ func TestChartPassesTheGate(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "web-team1", Namespace: "ctf-teams"},
 				Spec:       ctfv1alpha1.ChallengeSpec{Participant: "team1", Template: "web"},
 			}
-			settings := values.Settings{NamespacePerInstance: perInstance, IngressFromNamespaces: []string{"ingress-nginx"}}
-			manifest, in, err := RenderForGate(ch, tmpl, Options{Values: settings, Limits: policy.Limits{IngressDomain: "ctf.example"}})
+			settings := values.Settings{NamespacePerInstance: perInstance, IngressFromNamespaces: []string{"ingress-nginx"}, IngressDomain: "ctf.example"}
+			manifest, in, err := RenderForGate(ch, tmpl, Options{Values: settings})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(policy.Check(manifest, in)).To(Succeed())
 		})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -22,6 +23,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 // The hostile table: Challenges and ChallengeTemplates written as an attacker
@@ -75,10 +77,16 @@ func hostileChallenges() []hostileChallenge {
 		{name: "tmpSizeLimit injection", raw: setValue("tmpSizeLimit", injection), want: refused, field: "spec.values.tmpSizeLimit"},
 		{name: "imagePullSecrets injection", raw: setValue("imagePullSecrets", []any{injection}), want: refused, field: "spec.values.imagePullSecrets[0]"},
 		{name: "ingressClassName injection", mutate: func(c *ctfv1alpha1.Challenge) {
-			c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, Host: "a.ctf.example", IngressClassName: injection}
+			c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, IngressClassName: injection}
 		}, want: refused, field: "spec.expose.ingressClassName"},
 		{name: "values ingressClassName injection", raw: setValue("expose", map[string]any{"ingressClassName": injection}), want: refused, field: "spec.values.expose.ingressClassName"},
-		{name: "values host injection", raw: setValue("expose", map[string]any{"host": injection}), want: refused, field: "spec.values.expose.host"},
+		{name: "a host chosen by the platform", raw: func(s map[string]any) {
+			s["expose"] = map[string]any{"type": "Ingress", "host": "victim.ctf.example"}
+		}, want: refused, field: `unknown field "spec.expose.host"`},
+		{name: "the instance's address forged in env", mutate: func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "CHALLENGE_URL", Value: "http://victim.ctf.example/"}}
+		}, want: refused, field: "CHALLENGE_HOST and CHALLENGE_URL are set by the operator"},
+		{name: "values host injection", raw: setValue("expose", map[string]any{"host": injection}), want: refused, field: `unknown field "spec.values.expose.host"`},
 		{name: "image injection", mutate: func(c *ctfv1alpha1.Challenge) { c.Spec.Image = "nginx" + injection }, want: refused, field: "spec.image"},
 		{name: "values image injection", raw: setValue("image", "nginx"+injection), want: refused, field: "spec.values.image"},
 		{name: "template name injection", raw: func(s map[string]any) { s["template"] = "web" + injection }, want: refused, field: "spec.template"},
@@ -151,9 +159,9 @@ func hostileChallenges() []hostileChallenge {
 		{name: "a LoadBalancer nobody allowed", mutate: func(c *ctfv1alpha1.Challenge) {
 			c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeLoadBalancer}
 		}, want: violation, field: "LoadBalancer"},
-		{name: "Ingress host outside the domain", mutate: ingress("ctfd.example.org"), want: violation, field: "ingress-host"},
-		{name: "Ingress host that only ends like the domain", mutate: ingress("evilctf.example"), want: violation, field: "ingress-host"},
-		{name: "Ingress host of the domain itself", mutate: ingress("ctf.example"), want: violation, field: "ingress-host"},
+		{name: "an Ingress class nobody allowed", mutate: func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, IngressClassName: "internal"}
+		}, want: violation, field: "ingress-class"},
 		{name: "CPU limit above the ceiling", mutate: func(c *ctfv1alpha1.Challenge) {
 			c.Spec.Resources = &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{CPU: q("4")}}
 		}, want: violation, field: "resources"},
@@ -213,8 +221,10 @@ func hostileChallenges() []hostileChallenge {
 		{name: "YAML in an annotation value", mutate: withValues(`{"podAnnotations": {"ctf.example/note": "key: [value] & *alias"}}`), want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
 			g.Expect(deployment(g, ch).Spec.Template.Annotations).To(HaveKeyWithValue("ctf.example/note", "key: [value] & *alias"))
 		}},
-		{name: "an Ingress under the domain", mutate: ingress("web.ctf.example"), want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
-			g.Expect(ch.Status.Endpoint.URL).To(Equal("http://web.ctf.example/"))
+		{name: "an Ingress on the instance's own host", mutate: ingress, want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
+			url := "http://" + values.InstanceHost(ch, testharness.IngressDomain) + "/"
+			g.Expect(ch.Status.Endpoint.URL).To(Equal(url))
+			g.Expect(deployment(g, ch).Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "CHALLENGE_URL", Value: url}))
 		}},
 		{name: "internet egress allowed by the template", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.Policy = &ctfv1alpha1.InstancePolicy{InternetEgress: true}
@@ -299,7 +309,7 @@ func hostileTemplates() []struct {
 			t.Spec.Egress = []ctfv1alpha1.EgressRule{{Name: "api", CIDR: "198.51.100.0/24"}, {Name: "api", CIDR: "203.0.113.0/24"}}
 		}, "spec.egress names must be unique"},
 		{"ingress class injection", func(t *ctfv1alpha1.ChallengeTemplate) {
-			t.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, Host: "a.ctf.example", IngressClassName: "nginx\nx: y"}
+			t.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, IngressClassName: "nginx\nx: y"}
 		}, "spec.expose.ingressClassName"},
 		{"lifetime overflowing", lifetime("", "1h"), "spec.lifetime.max"}, // made 3000000h as JSON below
 		{"default above max", lifetime("2h", "1h"), "lifetime.default must not exceed lifetime.max"},
@@ -524,10 +534,9 @@ func setValue(key string, v any) func(map[string]any) {
 	}
 }
 
-func ingress(host string) func(*ctfv1alpha1.Challenge) {
-	return func(c *ctfv1alpha1.Challenge) {
-		c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, Host: host}
-	}
+// ingress exposes c through an Ingress, on the host the operator gives it.
+func ingress(c *ctfv1alpha1.Challenge) {
+	c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress}
 }
 
 func egressTo(cidr string) func(*ctfv1alpha1.ChallengeTemplateSpec) {
@@ -570,25 +579,45 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
-// TestIngressHostBelongsToOneInstance: a second instance asking for a host
-// already served is refused, and gets it once the first is gone.
-func TestIngressHostBelongsToOneInstance(t *testing.T) {
+// TestTwoTeamsOfOneIngressTemplateGetTheirOwnHosts: two teams start the same
+// Ingress-exposed template at the same moment (the instancer's burst at the
+// opening). Each instance gets a host of its own under the domain, its
+// Ingress serves only that host, its status gives that URL, and its container
+// is handed that URL; once they shared the template's one host, and a team
+// could be routed to another's instance.
+func TestTwoTeamsOfOneIngressTemplateGetTheirOwnHosts(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, other := namespace(t), namespace(t)
-	first := newChallenge(ns, "web", "team-h1")
-	ingress("shared.ctf.example")(first)
-	g.Expect(k8s.Create(ctx, first)).To(Succeed())
-	eventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
+	newTemplate(t, "tpl-web-ingress", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress}
+	})
+	// The same name in two namespaces: the one pair a name alone cannot tell apart.
+	teams := []*ctfv1alpha1.Challenge{
+		fromTemplate(ns, "web", "team-h1", "tpl-web-ingress"),
+		fromTemplate(other, "web", "team-h2", "tpl-web-ingress"),
+	}
+	var wg sync.WaitGroup
+	for _, ch := range teams {
+		wg.Go(func() { g.Expect(k8s.Create(ctx, ch)).To(Succeed()) })
+	}
+	wg.Wait()
 
-	second := newChallenge(other, "web", "team-h2")
-	ingress("shared.ctf.example")(second)
-	g.Expect(k8s.Create(ctx, second)).To(Succeed())
-	got := eventuallyPhase(t, second, ctfv1alpha1.PhaseError)
-	g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
-	g.Expect(got.Status.Message).To(ContainSubstring("ingress-host"))
-	g.Expect(instanceObjects(g, ctx, second)).To(BeEmpty())
+	hosts := map[string]bool{}
+	for _, ch := range teams {
+		got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+		host := values.InstanceHost(ch, testharness.IngressDomain)
+		g.Expect(host).To(HaveSuffix("." + testharness.IngressDomain))
+		hosts[host] = true
+		url := "http://" + host + "/"
+		g.Expect(got.Status.Endpoint.URL).To(Equal(url))
 
-	g.Expect(k8s.Delete(ctx, first)).To(Succeed())
-	eventuallyPhase(t, second, ctfv1alpha1.PhaseRunning)
+		ing := &networkingv1.Ingress{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), ing)).To(Succeed())
+		g.Expect(ing.Spec.Rules).To(HaveLen(1))
+		g.Expect(ing.Spec.Rules[0].Host).To(Equal(host), "the Ingress serves the instance's own host only")
+		g.Expect(deployment(g, ch).Spec.Template.Spec.Containers[0].Env).To(ContainElements(
+			corev1.EnvVar{Name: "CHALLENGE_HOST", Value: host}, corev1.EnvVar{Name: "CHALLENGE_URL", Value: url}))
+	}
+	g.Expect(hosts).To(HaveLen(2), "two teams, two hosts")
 }

@@ -266,6 +266,7 @@ func gateLimits(opts Options) policy.Limits {
 		}
 	}
 	l.IngressFromNamespaces = opts.Values.IngressFromNamespaces
+	l.IngressDomain = opts.Values.IngressDomain
 	l.DNSNamespace = opts.Values.EffectiveDNSNamespace()
 	return l
 }

@@ -15,6 +15,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 const participantLabel = "ctf.challenge-operator.io/participant"
@@ -149,10 +150,10 @@ func TestDeletionRemovesEveryObject(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	ch := newChallenge(ns, "gone", "team-4")
-	ch.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, Host: "gone.ctf.example"}
+	ch.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress}
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	running := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
-	g.Expect(running.Status.Endpoint.URL).To(Equal("http://gone.ctf.example/"))
+	g.Expect(running.Status.Endpoint.URL).To(Equal("http://" + values.InstanceHost(ch, testharness.IngressDomain) + "/"))
 
 	key := client.ObjectKeyFromObject(ch)
 	released := func() []client.Object {

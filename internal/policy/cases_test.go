@@ -390,6 +390,16 @@ var breakings = []breaking{
 	{name: "a TLS entry without hosts", rule: "ingress-host", ingress: true, apply: func(fx *fixture) {
 		fx.ing.Spec.TLS = []networkingv1.IngressTLS{{SecretName: "tls"}}
 	}},
+	{name: "another instance's host under the domain", rule: "ingress-host", apply: setHost("web-team2.ctf.example")},
+	{name: "a TLS entry for another instance's host", rule: "ingress-host", ingress: true, apply: func(fx *fixture) {
+		fx.ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"web-team2.ctf.example"}}}
+	}},
+	{name: "an ingress class nobody allowed", rule: "ingress-class", ingress: true, apply: func(fx *fixture) {
+		fx.ing.Spec.IngressClassName = ptr.To("internal-only")
+	}},
+	{name: "a certificate Secret nobody allowed", rule: "ingress-tls", ingress: true, apply: func(fx *fixture) {
+		fx.ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: "bank-tls"}}
+	}},
 
 	// network-policy, network-egress, network-ingress
 	{name: "a NetworkPolicy without Egress", rule: "network-policy", apply: func(fx *fixture) {
@@ -631,6 +641,10 @@ var harmlessChanges = []harmless{
 	})},
 	{name: "a TLS host under the domain", ingress: true, apply: func(fx *fixture) {
 		fx.ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: "wildcard-tls"}}
+	}},
+	{name: "the cluster's default ingress class and certificate", ingress: true, apply: func(fx *fixture) {
+		fx.ing.Spec.IngressClassName = nil
+		fx.ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}}}
 	}},
 	{name: "a host another instance does not use", ingress: true, apply: func(fx *fixture) {
 		fx.in.HostTaken = func(h string) bool { return h != host }

@@ -59,6 +59,9 @@ type Instance struct {
 	// reference: the only annotations that Namespace may carry, with exactly
 	// these values. A stored release record carries them, a fresh render not.
 	OwnerAnnotations map[string]string
+	// Host is the instance's own Ingress host, the only one its rules and tls entries may name;
+	// "" means any host under the domain that HostTaken does not report.
+	Host string
 	// HostTaken reports whether an Ingress host is already used by another instance, so an instance
 	// cannot take over another's traffic; nil means never.
 	HostTaken func(host string) bool
@@ -80,6 +83,14 @@ type Limits struct {
 	// IngressDomain is the domain whose strict subdomains Ingress and TLS hosts must be
 	// ("x.ctf.example" for "ctf.example"); "" means no Ingress is allowed at all.
 	IngressDomain string
+	// IngressClasses are the ingress classes an Ingress may name; one that names none gets the
+	// cluster's default class. A class is a controller, and some serve only inside the cluster or
+	// another audience, so an instance may not pick one the admin did not list.
+	IngressClasses []string
+	// TLSSecrets are the certificate Secrets (in the Ingress's namespace) an Ingress's tls entries
+	// may name; an entry naming none gets the ingress controller's default certificate. Without
+	// the list, an instance could serve another site's certificate kept beside it.
+	TLSSecrets []string
 	// InternalCIDRs are ranges no NetworkPolicy peer may reach (egress) or admit (ingress ipBlock),
 	// in addition to DefaultInternalCIDRs, which are always forbidden.
 	InternalCIDRs []netip.Prefix
@@ -138,6 +149,8 @@ const (
 	ruleService        = "service"
 	ruleIngress        = "ingress"
 	ruleIngressHost    = "ingress-host"
+	ruleIngressClass   = "ingress-class"
+	ruleIngressTLS     = "ingress-tls"
 	ruleNetworkPolicy  = "network-policy"
 	ruleNetworkEgress  = "network-egress"
 	ruleNetworkIngress = "network-ingress"

@@ -114,6 +114,9 @@ func (c *checker) ingress(o *object, ing *networkingv1.Ingress) error {
 	if ing.Spec.DefaultBackend != nil {
 		return o.violation(ruleIngress, "a defaultBackend catches every host")
 	}
+	if cls := ing.Spec.IngressClassName; cls != nil && !slices.Contains(c.in.Limits.IngressClasses, *cls) {
+		return o.violation(ruleIngressClass, "ingress class %q is not allowed; allowed: %s", *cls, listOrNone(c.in.Limits.IngressClasses))
+	}
 	for _, r := range ing.Spec.Rules {
 		if err := c.host(o, r.Host); err != nil {
 			return err
@@ -130,6 +133,9 @@ func (c *checker) ingress(o *object, ing *networkingv1.Ingress) error {
 			if err := c.host(o, h); err != nil {
 				return err
 			}
+		}
+		if tls.SecretName != "" && !slices.Contains(c.in.Limits.TLSSecrets, tls.SecretName) {
+			return o.violation(ruleIngressTLS, "certificate Secret %q is not allowed; allowed: %s", tls.SecretName, listOrNone(c.in.Limits.TLSSecrets))
 		}
 	}
 	return nil
@@ -160,6 +166,9 @@ func (c *checker) host(o *object, h string) error {
 	}
 	if !strings.HasSuffix(h, "."+c.domain) {
 		return o.violation(ruleIngressHost, "host %q is not under %q", h, c.domain)
+	}
+	if c.in.Host != "" && h != c.in.Host {
+		return o.violation(ruleIngressHost, "host %q is not the instance's own, %q", h, c.in.Host)
 	}
 	if c.in.HostTaken != nil && c.in.HostTaken(h) {
 		return o.violation(ruleIngressHost, "host %q is taken by another instance", h)
@@ -199,4 +208,12 @@ func describeList(l corev1.ResourceList) string {
 		parts = append(parts, string(k)+"="+q.String())
 	}
 	return strings.Join(parts, ", ")
+}
+
+// listOrNone lists what an allowlist holds, for a refusal's message.
+func listOrNone(allowed []string) string {
+	if len(allowed) == 0 {
+		return "none"
+	}
+	return strings.Join(allowed, ", ")
 }

@@ -206,8 +206,8 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 	if len(opts.Operator.Values.FlagSecretNamespaces) == 0 {
 		opts.Operator.Values.FlagSecretNamespaces = []string{OrganiserNamespace}
 	}
-	if opts.Operator.Limits.IngressDomain == "" {
-		opts.Operator.Limits.IngressDomain = IngressDomain
+	if opts.Operator.Values.IngressDomain == "" {
+		opts.Operator.Values.IngressDomain = IngressDomain
 	}
 	if err := operator.Setup(mgr, opts.Operator); err != nil {
 		return nil, err

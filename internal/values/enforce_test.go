@@ -166,6 +166,22 @@ func TestInstanceNamespacesNeverCollide(t *testing.T) {
 	}
 }
 
+// TestInstanceHostsNeverCollide: every instance's host is one DNS label under
+// the domain, the same name in two namespaces included, so a wildcard
+// certificate covers them and no two instances share one.
+func TestInstanceHostsNeverCollide(t *testing.T) {
+	g := NewWithT(t)
+	host := func(namespace, name, domain string) string {
+		return InstanceHost(&ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, domain)
+	}
+	g.Expect(host("teams", "web-team1", "ctf.example")).To(MatchRegexp(`^web-team1-[0-9a-f]{10}\.ctf\.example$`))
+	g.Expect(host("a", "web", "ctf.example")).NotTo(Equal(host("b", "web", "ctf.example")))
+	g.Expect(host("a", "web", "CTF.example.")).To(Equal(host("a", "web", "ctf.example")), "the domain as DNS reads it")
+	g.Expect(host("a", "web", "")).To(BeEmpty(), "no domain, no host")
+	label, _, _ := strings.Cut(host("a", strings.Repeat("w", 53), "ctf.example"), ".")
+	g.Expect(len(label)).To(BeNumerically("<=", 63))
+}
+
 // TestSpecErrorsAreTerminal: retrying cannot fix a spec error, so the
 // reconcile is not retried with backoff; the watches wake it instead.
 func TestSpecErrorsAreTerminal(t *testing.T) {

@@ -49,6 +49,9 @@ type Settings struct {
 	FlagSecretNamespaces []string
 	// Keys are the label and annotation keys values may set.
 	Keys policy.Keys
+	// IngressDomain is the domain under which each Ingress-exposed instance
+	// gets a host of its own (InstanceHost); "" means no Ingress.
+	IngressDomain string
 }
 
 // Resource floor: every instance's container gets cpu, memory and
@@ -214,6 +217,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 			"ingressFromNamespaces": toAny(settings.IngressFromNamespaces),
 			"dnsNamespace":          settings.EffectiveDNSNamespace(),
 		},
+		"expose": map[string]any{"host": InstanceHost(c, settings.IngressDomain)},
 		"namespacePerInstance": map[string]any{
 			"enabled": settings.NamespacePerInstance, "name": InstanceNamespace(c),
 			"quota": toAnyMap(NamespaceQuota), "limitRange": namespaceLimitValues(),
@@ -340,8 +344,26 @@ func FlagSecretName(challenge string) string { return challenge + "-flag" }
 // own: readable, and unique thanks to a hash of the namespace and name (a
 // plain "<namespace>-<name>" would give "a-b"/"c" and "a"/"b-c" the same one).
 func InstanceNamespace(c *ctfv1alpha1.Challenge) string {
+	return identityLabel(c, c.Namespace+"-"+c.Name)
+}
+
+// InstanceHost is the Ingress host of an instance under domain ("" without
+// one): "<name>-<hash>.<domain>", one DNS label under the domain so that a
+// wildcard certificate covers every instance. Derived from the instance's
+// identity, never chosen, it is unique by construction, which no check of
+// the hosts already taken can be while two instances start at once.
+func InstanceHost(c *ctfv1alpha1.Challenge, domain string) string {
+	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	if domain == "" {
+		return ""
+	}
+	return identityLabel(c, c.Name) + "." + domain
+}
+
+// identityLabel is a DNS label of at most 63 characters naming c: readable
+// (prefix, cut to fit) and unique thanks to a hash of its namespace and name.
+func identityLabel(c *ctfv1alpha1.Challenge, prefix string) string {
 	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name))
-	prefix := c.Namespace + "-" + c.Name
 	if len(prefix) > 52 {
 		prefix = strings.TrimRight(prefix[:52], "-")
 	}

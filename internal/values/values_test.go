@@ -87,10 +87,10 @@ func TestForChallenge(t *testing.T) {
 			name: "expose merges key by key with spec.values",
 			spec: func(s *ctfv1alpha1.ChallengeSpec) {
 				s.Values = raw(`{"expose": {"annotations": {"lb": "internal"}, "type": "NodePort"}}`)
-				s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, Host: "web.ctf.example"}
+				s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, IngressClassName: "nginx"}
 			},
 			want: map[string]any{"expose": map[string]any{
-				"annotations": map[string]any{"lb": "internal"}, "type": "Ingress", "host": "web.ctf.example",
+				"annotations": map[string]any{"lb": "internal"}, "type": "Ingress", "ingressClassName": "nginx", "host": "",
 			}},
 		},
 		{
