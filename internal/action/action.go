@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 )
 
 // ReasonReleaseUnlocked is the Event reason when a stale pending release is unlocked.
@@ -311,8 +313,15 @@ func (c *trackedClient) checkRecords(name string) error {
 	return nil
 }
 
-// refused reports a release record the operator does not act on.
+// refused reports a release record the operator does not act on. An error
+// that is no verdict on the record (its template is gone, the cache did not
+// answer) is returned as it is: the record was not judged, and the error's
+// own reason is the instance's.
 func (c *trackedClient) refused(action string, rel *release.Release, err error) error {
+	var violation *policy.Violation
+	if !errors.As(err, &violation) {
+		return err
+	}
 	err = fmt.Errorf("refusing release record %s version %d: %w", rel.Name, rel.Version, err)
 	c.recorder.Eventf(c.obj, nil, corev1.EventTypeWarning, ReasonRecordRefused, action, "%s", err)
 	return err

@@ -51,20 +51,25 @@ var specReasons = map[string]bool{
 
 var reasonPrefix = regexp.MustCompile(`^([A-Z][A-Za-z]+): (?s)(.*)$`)
 
-// policyMarker is how the post-render gate's refusal reads once Helm and the
-// reconciler have wrapped it in their own words.
-const policyMarker = ReasonPolicyViolation + ": "
-
 // terminalPrefix is how controller-runtime's reconcile.TerminalError reads.
 const terminalPrefix = "terminal error: "
 
-// splitReason recovers a ReasonedError's reason from a condition message.
+// splitReason recovers a ReasonedError's reason from a condition message,
+// also once Helm and the reconciler have wrapped it in their own words (the
+// post-render gate's refusal, a template gone between translation and
+// post-rendering): the earliest "<Reason>: " in the message wins.
 func splitReason(message string) (reason, rest string, ok bool) {
 	if m := reasonPrefix.FindStringSubmatch(strings.TrimPrefix(message, terminalPrefix)); m != nil && specReasons[m[1]] {
 		return m[1], m[2], true
 	}
-	if i := strings.Index(message, policyMarker); i >= 0 {
-		return ReasonPolicyViolation, message[i+len(policyMarker):], true
+	at := -1
+	for r := range specReasons {
+		if i := strings.Index(message, r+": "); i >= 0 && (at < 0 || i < at) {
+			at, reason = i, r
+		}
 	}
-	return "", message, false
+	if at < 0 {
+		return "", message, false
+	}
+	return reason, message[at+len(reason)+2:], true
 }

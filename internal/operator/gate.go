@@ -11,6 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +20,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
@@ -58,7 +60,12 @@ func (g *gate) instanceFor(ctx context.Context, obj client.Object) (policy.Insta
 	var tmpl *ctfv1alpha1.ChallengeTemplate
 	if ch.Spec.Template != "" {
 		tmpl = &ctfv1alpha1.ChallengeTemplate{}
-		if err := g.reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
+		err := g.reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl)
+		if apierrors.IsNotFound(err) {
+			// Gone since the values were translated: the translator's own verdict.
+			return policy.Instance{}, lifecycle.Errorf(lifecycle.ReasonTemplateNotFound, "ChallengeTemplate %q does not exist", ch.Spec.Template)
+		}
+		if err != nil {
 			return policy.Instance{}, fmt.Errorf("reading ChallengeTemplate %s for the policy gate: %w", ch.Spec.Template, err)
 		}
 	}

@@ -347,7 +347,7 @@ func TestExpiryOutlivesItsTemplate(t *testing.T) {
 
 	g.Expect(k8s.Delete(ctx, tmpl)).To(Succeed())
 	got = eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
-	g.Expect(got.Status.Reason).To(Equal("TemplateNotFound"))
+	g.Expect(got.Status.Reason).To(Equal("TemplateNotFound"), got.Status.Message)
 	g.Expect(got.Status.ExpiresAt).NotTo(BeNil())
 	g.Expect(got.Status.ExpiresAt.Time).To(Equal(expiry), "kept while the template is gone")
 
