@@ -96,9 +96,9 @@ func TestInvalidChallengeIsRefusedAtAdmission(t *testing.T) {
 		}, "spec.ports names must be unique"},
 		{"empty image", func(c *ctfv1alpha1.Challenge) { c.Spec.Image = "" }, "spec.image"},
 		{"participant not a DNS label", func(c *ctfv1alpha1.Challenge) { c.Spec.Participant = "Team_1" }, "spec.participant"},
-		{"ingress without host", func(c *ctfv1alpha1.Challenge) {
-			c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress}
-		}, "spec.expose.host is required"},
+		{"an env variable named as the instance's address", func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "CHALLENGE_HOST", Value: "victim.ctf.example"}}
+		}, "CHALLENGE_HOST and CHALLENGE_URL are set by the operator"},
 		{"name too long for a release", func(c *ctfv1alpha1.Challenge) { c.Name = strings.Repeat("a", 54) }, "metadata.name must be a DNS label of at most 53"},
 	}
 	for _, tt := range tests {
