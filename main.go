@@ -28,6 +28,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
+	"github.com/challenge-operator/challenge-operator/internal/security"
 	"github.com/challenge-operator/challenge-operator/internal/tokencmd"
 )
 
@@ -76,6 +77,14 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(quantityValue{&o.operator.Limits.EphemeralStorage}, "max-ephemeral-storage", "Highest ephemeral-storage limit of an instance's container and size of its /tmp; a template's policy may only lower it.")
 	fs.BoolVar(&o.operator.Limits.AllowLoadBalancer, "allow-load-balancer", false, "Allow every instance a LoadBalancer Service (templates may allow it for their own).")
 	fs.Var(listValue{&o.operator.Limits.AllowedRegistries}, "allowed-registries", "Comma-separated registry hosts (ghcr.io, registry.example:5000) or repository prefixes (ghcr.io/org) images may come from; templates may narrow it. Empty: any registry named by a public DNS name, never an IP address, localhost or a site-local name.")
+	// What templates may grant their instances on their nodes.
+	sec := &o.operator.Values.Security
+	sec.MaxProfile = security.DefaultMaxProfile
+	fs.Var(profileValue{&sec.MaxProfile}, "max-pod-security", "Highest Pod Security profile a template may use: restricted, baseline or privileged.")
+	fs.Var(listValue{&sec.SandboxRuntimeClasses}, "sandbox-runtime-classes", "Comma-separated runtime classes (gVisor, Kata) templates may name; a privileged template must name one.")
+	fs.BoolVar(&sec.AllowUnsandboxedPrivileged, "allow-unsandboxed-privileged", false, "Let privileged templates run without a sandbox runtime class, on the node's own kernel.")
+	fs.Var(listValue{&sec.AllowedCapabilities}, "allowed-capabilities", "Comma-separated capabilities beyond the baseline standard's (e.g. SYS_ADMIN) that privileged templates may add.")
+	fs.Var(listValue{&sec.LocalhostProfiles}, "allowed-localhost-profiles", "Comma-separated seccomp and AppArmor profiles on the nodes (type Localhost) that templates may name.")
 	fs.Var(prefixesValue{&o.operator.Limits.AllowedCIDRs}, "allow-egress-cidrs", "Comma-separated internal ranges templates' egress rules may reach on purpose (e.g. a checker service).")
 	o.zap.BindFlags(fs)
 }
@@ -194,6 +203,25 @@ func (v cidrsValue) Set(s string) error {
 }
 
 // listValue is a flag.Value for a comma-separated list of words.
+type profileValue struct {
+	p *ctfv1alpha1.SecurityProfile
+}
+
+func (v profileValue) String() string {
+	if v.p == nil {
+		return string(security.DefaultMaxProfile)
+	}
+	return string(*v.p)
+}
+
+func (v profileValue) Set(s string) error {
+	p, err := security.ParseProfile(s)
+	if err == nil {
+		*v.p = p
+	}
+	return err
+}
+
 type listValue struct{ p *[]string }
 
 func (v listValue) String() string {

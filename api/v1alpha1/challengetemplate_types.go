@@ -162,6 +162,28 @@ type ChallengeTemplateSpec struct {
 	// +optional
 	Resources *Resources `json:"resources,omitempty"`
 
+	// Command replaces the image's entrypoint, e.g. to run a kCTF image's
+	// server without the privileged jail its entrypoint starts.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Command []Argument `json:"command,omitempty"`
+
+	// Args replace the image's command arguments.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Args []Argument `json:"args,omitempty"`
+
+	// WorkingDir is the container's working directory.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\p{Cc}\p{Zl}\p{Zp}]*$`
+	// +optional
+	WorkingDir string `json:"workingDir,omitempty"`
+
+	// Security is what instances may do on their node: restricted unless
+	// the organiser says otherwise here, within the operator's flags.
+	// +optional
+	Security *Security `json:"security,omitempty"`
+
 	// Policy bounds what instances may use and how they may be reached.
 	// +optional
 	Policy *InstancePolicy `json:"policy,omitempty"`
@@ -199,6 +221,7 @@ type ChallengeTemplateSpec struct {
 	// "resources.limits") a Challenge may set, through spec.values or its
 	// typed fields. Anything else is refused.
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="!self.exists(p, p.split('.')[0] in ['security', 'command', 'args', 'workingDir', 'runAsUser', 'runAsGroup'])",message="overridableValues may not name security settings or the container's command (security, command, args, workingDir, runAsUser, runAsGroup): they are the organiser's alone"
 	// +optional
 	OverridableValues []ValuePath `json:"overridableValues,omitempty"`
 
@@ -220,6 +243,12 @@ type InstancerAccess struct {
 	// +optional
 	Title string `json:"title,omitempty"`
 }
+
+// Argument is one word of a command line: any text without control or
+// line-break characters.
+// +kubebuilder:validation:MaxLength=4096
+// +kubebuilder:validation:Pattern=`^[^\p{Cc}\p{Zl}\p{Zp}]*$`
+type Argument string
 
 // ValuePath is a dotted path of chart values, e.g. "resources.limits".
 // +kubebuilder:validation:MaxLength=128

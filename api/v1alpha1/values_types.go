@@ -65,18 +65,6 @@ type Values struct {
 	// +optional
 	PodLabels Metadata `json:"podLabels,omitempty"`
 
-	// RunAsUser is the non-root user the challenge runs as.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=2147483647
-	// +optional
-	RunAsUser *int64 `json:"runAsUser,omitempty"`
-
-	// RunAsGroup is the group the challenge runs as.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=2147483647
-	// +optional
-	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
-
 	// ReadOnlyRootFilesystem keeps the root filesystem read-only; /tmp is always writable.
 	// +optional
 	ReadOnlyRootFilesystem *bool `json:"readOnlyRootFilesystem,omitempty"`

@@ -22,6 +22,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/security"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
@@ -34,6 +35,8 @@ type gate struct {
 	// limits are the operator-wide ceilings; a template's policy overrides them.
 	limits policy.Limits
 	keys   policy.Keys
+	// security bounds what templates may grant their instances.
+	security security.Bounds
 	// namespacePerInstance renders each instance into a namespace of its own.
 	namespacePerInstance bool
 }
@@ -79,7 +82,16 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 	if err != nil {
 		return policy.Instance{}, err
 	}
+	var sec *ctfv1alpha1.Security
+	if tmpl != nil {
+		sec = tmpl.Spec.Security
+		if err := g.security.Check(sec); err != nil {
+			return policy.Instance{}, lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "security: ChallengeTemplate %s: %v", tmpl.Name, err)
+		}
+	}
+	podSecurity := security.For(sec)
 	in := policy.Instance{
+		Security:     &podSecurity,
 		Release:      ch.Name,
 		Namespace:    ch.Namespace,
 		OwnNamespace: g.namespacePerInstance,

@@ -5,16 +5,19 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/security"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
@@ -37,18 +40,37 @@ func TestChartPassesTheGate(t *testing.T) {
 			Policy: &ctfv1alpha1.InstancePolicy{InternetEgress: true},
 		},
 	}
-	for _, perInstance := range []bool{false, true} {
-		t.Run(map[bool]string{false: "shared namespace", true: "namespace per instance"}[perInstance], func(t *testing.T) {
-			g := NewWithT(t)
-			ch := &ctfv1alpha1.Challenge{
-				ObjectMeta: metav1.ObjectMeta{Name: "web-team1", Namespace: "ctf-teams"},
-				Spec:       ctfv1alpha1.ChallengeSpec{Participant: "team1", Template: "web"},
-			}
-			settings := values.Settings{NamespacePerInstance: perInstance, IngressFromNamespaces: []string{"ingress-nginx"}, IngressDomain: "ctf.example"}
-			manifest, in, err := RenderForGate(ch, tmpl, Options{Values: settings})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(policy.Check(manifest, in)).To(Succeed())
-		})
+	profiles := map[string]*ctfv1alpha1.Security{
+		"restricted": nil,
+		"baseline, root": {Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](0), AllowPrivilegeEscalation: ptr.To(true),
+			Capabilities: &ctfv1alpha1.Capabilities{Add: []ctfv1alpha1.Capability{"NET_BIND_SERVICE", "SETUID"}}},
+		"privileged, sandboxed": {Profile: ctfv1alpha1.ProfilePrivileged, Privileged: ptr.To(true), RuntimeClassName: "gvisor",
+			SeccompProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementLocalhost, LocalhostProfile: "ctf/jail.json"}},
+	}
+	bounds := security.Bounds{MaxProfile: ctfv1alpha1.ProfilePrivileged, SandboxRuntimeClasses: []string{"gvisor"}, LocalhostProfiles: []string{"ctf/jail.json"}}
+	for name, sec := range profiles {
+		for _, perInstance := range []bool{false, true} {
+			t.Run(name+map[bool]string{false: ", shared namespace", true: ", namespace per instance"}[perInstance], func(t *testing.T) {
+				g := NewWithT(t)
+				tmpl := tmpl.DeepCopy()
+				tmpl.Spec.Security = sec
+				tmpl.Spec.Command = []ctfv1alpha1.Argument{"/app/run", "--flag-file=/flag/flag.txt"}
+				ch := &ctfv1alpha1.Challenge{
+					ObjectMeta: metav1.ObjectMeta{Name: "web-team1", Namespace: "ctf-teams"},
+					Spec:       ctfv1alpha1.ChallengeSpec{Participant: "team1", Template: "web"},
+				}
+				settings := values.Settings{NamespacePerInstance: perInstance, IngressFromNamespaces: []string{"ingress-nginx"}, IngressDomain: "ctf.example",
+					Security: bounds}
+				manifest, in, err := RenderForGate(ch, tmpl, Options{Values: settings})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(policy.Check(manifest, in)).To(Succeed())
+				if !perInstance {
+					return
+				}
+				level := string(security.ProfileOf(sec))
+				g.Expect(string(manifest)).To(ContainSubstring("pod-security.kubernetes.io/enforce: "+strconv.Quote(level)), "a namespace of its own enforces the profile")
+			})
+		}
 	}
 }
 

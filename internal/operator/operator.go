@@ -83,7 +83,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
 	}
-	gate := &gate{reader: mgr.GetClient(), limits: gateLimits(opts), keys: opts.Values.Keys, namespacePerInstance: opts.Values.NamespacePerInstance}
+	gate := &gate{reader: mgr.GetClient(), limits: gateLimits(opts), keys: opts.Values.Keys, security: opts.Values.Security,
+		namespacePerInstance: opts.Values.NamespacePerInstance}
 	actions, err := action.NewClientGetter(actionConfig, recorder, helmclient.AppendPostRenderers(gate.provider()))
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)

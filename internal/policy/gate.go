@@ -24,6 +24,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
 // Instance is what one release may contain: the gate judges every rendered object against it.
@@ -59,6 +61,10 @@ type Instance struct {
 	// reference: the only annotations that Namespace may carry, with exactly
 	// these values. A stored release record carries them, a fresh render not.
 	OwnerAnnotations map[string]string
+	// Security is exactly what the pod runs with, from its template within the operator's
+	// flags: its Pod Security level, pod and container securityContexts and runtime class.
+	// nil holds the pod to the restricted standard without naming the exact settings.
+	Security *security.Context
 	// Host is the instance's own Ingress host, the only one its rules and tls entries may name;
 	// "" means any host under the domain that HostTaken does not report.
 	Host string
@@ -149,6 +155,7 @@ const (
 	ruleService        = "service"
 	ruleIngress        = "ingress"
 	ruleIngressHost    = "ingress-host"
+	ruleSecContext     = "security-context"
 	ruleIngressClass   = "ingress-class"
 	ruleIngressTLS     = "ingress-tls"
 	ruleNetworkPolicy  = "network-policy"

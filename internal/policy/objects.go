@@ -97,8 +97,8 @@ func (c *checker) namespaceObject(o *object, ns *corev1.Namespace) error {
 			return o.violation(ruleNamespaceMeta, "label %s: only the identity and Pod Security enforce labels", k)
 		}
 	}
-	if labels["pod-security.kubernetes.io/enforce"] != "restricted" {
-		return o.violation(ruleNamespace, "label pod-security.kubernetes.io/enforce must be \"restricted\"")
+	if level := c.level(); labels["pod-security.kubernetes.io/enforce"] != string(level) {
+		return o.violation(ruleNamespace, "label pod-security.kubernetes.io/enforce must be %q", level)
 	}
 	if v, ok := labels["pod-security.kubernetes.io/enforce-version"]; ok && v != "latest" {
 		return o.violation(ruleNamespace, "label pod-security.kubernetes.io/enforce-version must be \"latest\"")

@@ -8,14 +8,15 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
 )
 
-// restricted evaluates the Pod Security Standards; it is built once, as its package asks.
-var restricted = sync.OnceValues(func() (psapolicy.Evaluator, error) {
+// evaluator evaluates the Pod Security Standards; it is built once, as its package asks.
+var evaluator = sync.OnceValues(func() (psapolicy.Evaluator, error) {
 	return psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
 })
 
@@ -47,17 +48,55 @@ func exactSelector(s *metav1.LabelSelector, want map[string]string) bool {
 func (c *checker) pod(o *object, t *corev1.PodTemplateSpec) error {
 	rules := []func(*object, *corev1.PodSpec) error{
 		c.hostNamespaces, c.hostPorts, c.placement, c.serviceAccountUse, c.containers,
-		c.volumes, c.secretRefs, c.resources, c.images, rootGroup, terminationGrace, schedulingGates,
+		c.volumes, c.secretRefs, c.resources, c.images, c.rootGroup, terminationGrace, schedulingGates,
 	}
 	for _, rule := range rules {
 		if err := rule(o, &t.Spec); err != nil {
 			return err
 		}
 	}
-	if err := securityProfiles(o, t); err != nil {
+	if err := c.securityProfiles(o, t); err != nil {
 		return err
 	}
-	return podSecurity(o, t)
+	if err := c.podSecurity(o, t); err != nil {
+		return err
+	}
+	return c.securityContext(o, &t.Spec)
+}
+
+// level is the Pod Security Standard level the instance's pods meet.
+func (c *checker) level() psaapi.Level {
+	if c.in.Security == nil {
+		return psaapi.LevelRestricted
+	}
+	return c.in.Security.Level()
+}
+
+// securityContext requires the pod's and its container's security settings to be exactly
+// the template's, as the operator computed them within its flags: at the privileged level,
+// where the Pod Security Standards allow everything, this is what bounds the pod.
+func (c *checker) securityContext(o *object, p *corev1.PodSpec) error {
+	want := c.in.Security
+	if want == nil {
+		return nil
+	}
+	if !apiequality.Semantic.DeepEqual(p.SecurityContext, want.Pod) {
+		return o.violation(ruleSecContext, "the pod's securityContext must be exactly its template's")
+	}
+	if !apiequality.Semantic.DeepEqual(p.RuntimeClassName, want.RuntimeClassName) {
+		return o.violation(ruleSecContext, "the pod's runtimeClassName must be exactly its template's")
+	}
+	for _, ctr := range p.Containers {
+		got := ctr.SecurityContext
+		if got != nil {
+			got = got.DeepCopy()
+			got.ReadOnlyRootFilesystem = nil // a value of the chart's, not a grant
+		}
+		if !apiequality.Semantic.DeepEqual(got, want.Container) {
+			return o.violation(ruleSecContext, "container %q: the securityContext must be exactly its template's", ctr.Name)
+		}
+	}
+	return nil
 }
 
 // MaxTerminationGracePeriod bounds how long a deleted instance's pod may keep running (and
@@ -84,7 +123,10 @@ func schedulingGates(o *object, p *corev1.PodSpec) error {
 // rootGroup requires a group other than root (0) for the processes, the volumes and every
 // supplemental group: files of group root on the node's or image's side stay out of reach. The
 // group must be set, since an image's default group is often root.
-func rootGroup(o *object, p *corev1.PodSpec) error {
+func (c *checker) rootGroup(o *object, p *corev1.PodSpec) error {
+	if c.level() != psaapi.LevelRestricted {
+		return nil // from baseline a template may run as root; securityContext holds it to its word
+	}
 	sc := p.SecurityContext
 	if sc == nil {
 		sc = &corev1.PodSecurityContext{}
@@ -114,7 +156,7 @@ const (
 
 // securityProfiles refuses Localhost seccomp and AppArmor profiles, which the restricted
 // standard allows: a profile file on the node is whatever the node holds, possibly none at all.
-func securityProfiles(o *object, t *corev1.PodTemplateSpec) error {
+func (c *checker) securityProfiles(o *object, t *corev1.PodTemplateSpec) error {
 	for k, v := range t.Annotations {
 		profileKey := k == seccompPodKey || strings.HasPrefix(k, seccompContainerKey) || strings.HasPrefix(k, apparmorKey)
 		if profileKey && strings.HasPrefix(v, localhostProfile) {
@@ -122,6 +164,11 @@ func securityProfiles(o *object, t *corev1.PodTemplateSpec) error {
 		}
 	}
 	p := &t.Spec
+	if want := c.in.Security; want != nil && localProfile(want.Pod.SeccompProfile, want.Pod.AppArmorProfile) {
+		// The template names a Localhost profile the operator's flags allow; securityContext
+		// requires exactly it, on the pod and nowhere else.
+		return nil
+	}
 	if sc := p.SecurityContext; sc != nil && localProfile(sc.SeccompProfile, sc.AppArmorProfile) {
 		return o.violation(ruleProfile, "the pod names a Localhost seccomp or AppArmor profile")
 	}
@@ -163,8 +210,9 @@ func (c *checker) hostPorts(o *object, p *corev1.PodSpec) error {
 // rewriting the pod's name resolution: an instance is placed like every other
 // one, and cannot evict others, pick a weaker runtime or spoof hosts.
 func (c *checker) placement(o *object, p *corev1.PodSpec) error {
+	runtimeChosen := p.RuntimeClassName != nil && (c.in.Security == nil || !apiequality.Semantic.DeepEqual(p.RuntimeClassName, c.in.Security.RuntimeClassName))
 	chosen := p.NodeName != "" || len(p.NodeSelector) > 0 || p.Affinity != nil || len(p.Tolerations) > 0 ||
-		p.PriorityClassName != "" || p.Priority != nil || p.RuntimeClassName != nil || p.SchedulerName != "" ||
+		p.PriorityClassName != "" || p.Priority != nil || runtimeChosen || p.SchedulerName != "" ||
 		len(p.HostAliases) > 0 || p.DNSConfig != nil || (p.DNSPolicy != "" && p.DNSPolicy != corev1.DNSClusterFirst) ||
 		p.ShareProcessNamespace != nil && *p.ShareProcessNamespace
 	if chosen {
@@ -280,15 +328,19 @@ func (c *checker) scratch(o *object, p *corev1.PodSpec, ceiling resource.Quantit
 
 // podSecurity evaluates the restricted Pod Security Standard, latest version, as the API server
 // would in a namespace that enforces it.
-func podSecurity(o *object, t *corev1.PodTemplateSpec) error {
-	ev, err := restricted()
+func (c *checker) podSecurity(o *object, t *corev1.PodTemplateSpec) error {
+	level := c.level()
+	if level == psaapi.LevelPrivileged {
+		return nil // allows everything; securityContext holds the pod to its template's word
+	}
+	ev, err := evaluator()
 	if err != nil {
 		return err
 	}
-	lv := psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}
+	lv := psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}
 	result := psapolicy.AggregateCheckResults(ev.EvaluatePod(lv, &t.ObjectMeta, &t.Spec))
 	if !result.Allowed {
-		return o.violation(rulePodSecurity, "restricted: %s", result.ForbiddenDetail())
+		return o.violation(rulePodSecurity, "%s: %s", level, result.ForbiddenDetail())
 	}
 	return nil
 }

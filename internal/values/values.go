@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/flag"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
 // Settings are operator-wide values every instance is rendered with.
@@ -52,6 +54,8 @@ type Settings struct {
 	// IngressDomain is the domain under which each Ingress-exposed instance
 	// gets a host of its own (InstanceHost); "" means no Ingress.
 	IngressDomain string
+	// Security bounds what templates may grant their instances.
+	Security security.Bounds
 }
 
 // Resource floor: every instance's container gets cpu, memory and
@@ -155,6 +159,9 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 		if err := checkLifetime(c, tmpl); err != nil {
 			return nil, err
 		}
+		if err := settings.Security.Check(tmpl.Spec.Security); err != nil {
+			return nil, lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "security: ChallengeTemplate %s: %v", tmpl.Name, err)
+		}
 		if vals, err = toMap(tmpl.Spec.Values); err != nil {
 			return nil, fmt.Errorf("ChallengeTemplate %s: %w", tmpl.Name, err)
 		}
@@ -170,7 +177,11 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 	if err := checkKeys(vals, settings.Keys); err != nil {
 		return nil, err
 	}
-	merge(vals, enforcedValues(c, tmpl, settings))
+	enforced, err := enforcedValues(c, tmpl, settings)
+	if err != nil {
+		return nil, err
+	}
+	merge(vals, enforced)
 	vals["resources"] = resourceFloor(vals["resources"])
 	return vals, nil
 }
@@ -190,11 +201,15 @@ func typedValues(spec *ctfv1alpha1.ChallengeSpec) (map[string]any, error) {
 // enforcedValues are what no override may change, set on every render
 // whatever the values and the operator's flags say: the instance's identity,
 // its flag, its namespace and its network boundaries.
-func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings) map[string]any {
+func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings) (map[string]any, error) {
 	flagValues := map[string]any{"enabled": false, "secretName": "", "mount": "File", "path": "/flag/flag.txt", "envName": ""}
 	egress := []any{}
 	internetEgress := false
+	var sec *ctfv1alpha1.Security
+	container := containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{}}
 	if tmpl != nil {
+		sec = tmpl.Spec.Security
+		container = containerValues{Command: orEmpty(tmpl.Spec.Command), Args: orEmpty(tmpl.Spec.Args), WorkingDir: tmpl.Spec.WorkingDir}
 		if f := tmpl.Spec.Flag; f != nil {
 			flagValues = map[string]any{
 				"enabled": true, "secretName": FlagSecretName(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
@@ -206,10 +221,19 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		}
 		internetEgress = tmpl.Spec.Policy != nil && tmpl.Spec.Policy.InternetEgress
 	}
-	return map[string]any{
+	securityValues, err := toMap(securityValuesFor(security.For(sec)))
+	if err != nil {
+		return nil, err
+	}
+	out, err := toMap(container)
+	if err != nil {
+		return nil, err
+	}
+	merge(out, map[string]any{
 		"participant": c.Spec.Participant,
 		"challenge":   ChallengeLabel(c, tmpl),
 		"flag":        flagValues,
+		"security":    securityValues,
 		"networkPolicy": map[string]any{
 			"internalCIDRs":         toAny(settings.EffectiveInternalCIDRs()),
 			"egress":                egress,
@@ -222,7 +246,35 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 			"enabled": settings.NamespacePerInstance, "name": InstanceNamespace(c),
 			"quota": toAnyMap(NamespaceQuota), "limitRange": namespaceLimitValues(),
 		},
+	})
+	return out, nil
+}
+
+// containerValues are the template's command line for the container; empty
+// keeps the image's own.
+type containerValues struct {
+	Command    []ctfv1alpha1.Argument `json:"command"`
+	Args       []ctfv1alpha1.Argument `json:"args"`
+	WorkingDir string                 `json:"workingDir"`
+}
+
+// securityValues are a security.Context as the chart's security values.
+type securityValues struct {
+	Profile          ctfv1alpha1.SecurityProfile `json:"profile"`
+	Pod              *corev1.PodSecurityContext  `json:"pod"`
+	Container        *corev1.SecurityContext     `json:"container"`
+	RuntimeClassName string                      `json:"runtimeClassName"`
+}
+
+func securityValuesFor(ctx security.Context) securityValues {
+	return securityValues{Profile: ctx.Profile, Pod: ctx.Pod, Container: ctx.Container, RuntimeClassName: ptr.Deref(ctx.RuntimeClassName, "")}
+}
+
+func orEmpty(args []ctfv1alpha1.Argument) []ctfv1alpha1.Argument {
+	if args == nil {
+		return []ctfv1alpha1.Argument{}
 	}
+	return args
 }
 
 // EffectiveInternalCIDRs are the internal ranges instances are held to:

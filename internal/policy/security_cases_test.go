@@ -1,0 +1,91 @@
+package policy
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/security"
+)
+
+// granted makes the release one of a template whose security section is sec: the Instance
+// names exactly what it grants, and the pod runs with exactly that, as the chart renders it.
+func granted(sec *ctfv1alpha1.Security) func(*fixture) {
+	return func(fx *fixture) {
+		ctx := security.For(sec)
+		fx.in.Security = &ctx
+		fx.pod().SecurityContext = ctx.Pod.DeepCopy()
+		fx.pod().RuntimeClassName = ctx.RuntimeClassName
+		ctr := ctx.Container.DeepCopy()
+		ctr.ReadOnlyRootFilesystem = ptr.To(true)
+		fx.ctr().SecurityContext = ctr
+		fx.ns.Labels["pod-security.kubernetes.io/enforce"] = string(ctx.Profile)
+	}
+}
+
+// then applies changes in order.
+func then(changes ...func(*fixture)) func(*fixture) {
+	return func(fx *fixture) {
+		for _, change := range changes {
+			change(fx)
+		}
+	}
+}
+
+var (
+	rootWebApp = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
+		AllowPrivilegeEscalation: ptr.To(true),
+		Capabilities:             &ctfv1alpha1.Capabilities{Add: []ctfv1alpha1.Capability{"NET_BIND_SERVICE", "SETUID", "SETGID", "CHOWN"}}}
+	sandboxedJail = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, Privileged: ptr.To(true), RuntimeClassName: "gvisor",
+		SeccompProfile:  &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementUnconfined},
+		AppArmorProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementUnconfined},
+		Capabilities:    &ctfv1alpha1.Capabilities{Add: []ctfv1alpha1.Capability{"SYS_ADMIN"}}}
+	localSeccomp = &ctfv1alpha1.Security{SeccompProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementLocalhost, LocalhostProfile: "ctf/jail.json"}}
+)
+
+// securityBreakings are what a release may not do whatever its template grants: more than
+// the template's exact word, or what its profile's Pod Security Standard forbids.
+var securityBreakings = []breaking{
+	{name: "a capability the template did not grant", rule: "security-context", apply: then(granted(nil), func(fx *fixture) {
+		fx.ctr().SecurityContext.Capabilities.Add = []corev1.Capability{"NET_BIND_SERVICE"}
+	})},
+	{name: "a user other than the template's", rule: "security-context", apply: then(granted(nil), func(fx *fixture) {
+		fx.pod().SecurityContext.RunAsUser = ptr.To[int64](2000)
+	})},
+	{name: "privileged beyond a privileged template's word", rule: "security-context", apply: then(granted(sandboxedJail), func(fx *fixture) {
+		fx.ctr().SecurityContext.Capabilities.Add = append(fx.ctr().SecurityContext.Capabilities.Add, "SYS_PTRACE")
+	})},
+	{name: "a runtime class the template did not name", rule: "placement", apply: then(granted(sandboxedJail), func(fx *fixture) {
+		fx.pod().RuntimeClassName = ptr.To("runc")
+	})},
+	{name: "privileged in a baseline template", rule: "pod-security", apply: then(granted(rootWebApp), func(fx *fixture) {
+		fx.ctr().SecurityContext.Privileged = ptr.To(true)
+	})},
+	{name: "a host path in a privileged template", rule: "volume", apply: then(granted(sandboxedJail), func(fx *fixture) {
+		fx.pod().Volumes = append(fx.pod().Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+	})},
+	{name: "the node's process namespace in a privileged template", rule: "host-namespace", apply: then(granted(sandboxedJail), func(fx *fixture) {
+		fx.pod().HostPID = true
+	})},
+	{name: "a namespace of its own enforcing less than the template's profile", rule: "namespace", own: true, apply: then(granted(nil), func(fx *fixture) {
+		fx.ns.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+	})},
+	{name: "a Localhost profile on the container beside the template's", rule: "security-context", apply: then(granted(localSeccomp), func(fx *fixture) {
+		fx.ctr().SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("other.json")}
+	})},
+}
+
+// securityHarmless are releases of templates that grant more, exactly as granted.
+var securityHarmless = []harmless{
+	{name: "a root web app on port 80 with the baseline capabilities", relaxes: true, apply: granted(rootWebApp)},
+	{name: "a privileged jail in its sandbox runtime", relaxes: true, apply: granted(sandboxedJail)},
+	{name: "a namespace of its own enforcing baseline", own: true, relaxes: true, apply: granted(rootWebApp)},
+	{name: "a Localhost seccomp profile the template names", relaxes: true, apply: granted(localSeccomp)},
+	{name: "the restricted defaults named exactly", apply: granted(nil)},
+}
+
+func init() {
+	breakings = append(breakings, securityBreakings...)
+	harmlessChanges = append(harmlessChanges, securityHarmless...)
+}
