@@ -129,8 +129,17 @@ func hostileChallenges() []hostileChallenge {
 		{name: "renewedAt on February 31", raw: func(s map[string]any) { s["renewedAt"] = "2026-02-31T10:00:00Z" }, want: refused, field: "spec.renewedAt"},
 		{name: "renewedAt at hour 24", raw: func(s map[string]any) { s["renewedAt"] = "2026-11-23T24:00:00Z" }, want: refused, field: "spec.renewedAt"},
 		{name: "renewedAt with a space", raw: func(s map[string]any) { s["renewedAt"] = "2026-11-23 10:00:00Z" }, want: refused, field: "spec.renewedAt"},
-		{name: "run as root", raw: setValue("runAsUser", 0), want: refused, field: "spec.values.runAsUser"},
-		{name: "run as group root", raw: setValue("runAsGroup", 0), want: refused, field: "spec.values.runAsGroup"},
+		{name: "run as root", raw: setValue("runAsUser", 0), want: refused, field: `unknown field "spec.values.runAsUser"`},
+		{name: "run as group root", raw: setValue("runAsGroup", 0), want: refused, field: `unknown field "spec.values.runAsGroup"`},
+		// Security settings are the organiser's template's alone.
+		{name: "a security section on a Challenge", raw: func(s map[string]any) {
+			s["security"] = map[string]any{"profile": "privileged", "privileged": true}
+		}, want: refused, field: `unknown field "spec.security"`},
+		{name: "a security section through values", raw: setValue("security", map[string]any{"profile": "privileged"}),
+			want: refused, field: `unknown field "spec.values.security"`},
+		{name: "a runtime class through values", raw: setValue("runtimeClassName", "runc"), want: refused, field: `unknown field "spec.values.runtimeClassName"`},
+		{name: "a command on a Challenge", raw: func(s map[string]any) { s["command"] = []any{"/bin/sh"} }, want: refused, field: `unknown field "spec.command"`},
+		{name: "a command through values", raw: setValue("command", []any{"/bin/sh"}), want: refused, field: `unknown field "spec.values.command"`},
 		{name: "termination grace through values", raw: setValue("terminationGracePeriodSeconds", 3600), want: refused, field: `unknown field "spec.values.terminationGracePeriodSeconds"`},
 		{name: "a fixed clusterIP through values", raw: setValue("expose", map[string]any{"clusterIP": "None"}), want: refused, field: `unknown field "spec.values.expose.clusterIP"`},
 		{name: "thirty-three annotations", raw: setValue("podAnnotations", manyKeys(33)), want: refused, field: "spec.values.podAnnotations"},
@@ -211,6 +220,20 @@ func hostileChallenges() []hostileChallenge {
 		{name: "flag key from kube-system", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: "kube-system", Name: "any", Key: "token"}}
 		}, want: violation, field: "flag-secret"},
+		// What a template asks beyond the operator's flags (here the defaults: baseline at most,
+		// no sandbox runtime class, no extra capability) ends in Error naming the flag.
+		{name: "a privileged template above the operator's ceiling", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, Privileged: ptr.To(true), RuntimeClassName: "gvisor"}
+		}, want: violation, field: "profile privileged is above --max-pod-security=baseline"},
+		{name: "a capability beyond the baseline set", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, Capabilities: &ctfv1alpha1.Capabilities{Add: []ctfv1alpha1.Capability{"SYS_PTRACE"}}}
+		}, want: violation, field: "capability SYS_PTRACE is not in the baseline standard's set"},
+		{name: "a runtime class the operator did not list", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Security = &ctfv1alpha1.Security{RuntimeClassName: "runc"}
+		}, want: violation, field: `runtime class "runc" is not in --sandbox-runtime-classes (none)`},
+		{name: "a Localhost profile the operator did not list", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Security = &ctfv1alpha1.Security{SeccompProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementLocalhost, LocalhostProfile: "any.json"}}
+		}, want: violation, field: "--allowed-localhost-profiles"},
 
 		// Hostile-looking but harmless: rendered exactly as written.
 		{name: "YAML in an env value", mutate: func(c *ctfv1alpha1.Challenge) {
@@ -292,6 +315,28 @@ func hostileTemplates() []struct {
 		field  string
 	}{
 		{"flag path injection", flagAt("/flag\n      hostPath: /"), "spec.flag.path"},
+		{"security settings overridable by a Challenge", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.OverridableValues = []ctfv1alpha1.ValuePath{"env", "security.pod"}
+		}, "overridableValues may not name security settings"},
+		{"a command overridable by a Challenge", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.OverridableValues = []ctfv1alpha1.ValuePath{"command"}
+		}, "overridableValues may not name security settings"},
+		{"root in restricted", secured(&ctfv1alpha1.Security{RunAsUser: ptr.To[int64](0)}), "need profile baseline or privileged"},
+		{"SYS_ADMIN in restricted", secured(&ctfv1alpha1.Security{Capabilities: &ctfv1alpha1.Capabilities{Add: []ctfv1alpha1.Capability{"SYS_ADMIN"}}}),
+			"profile restricted may add NET_BIND_SERVICE only"},
+		{"setuid helpers in restricted", secured(&ctfv1alpha1.Security{AllowPrivilegeEscalation: ptr.To(true)}), "allowPrivilegeEscalation needs profile baseline"},
+		{"privileged in baseline", secured(&ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, Privileged: ptr.To(true)}), "privileged needs profile privileged"},
+		{"unconfined in baseline", secured(&ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline,
+			AppArmorProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementUnconfined}}), "Unconfined seccomp or AppArmor profile needs profile privileged"},
+		{"a Localhost profile without its name", secured(&ctfv1alpha1.Security{SeccompProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementLocalhost}}),
+			"localhostProfile is required with type Localhost"},
+		{"a profile of the operator's own", secured(&ctfv1alpha1.Security{Profile: "root"}), "spec.security.profile"},
+		{"escalation forced off beside SYS_ADMIN", secured(&ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities: &ctfv1alpha1.Capabilities{Add: []ctfv1alpha1.Capability{"SYS_ADMIN"}}}), "allowPrivilegeEscalation cannot be false with privileged or SYS_ADMIN"},
+		{"a command with a line break", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Command = []ctfv1alpha1.Argument{"/bin/sh", "-c", "id\nwhoami"}
+		}, "spec.command[2]"},
+		{"a relative working directory", func(t *ctfv1alpha1.ChallengeTemplate) { t.Spec.WorkingDir = "app" }, "spec.workingDir"},
 		{"flag path with LS", flagAt("/flag\u2028x"), "spec.flag.path"},
 		{"relative flag path", flagAt("flag.txt"), "spec.flag.path"},
 		{"flag path climbing", flagAt("/flag/../etc/passwd"), "spec.flag.path"},
@@ -535,6 +580,11 @@ func setValue(key string, v any) func(map[string]any) {
 }
 
 // ingress exposes c through an Ingress, on the host the operator gives it.
+// secured gives a template a security section.
+func secured(sec *ctfv1alpha1.Security) func(*ctfv1alpha1.ChallengeTemplate) {
+	return func(t *ctfv1alpha1.ChallengeTemplate) { t.Spec.Security = sec }
+}
+
 func ingress(c *ctfv1alpha1.Challenge) {
 	c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress}
 }

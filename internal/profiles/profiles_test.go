@@ -1,0 +1,234 @@
+// Package profiles_test runs real challenges' shapes on the real control plane,
+// with the operator's flags opened as far as an organiser of pwn challenges would
+// ask an admin to: privileged templates allowed, in the gvisor or kata runtime
+// class, SYS_ADMIN on top of the baseline capabilities. Each shape's namespace
+// enforces its profile's Pod Security Standard, so the API server judges every
+// pod again.
+package profiles_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/operator"
+	"github.com/challenge-operator/challenge-operator/internal/security"
+	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/internal/values"
+)
+
+var h *testharness.Harness
+
+// sandboxes are the runtime classes the admin allows; the API server refuses a
+// pod whose RuntimeClass does not exist, so the tests create them.
+var sandboxes = []string{"gvisor", "kata"}
+
+func TestMain(m *testing.M) {
+	os.Exit(testharness.Run(m, testharness.Options{AsServiceAccount: true, Operator: operator.Options{
+		MaxConcurrentReconciles: 4,
+		Values: values.Settings{Security: security.Bounds{
+			MaxProfile:            ctfv1alpha1.ProfilePrivileged,
+			SandboxRuntimeClasses: sandboxes,
+			AllowedCapabilities:   []string{"SYS_ADMIN"},
+		}},
+	}}, &h, func() {
+		for i, name := range sandboxes {
+			rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: []string{"runsc", "kata"}[i]}
+			if err := h.Client.Create(context.Background(), rc); err != nil {
+				panic(err)
+			}
+		}
+	}))
+}
+
+// shape is one kind of real challenge ported onto a template.
+type shape struct {
+	name     string
+	template func(*ctfv1alpha1.ChallengeTemplateSpec)
+	// check asserts the rendered pod field by field.
+	check func(g Gomega, pod *corev1.PodSpec)
+}
+
+func caps(names ...ctfv1alpha1.Capability) *ctfv1alpha1.Capabilities {
+	return &ctfv1alpha1.Capabilities{Add: names}
+}
+
+func port(name string, n int32) []ctfv1alpha1.ChallengePort {
+	return []ctfv1alpha1.ChallengePort{{Name: name, Port: n, Protocol: ctfv1alpha1.ProtocolTCP}}
+}
+
+var shapes = []shape{
+	{
+		name: "a kCTF image in restricted, its server started without the jail",
+		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Ports = port("nc", 1337)
+			s.Command = []ctfv1alpha1.Argument{"/home/user/chal"}
+			s.Args = []ctfv1alpha1.Argument{"--port", "1337"}
+			s.WorkingDir = "/home/user"
+		},
+		check: func(g Gomega, pod *corev1.PodSpec) {
+			ctr := pod.Containers[0]
+			g.Expect(ctr.Command).To(Equal([]string{"/home/user/chal"}))
+			g.Expect(ctr.Args).To(Equal([]string{"--port", "1337"}))
+			g.Expect(ctr.WorkingDir).To(Equal("/home/user"))
+			g.Expect(pod.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
+			g.Expect(pod.SecurityContext.RunAsUser).To(Equal(ptr.To[int64](1000)))
+			g.Expect(ctr.SecurityContext.AllowPrivilegeEscalation).To(Equal(ptr.To(false)))
+			g.Expect(ctr.SecurityContext.Capabilities).To(Equal(&corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}))
+		},
+	},
+	{
+		name: "a root web app writing to /app on port 80",
+		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Ports = port("http", 80)
+			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
+				Capabilities: caps("NET_BIND_SERVICE", "CHOWN", "DAC_OVERRIDE", "FOWNER")}
+			s.Values = testharness.Values(`{"readOnlyRootFilesystem": false}`)
+		},
+		check: func(g Gomega, pod *corev1.PodSpec) {
+			ctr := pod.Containers[0]
+			g.Expect(pod.SecurityContext.RunAsUser).To(Equal(ptr.To[int64](0)))
+			g.Expect(pod.SecurityContext.RunAsGroup).To(Equal(ptr.To[int64](0)))
+			g.Expect(pod.SecurityContext.RunAsNonRoot).To(BeNil())
+			g.Expect(pod.SecurityContext.FSGroup).To(BeNil())
+			g.Expect(ctr.SecurityContext.ReadOnlyRootFilesystem).To(Equal(ptr.To(false)), "it writes to /app")
+			g.Expect(ctr.SecurityContext.Capabilities.Add).To(Equal([]corev1.Capability{"NET_BIND_SERVICE", "CHOWN", "DAC_OVERRIDE", "FOWNER"}))
+			g.Expect(ctr.SecurityContext.Capabilities.Drop).To(Equal([]corev1.Capability{"ALL"}))
+			g.Expect(ctr.Ports[0].ContainerPort).To(BeEquivalentTo(80))
+		},
+	},
+	{
+		name: "a setuid /readflag beside a non-root service",
+		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Ports = port("nc", 1337)
+			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](1000),
+				AllowPrivilegeEscalation: ptr.To(true)}
+		},
+		check: func(g Gomega, pod *corev1.PodSpec) {
+			g.Expect(pod.SecurityContext.RunAsUser).To(Equal(ptr.To[int64](1000)))
+			g.Expect(pod.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
+			g.Expect(pod.Containers[0].SecurityContext.AllowPrivilegeEscalation).To(Equal(ptr.To(true)), "setuid works")
+			g.Expect(pod.Containers[0].SecurityContext.Privileged).To(Equal(ptr.To(false)))
+		},
+	},
+	{
+		name: "sshd on port 22",
+		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Ports = port("ssh", 22)
+			s.Command = []ctfv1alpha1.Argument{"/usr/sbin/sshd", "-D", "-e"}
+			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](0),
+				AllowPrivilegeEscalation: ptr.To(true),
+				Capabilities:             caps("NET_BIND_SERVICE", "SETUID", "SETGID", "SYS_CHROOT", "CHOWN", "AUDIT_WRITE", "KILL")}
+			s.Values = testharness.Values(`{"readOnlyRootFilesystem": false}`)
+		},
+		check: func(g Gomega, pod *corev1.PodSpec) {
+			ctr := pod.Containers[0]
+			g.Expect(ctr.Command).To(Equal([]string{"/usr/sbin/sshd", "-D", "-e"}))
+			g.Expect(pod.SecurityContext.RunAsUser).To(Equal(ptr.To[int64](0)))
+			g.Expect(pod.SecurityContext.RunAsGroup).To(BeNil(), "the image's own group")
+			g.Expect(ctr.SecurityContext.Capabilities.Add).To(ContainElements(corev1.Capability("SYS_CHROOT"), corev1.Capability("SETUID"), corev1.Capability("SETGID")))
+		},
+	},
+	{
+		name: "a kCTF nsjail pwn service in a sandbox runtime",
+		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Ports = port("nc", 1337)
+			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, RunAsUser: ptr.To[int64](0), RuntimeClassName: "gvisor",
+				Capabilities:    caps("SYS_ADMIN"),
+				AppArmorProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementUnconfined},
+				SeccompProfile:  &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementUnconfined}}
+		},
+		check: func(g Gomega, pod *corev1.PodSpec) {
+			ctr := pod.Containers[0]
+			g.Expect(pod.RuntimeClassName).To(Equal(ptr.To("gvisor")))
+			g.Expect(pod.SecurityContext.AppArmorProfile).To(Equal(&corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}))
+			g.Expect(pod.SecurityContext.SeccompProfile).To(Equal(&corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}))
+			g.Expect(ctr.SecurityContext.Capabilities.Add).To(Equal([]corev1.Capability{"SYS_ADMIN"}))
+			g.Expect(ctr.SecurityContext.Privileged).To(Equal(ptr.To(false)), "nsjail needs SYS_ADMIN, not privileged")
+			g.Expect(ctr.SecurityContext.AllowPrivilegeEscalation).To(BeNil())
+			g.Expect(pod.HostPID || pod.HostNetwork || pod.HostIPC).To(BeFalse(), "no host namespaces, ever")
+			g.Expect(pod.AutomountServiceAccountToken).To(Equal(ptr.To(false)))
+		},
+	},
+	{
+		name: "a pwn.red/jail service, privileged in a sandbox runtime",
+		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Ports = port("nc", 5000)
+			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, Privileged: ptr.To(true), RuntimeClassName: "kata"}
+		},
+		check: func(g Gomega, pod *corev1.PodSpec) {
+			g.Expect(pod.RuntimeClassName).To(Equal(ptr.To("kata")))
+			g.Expect(pod.Containers[0].SecurityContext.Privileged).To(Equal(ptr.To(true)))
+			for _, v := range pod.Volumes {
+				g.Expect(v.HostPath).To(BeNil())
+			}
+		},
+	},
+}
+
+// TestChallengeShapesRun: each shape reaches Running in a namespace that
+// enforces its profile, with its pod exactly as the template says.
+func TestChallengeShapesRun(t *testing.T) {
+	for i, sh := range shapes {
+		t.Run(sh.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			ctx := context.Background()
+			name := fmt.Sprintf("shape-%d", i)
+			tmpl := h.Template(t, name, sh.template)
+			profile := security.ProfileOf(tmpl.Spec.Security)
+			ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": string(profile)})
+			ch := testharness.FromTemplate(ns, name, "team-a", name)
+			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+			h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+			dep := &appsv1.Deployment{}
+			g.Expect(h.Client.Get(ctx, client.ObjectKeyFromObject(ch), dep)).To(Succeed())
+			sh.check(g, &dep.Spec.Template.Spec)
+			var pods corev1.PodList
+			g.Expect(h.Client.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(1), "the API server admitted the pod under %s", profile)
+		})
+	}
+}
+
+// TestPrivilegedNeedsASandbox: what the admin's flags do not allow ends in
+// Error/PolicyViolation naming the flag, with nothing applied.
+func TestPrivilegedNeedsASandbox(t *testing.T) {
+	for i, tc := range []struct {
+		name string
+		sec  *ctfv1alpha1.Security
+		want string
+	}{
+		{"privileged without a runtime class", &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, Privileged: ptr.To(true)},
+			"must name a runtime class of --sandbox-runtime-classes (gvisor, kata)"},
+		{"a capability outside the allowlist", &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, RuntimeClassName: "gvisor",
+			Capabilities: caps("SYS_MODULE")}, "capability SYS_MODULE is not in --allowed-capabilities (SYS_ADMIN)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			name := fmt.Sprintf("refused-%d", i)
+			h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Security = tc.sec })
+			ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "privileged"})
+			ch := testharness.FromTemplate(ns, name, "team-b", name)
+			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+			got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+			g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
+			g.Expect(got.Status.Message).To(ContainSubstring(tc.want))
+			var deps appsv1.DeploymentList
+			g.Expect(h.Client.List(ctx, &deps, client.InNamespace(ns))).To(Succeed())
+			g.Expect(deps.Items).To(BeEmpty(), "nothing applied")
+		})
+	}
+}
