@@ -179,6 +179,21 @@ type ChallengeTemplateSpec struct {
 	// +optional
 	WorkingDir string `json:"workingDir,omitempty"`
 
+	// Scratch are writable directories besides /tmp (a cache, an upload
+	// directory), each an emptyDir with a size limit within the operator's
+	// ephemeral-storage ceiling; a memory-backed one counts against the
+	// container's memory.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(m, self.exists_one(n, n.path == m.path))",message="scratch paths must be unique"
+	// +optional
+	Scratch []ScratchMount `json:"scratch,omitempty"`
+
+	// KeepImageTmp leaves the image's own /tmp in place (its files, and
+	// read-only with a read-only root filesystem) instead of a writable
+	// scratch directory over it.
+	// +optional
+	KeepImageTmp bool `json:"keepImageTmp,omitempty"`
+
 	// Security is what instances may do on their node: restricted unless
 	// the organiser says otherwise here, within the operator's flags.
 	// +optional
@@ -242,6 +257,25 @@ type InstancerAccess struct {
 	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
 	// +optional
 	Title string `json:"title,omitempty"`
+}
+
+// ScratchMount is a writable directory of the container.
+type ScratchMount struct {
+	// Path where it is mounted: absolute, not / nor /tmp (see KeepImageTmp
+	// and values.tmpSizeLimit), without . or .. segments.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^(/[-_.a-zA-Z0-9@+]+)+$`
+	// +kubebuilder:validation:XValidation:rule="self != '/tmp' && !self.split('/').exists(s, s == '.' || s == '..')",message="must not be /tmp or contain . or .. segments"
+	Path string `json:"path"`
+	// SizeLimit bounds it: at most the operator's --max-ephemeral-storage
+	// (or the template's policy) when rendered; 64Mi when unset.
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).compareTo(quantity('1Ti')) <= 0",message="must be at most 1Ti"
+	// +optional
+	SizeLimit *Quantity `json:"sizeLimit,omitempty"`
+	// Memory backs it with memory (tmpfs), counted against the container's
+	// memory limit: fast, and gone with the pod.
+	// +optional
+	Memory bool `json:"memory,omitempty"`
 }
 
 // Argument is one word of a command line: any text without control or

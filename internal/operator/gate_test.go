@@ -55,6 +55,8 @@ func TestChartPassesTheGate(t *testing.T) {
 				tmpl := tmpl.DeepCopy()
 				tmpl.Spec.Security = sec
 				tmpl.Spec.Command = []ctfv1alpha1.Argument{"/app/run", "--flag-file=/flag/flag.txt"}
+				tmpl.Spec.Ports = append(tmpl.Spec.Ports, ctfv1alpha1.ChallengePort{Name: "web", Port: 80, Protocol: ctfv1alpha1.ProtocolTCP})
+				tmpl.Spec.Scratch = []ctfv1alpha1.ScratchMount{{Path: "/var/cache/app"}, {Path: "/run", Memory: true}}
 				ch := &ctfv1alpha1.Challenge{
 					ObjectMeta: metav1.ObjectMeta{Name: "web-team1", Namespace: "ctf-teams"},
 					Spec:       ctfv1alpha1.ChallengeSpec{Participant: "team1", Template: "web"},
@@ -64,6 +66,7 @@ func TestChartPassesTheGate(t *testing.T) {
 				manifest, in, err := RenderForGate(ch, tmpl, Options{Values: settings})
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(policy.Check(manifest, in)).To(Succeed())
+				g.Expect(string(manifest)).To(ContainSubstring("net.ipv4.ip_unprivileged_port_start"), "port 80 without root")
 				if !perInstance {
 					return
 				}

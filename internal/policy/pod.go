@@ -3,6 +3,7 @@ package policy
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -64,6 +65,10 @@ func (c *checker) pod(o *object, t *corev1.PodTemplateSpec) error {
 	return c.securityContext(o, &t.Spec)
 }
 
+// UnprivilegedPortSysctl is the one sysctl a pod may set: the lowest port a non-root process may
+// bind, in the pod's own network namespace, so that a non-root server can listen on port 80.
+const UnprivilegedPortSysctl = "net.ipv4.ip_unprivileged_port_start"
+
 // level is the Pod Security Standard level the instance's pods meet.
 func (c *checker) level() psaapi.Level {
 	if c.in.Security == nil {
@@ -76,11 +81,23 @@ func (c *checker) level() psaapi.Level {
 // the template's, as the operator computed them within its flags: at the privileged level,
 // where the Pod Security Standards allow everything, this is what bounds the pod.
 func (c *checker) securityContext(o *object, p *corev1.PodSpec) error {
+	if sc := p.SecurityContext; sc != nil {
+		for _, s := range sc.Sysctls {
+			if n, err := strconv.Atoi(s.Value); s.Name != UnprivilegedPortSysctl || err != nil || n < 0 || n > 65535 {
+				return o.violation(ruleSecContext, "sysctl %s: only %s, to a port number", s.Name, UnprivilegedPortSysctl)
+			}
+		}
+	}
 	want := c.in.Security
 	if want == nil {
 		return nil
 	}
-	if !apiequality.Semantic.DeepEqual(p.SecurityContext, want.Pod) {
+	got := p.SecurityContext
+	if got != nil {
+		got = got.DeepCopy()
+		got.Sysctls = nil // judged above: the ports decide it, not the template
+	}
+	if !apiequality.Semantic.DeepEqual(got, want.Pod) {
 		return o.violation(ruleSecContext, "the pod's securityContext must be exactly its template's")
 	}
 	if !apiequality.Semantic.DeepEqual(p.RuntimeClassName, want.RuntimeClassName) {

@@ -71,6 +71,12 @@ var securityBreakings = []breaking{
 	{name: "a namespace of its own enforcing less than the template's profile", rule: "namespace", own: true, apply: then(granted(nil), func(fx *fixture) {
 		fx.ns.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
 	})},
+	{name: "a sysctl other than the unprivileged port start", rule: "security-context", apply: func(fx *fixture) {
+		fx.pod().SecurityContext.Sysctls = []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}
+	}},
+	{name: "the unprivileged port start set to a word", rule: "security-context", apply: func(fx *fixture) {
+		fx.pod().SecurityContext.Sysctls = []corev1.Sysctl{{Name: UnprivilegedPortSysctl, Value: "0 # x"}}
+	}},
 	{name: "a Localhost profile on the container beside the template's", rule: "security-context", apply: then(granted(localSeccomp), func(fx *fixture) {
 		fx.ctr().SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("other.json")}
 	})},
@@ -83,6 +89,9 @@ var securityHarmless = []harmless{
 	{name: "a namespace of its own enforcing baseline", own: true, relaxes: true, apply: granted(rootWebApp)},
 	{name: "a Localhost seccomp profile the template names", relaxes: true, apply: granted(localSeccomp)},
 	{name: "the restricted defaults named exactly", apply: granted(nil)},
+	{name: "a non-root server on port 80", apply: then(granted(nil), func(fx *fixture) {
+		fx.pod().SecurityContext.Sysctls = []corev1.Sysctl{{Name: UnprivilegedPortSysctl, Value: "80"}}
+	})},
 }
 
 func init() {

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,6 +86,34 @@ var shapes = []shape{
 			g.Expect(pod.SecurityContext.RunAsUser).To(Equal(ptr.To[int64](1000)))
 			g.Expect(ctr.SecurityContext.AllowPrivilegeEscalation).To(Equal(ptr.To(false)))
 			g.Expect(ctr.SecurityContext.Capabilities).To(Equal(&corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}))
+		},
+	},
+	{
+		name: "nginx on port 80 in restricted, with a writable cache and /run in memory",
+		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Ports = port("http", 80)
+			s.Scratch = []ctfv1alpha1.ScratchMount{{Path: "/var/cache/nginx", SizeLimit: ptr.To(ctfv1alpha1.Quantity("32Mi"))}, {Path: "/run", Memory: true}}
+		},
+		check: func(g Gomega, pod *corev1.PodSpec) {
+			g.Expect(pod.SecurityContext.Sysctls).To(Equal([]corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "80"}}),
+				"a non-root process binds port 80 through its own network namespace's sysctl")
+			g.Expect(pod.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
+			g.Expect(pod.Containers[0].VolumeMounts).To(ContainElements(
+				corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"},
+				corev1.VolumeMount{Name: "scratch-0", MountPath: "/var/cache/nginx"},
+				corev1.VolumeMount{Name: "scratch-1", MountPath: "/run"}))
+			g.Expect(pod.Volumes).To(ContainElement(corev1.Volume{Name: "scratch-1", VolumeSource: corev1.VolumeSource{
+				EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("64Mi"))}}}))
+		},
+	},
+	{
+		name: "a service that keeps its image's /tmp",
+		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.KeepImageTmp = true
+		},
+		check: func(g Gomega, pod *corev1.PodSpec) {
+			g.Expect(pod.Containers[0].VolumeMounts).To(BeEmpty())
+			g.Expect(pod.Volumes).To(BeEmpty())
 		},
 	},
 	{

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -182,6 +183,7 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 		return nil, err
 	}
 	merge(vals, enforced)
+	lowPortSysctl(vals)
 	vals["resources"] = resourceFloor(vals["resources"])
 	return vals, nil
 }
@@ -206,10 +208,11 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	egress := []any{}
 	internetEgress := false
 	var sec *ctfv1alpha1.Security
-	container := containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{}}
+	container := containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{}, Scratch: []scratchValues{}, MountTmp: true}
 	if tmpl != nil {
 		sec = tmpl.Spec.Security
-		container = containerValues{Command: orEmpty(tmpl.Spec.Command), Args: orEmpty(tmpl.Spec.Args), WorkingDir: tmpl.Spec.WorkingDir}
+		container = containerValues{Command: orEmpty(tmpl.Spec.Command), Args: orEmpty(tmpl.Spec.Args), WorkingDir: tmpl.Spec.WorkingDir,
+			Scratch: scratchFor(tmpl.Spec.Scratch), MountTmp: !tmpl.Spec.KeepImageTmp}
 		if f := tmpl.Spec.Flag; f != nil {
 			flagValues = map[string]any{
 				"enabled": true, "secretName": FlagSecretName(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
@@ -250,12 +253,75 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	return out, nil
 }
 
-// containerValues are the template's command line for the container; empty
-// keeps the image's own.
+// containerValues are the template's command line for the container (empty
+// keeps the image's own) and its writable directories.
 type containerValues struct {
 	Command    []ctfv1alpha1.Argument `json:"command"`
 	Args       []ctfv1alpha1.Argument `json:"args"`
 	WorkingDir string                 `json:"workingDir"`
+	Scratch    []scratchValues        `json:"scratch"`
+	MountTmp   bool                   `json:"mountTmp"`
+}
+
+// scratchValues are one writable directory as the chart mounts it.
+type scratchValues struct {
+	Path      string `json:"path"`
+	SizeLimit string `json:"sizeLimit"`
+	Medium    string `json:"medium"`
+}
+
+// DefaultScratchSize bounds a scratch directory whose template names no size.
+const DefaultScratchSize = "64Mi"
+
+func scratchFor(mounts []ctfv1alpha1.ScratchMount) []scratchValues {
+	out := make([]scratchValues, 0, len(mounts))
+	for _, m := range mounts {
+		v := scratchValues{Path: m.Path, SizeLimit: DefaultScratchSize}
+		if m.SizeLimit != nil {
+			v.SizeLimit = string(*m.SizeLimit)
+		}
+		if m.Memory {
+			v.Medium = string(corev1.StorageMediumMemory)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// lowPortSysctl lets a non-root process bind the lowest of ports when it is
+// below 1024, through the pod's own network namespace's
+// net.ipv4.ip_unprivileged_port_start (a safe sysctl, allowed in restricted):
+// a capability added to a non-root container never reaches its process.
+func lowPortSysctl(vals map[string]any) {
+	ports, _ := vals["ports"].([]any)
+	lowest := int64(1024)
+	for _, p := range ports {
+		m, _ := p.(map[string]any)
+		if n, ok := toInt64(m["port"]); ok && n < lowest {
+			lowest = n
+		}
+	}
+	sec, _ := vals["security"].(map[string]any)
+	pod, _ := sec["pod"].(map[string]any)
+	if lowest >= 1024 || pod == nil {
+		return
+	}
+	pod["sysctls"] = []any{map[string]any{"name": policy.UnprivilegedPortSysctl, "value": strconv.FormatInt(lowest, 10)}}
+}
+
+func toInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return int64(n), true
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
 }
 
 // securityValues are a security.Context as the chart's security values.
