@@ -141,6 +141,7 @@ type EgressRule struct {
 // +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.port == p.port && q.protocol == p.protocol))",message="spec.ports must not repeat a port and protocol"
 // +kubebuilder:validation:XValidation:rule="!has(self.egress) || self.egress.all(e, self.egress.exists_one(f, f.name == e.name))",message="spec.egress names must be unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.instancer) || !self.instancer.startable || (has(self.lifetime) && (has(self.lifetime.default) || has(self.lifetime.max)))",message="spec.lifetime.default or spec.lifetime.max is required when spec.instancer.startable is true: instances teams start must expire"
+// +kubebuilder:validation:XValidation:rule="!has(self.probes) || ((!has(self.probes.readiness) || ((!has(self.probes.readiness.http) || self.ports.exists(q, q.name == self.probes.readiness.http.port)) && (!has(self.probes.readiness.tcp) || self.ports.exists(q, q.name == self.probes.readiness.tcp.port)))) && (!has(self.probes.startup) || ((!has(self.probes.startup.http) || self.ports.exists(q, q.name == self.probes.startup.http.port)) && (!has(self.probes.startup.tcp) || self.ports.exists(q, q.name == self.probes.startup.tcp.port)))) && (!has(self.probes.liveness) || ((!has(self.probes.liveness.http) || self.ports.exists(q, q.name == self.probes.liveness.http.port)) && (!has(self.probes.liveness.tcp) || self.ports.exists(q, q.name == self.probes.liveness.tcp.port)))))",message="a probe's port must name one of spec.ports"
 type ChallengeTemplateSpec struct {
 	// Image is the challenge container image.
 	// +kubebuilder:validation:MinLength=1
@@ -178,6 +179,11 @@ type ChallengeTemplateSpec struct {
 	// +kubebuilder:validation:Pattern=`^/[^\p{Cc}\p{Zl}\p{Zp}]*$`
 	// +optional
 	WorkingDir string `json:"workingDir,omitempty"`
+
+	// Probes tell when an instance is ready, started and alive; without a
+	// readiness probe, a TCP probe on the primary port (values.readinessProbe).
+	// +optional
+	Probes *Probes `json:"probes,omitempty"`
 
 	// Scratch are writable directories besides /tmp (a cache, an upload
 	// directory), each an emptyDir with a size limit within the operator's
@@ -257,6 +263,82 @@ type InstancerAccess struct {
 	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
 	// +optional
 	Title string `json:"title,omitempty"`
+}
+
+// Probes are the container's probes.
+type Probes struct {
+	// Readiness decides when the instance is Running (and Pending again).
+	// +optional
+	Readiness *Probe `json:"readiness,omitempty"`
+	// Startup holds the other probes off while a slow service starts.
+	// +optional
+	Startup *Probe `json:"startup,omitempty"`
+	// Liveness restarts a container that stops answering.
+	// +optional
+	Liveness *Probe `json:"liveness,omitempty"`
+}
+
+// Probe is one check of the container: exactly one of http, tcp and exec.
+// The kubelet probes the pod itself, never another host.
+// +kubebuilder:validation:XValidation:rule="[has(self.http), has(self.tcp), has(self.exec)].filter(x, x).size() == 1",message="exactly one of http, tcp and exec"
+type Probe struct {
+	// HTTP is a GET of a path on a named port; 2xx and 3xx pass.
+	// +optional
+	HTTP *HTTPProbe `json:"http,omitempty"`
+	// TCP is a connection to a named port.
+	// +optional
+	TCP *TCPProbe `json:"tcp,omitempty"`
+	// Exec runs a command in the container; exit status 0 passes.
+	// +optional
+	Exec *ExecProbe `json:"exec,omitempty"`
+	// PeriodSeconds between checks (10 when unset).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	// +optional
+	PeriodSeconds *int32 `json:"periodSeconds,omitempty"`
+	// InitialDelaySeconds before the first check.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=600
+	// +optional
+	InitialDelaySeconds *int32 `json:"initialDelaySeconds,omitempty"`
+	// TimeoutSeconds of one check (1 when unset).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=60
+	// +optional
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+	// FailureThreshold is how many failed checks in a row count (3 when unset).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	FailureThreshold *int32 `json:"failureThreshold,omitempty"`
+}
+
+// HTTPProbe is a GET of a path on one of the template's ports.
+type HTTPProbe struct {
+	// Path, e.g. /healthz.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[-._~!$&'()*+,;=:@/%a-zA-Z0-9?]*$`
+	Path string `json:"path"`
+	// Port names one of spec.ports.
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Port string `json:"port"`
+}
+
+// TCPProbe is a connection to one of the template's ports.
+type TCPProbe struct {
+	// Port names one of spec.ports.
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Port string `json:"port"`
+}
+
+// ExecProbe runs a command in the container.
+type ExecProbe struct {
+	// Command and its arguments.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Command []Argument `json:"command"`
 }
 
 // ScratchMount is a writable directory of the container.

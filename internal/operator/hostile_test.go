@@ -337,6 +337,22 @@ func hostileTemplates() []struct {
 			t.Spec.Command = []ctfv1alpha1.Argument{"/bin/sh", "-c", "id\nwhoami"}
 		}, "spec.command[2]"},
 		{"a relative working directory", func(t *ctfv1alpha1.ChallengeTemplate) { t.Spec.WorkingDir = "app" }, "spec.workingDir"},
+		{"a probe of a port the template does not have", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Probes = &ctfv1alpha1.Probes{Liveness: &ctfv1alpha1.Probe{TCP: &ctfv1alpha1.TCPProbe{Port: "ssh"}}}
+		}, "a probe's port must name one of spec.ports"},
+		{"a probe of two kinds", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Probes = &ctfv1alpha1.Probes{Readiness: &ctfv1alpha1.Probe{TCP: &ctfv1alpha1.TCPProbe{Port: "nc"},
+				Exec: &ctfv1alpha1.ExecProbe{Command: []ctfv1alpha1.Argument{"true"}}}}
+		}, "exactly one of http, tcp and exec"},
+		{"a probe path with a line break", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Probes = &ctfv1alpha1.Probes{Readiness: &ctfv1alpha1.Probe{HTTP: &ctfv1alpha1.HTTPProbe{Path: "/\nHost: x", Port: "nc"}}}
+		}, "spec.probes.readiness.http.path"},
+		{"a scratch directory over /tmp", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Scratch = []ctfv1alpha1.ScratchMount{{Path: "/tmp"}}
+		}, "must not be /tmp"},
+		{"a scratch directory climbing out", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Scratch = []ctfv1alpha1.ScratchMount{{Path: "/var/../etc"}}
+		}, "must not be /tmp or contain . or .. segments"},
 		{"flag path with LS", flagAt("/flag\u2028x"), "spec.flag.path"},
 		{"relative flag path", flagAt("flag.txt"), "spec.flag.path"},
 		{"flag path climbing", flagAt("/flag/../etc/passwd"), "spec.flag.path"},

@@ -156,6 +156,7 @@ const (
 	ruleIngress        = "ingress"
 	ruleIngressHost    = "ingress-host"
 	ruleSecContext     = "security-context"
+	ruleProbeHost      = "probe-host"
 	ruleIngressClass   = "ingress-class"
 	ruleIngressTLS     = "ingress-tls"
 	ruleNetworkPolicy  = "network-policy"

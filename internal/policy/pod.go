@@ -49,7 +49,7 @@ func exactSelector(s *metav1.LabelSelector, want map[string]string) bool {
 func (c *checker) pod(o *object, t *corev1.PodTemplateSpec) error {
 	rules := []func(*object, *corev1.PodSpec) error{
 		c.hostNamespaces, c.hostPorts, c.placement, c.serviceAccountUse, c.containers,
-		c.volumes, c.secretRefs, c.resources, c.images, c.rootGroup, terminationGrace, schedulingGates,
+		c.volumes, c.secretRefs, c.resources, c.images, c.rootGroup, terminationGrace, schedulingGates, probeHosts,
 	}
 	for _, rule := range rules {
 		if err := rule(o, &t.Spec); err != nil {
@@ -114,6 +114,37 @@ func (c *checker) securityContext(o *object, p *corev1.PodSpec) error {
 		}
 	}
 	return nil
+}
+
+// probeHosts refuses probes and lifecycle hooks that name a host: the kubelet would connect to it
+// from the node's network, where the NetworkPolicy does not hold (the cloud's metadata, the API
+// server, another instance), and a probe's outcome tells its result back to the instance.
+func probeHosts(o *object, p *corev1.PodSpec) error {
+	for _, ctr := range p.Containers {
+		handlers := []*corev1.ProbeHandler{}
+		for _, pr := range []*corev1.Probe{ctr.ReadinessProbe, ctr.LivenessProbe, ctr.StartupProbe} {
+			if pr != nil {
+				handlers = append(handlers, &pr.ProbeHandler)
+			}
+		}
+		if lc := ctr.Lifecycle; lc != nil {
+			for _, h := range []*corev1.LifecycleHandler{lc.PostStart, lc.PreStop} {
+				if h != nil {
+					handlers = append(handlers, &corev1.ProbeHandler{HTTPGet: h.HTTPGet, TCPSocket: h.TCPSocket})
+				}
+			}
+		}
+		for _, h := range handlers {
+			if (h.HTTPGet != nil && (h.HTTPGet.Host != "" || hasHostHeader(h.HTTPGet.HTTPHeaders))) || (h.TCPSocket != nil && h.TCPSocket.Host != "") {
+				return o.violation(ruleProbeHost, "container %q: a probe or hook names a host; the kubelet probes the pod itself only", ctr.Name)
+			}
+		}
+	}
+	return nil
+}
+
+func hasHostHeader(headers []corev1.HTTPHeader) bool {
+	return slices.ContainsFunc(headers, func(h corev1.HTTPHeader) bool { return strings.EqualFold(h.Name, "Host") })
 }
 
 // MaxTerminationGracePeriod bounds how long a deleted instance's pod may keep running (and

@@ -2,6 +2,7 @@ package policy
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -71,6 +72,20 @@ var securityBreakings = []breaking{
 	{name: "a namespace of its own enforcing less than the template's profile", rule: "namespace", own: true, apply: then(granted(nil), func(fx *fixture) {
 		fx.ns.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
 	})},
+	{name: "a readiness probe of the cloud's metadata", rule: "probe-host", apply: func(fx *fixture) {
+		fx.ctr().ReadinessProbe.TCPSocket.Host = "169.254.169.254"
+	}},
+	{name: "a liveness probe of the API server", rule: "probe-host", apply: func(fx *fixture) {
+		fx.ctr().LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Host: "kubernetes.default.svc", Path: "/", Port: intstr.FromInt32(443)}}}
+	}},
+	{name: "a startup probe with a Host header", rule: "probe-host", apply: func(fx *fixture) {
+		fx.ctr().StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/", Port: intstr.FromString("main"), HTTPHeaders: []corev1.HTTPHeader{{Name: "host", Value: "internal"}}}}}
+	}},
+	{name: "a postStart hook to another host", rule: "probe-host", apply: func(fx *fixture) {
+		fx.ctr().Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{Host: "10.0.0.1", Port: intstr.FromInt32(22)}}}
+	}},
 	{name: "a sysctl other than the unprivileged port start", rule: "security-context", apply: func(fx *fixture) {
 		fx.pod().SecurityContext.Sysctls = []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}
 	}},
@@ -89,6 +104,11 @@ var securityHarmless = []harmless{
 	{name: "a namespace of its own enforcing baseline", own: true, relaxes: true, apply: granted(rootWebApp)},
 	{name: "a Localhost seccomp profile the template names", relaxes: true, apply: granted(localSeccomp)},
 	{name: "the restricted defaults named exactly", apply: granted(nil)},
+	{name: "HTTP, TCP and exec probes of the pod itself", apply: func(fx *fixture) {
+		fx.ctr().ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("main")}}}
+		fx.ctr().StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("main")}}}
+		fx.ctr().LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/check"}}}}
+	}},
 	{name: "a non-root server on port 80", apply: then(granted(nil), func(fx *fixture) {
 		fx.pod().SecurityContext.Sysctls = []corev1.Sysctl{{Name: UnprivilegedPortSysctl, Value: "80"}}
 	})},

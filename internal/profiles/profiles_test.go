@@ -107,6 +107,27 @@ var shapes = []shape{
 		},
 	},
 	{
+		name: "a web app with HTTP readiness, TCP startup and exec liveness probes",
+		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Ports = port("http", 8080)
+			s.Probes = &ctfv1alpha1.Probes{
+				Readiness: &ctfv1alpha1.Probe{HTTP: &ctfv1alpha1.HTTPProbe{Path: "/healthz", Port: "http"}, PeriodSeconds: ptr.To[int32](2)},
+				Startup:   &ctfv1alpha1.Probe{TCP: &ctfv1alpha1.TCPProbe{Port: "http"}, FailureThreshold: ptr.To[int32](30)},
+				Liveness:  &ctfv1alpha1.Probe{Exec: &ctfv1alpha1.ExecProbe{Command: []ctfv1alpha1.Argument{"/app/alive"}}},
+			}
+		},
+		check: func(g Gomega, pod *corev1.PodSpec) {
+			ctr := pod.Containers[0]
+			g.Expect(ctr.ReadinessProbe.HTTPGet.Path).To(Equal("/healthz"))
+			g.Expect(ctr.ReadinessProbe.HTTPGet.Port.StrVal).To(Equal("http"))
+			g.Expect(ctr.ReadinessProbe.HTTPGet.Host).To(BeEmpty())
+			g.Expect(ctr.ReadinessProbe.PeriodSeconds).To(BeEquivalentTo(2))
+			g.Expect(ctr.StartupProbe.TCPSocket.Port.StrVal).To(Equal("http"))
+			g.Expect(ctr.StartupProbe.FailureThreshold).To(BeEquivalentTo(30))
+			g.Expect(ctr.LivenessProbe.Exec.Command).To(Equal([]string{"/app/alive"}))
+		},
+	},
+	{
 		name: "a service that keeps its image's /tmp",
 		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.KeepImageTmp = true

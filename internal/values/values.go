@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -212,7 +213,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	if tmpl != nil {
 		sec = tmpl.Spec.Security
 		container = containerValues{Command: orEmpty(tmpl.Spec.Command), Args: orEmpty(tmpl.Spec.Args), WorkingDir: tmpl.Spec.WorkingDir,
-			Scratch: scratchFor(tmpl.Spec.Scratch), MountTmp: !tmpl.Spec.KeepImageTmp}
+			Scratch: scratchFor(tmpl.Spec.Scratch), MountTmp: !tmpl.Spec.KeepImageTmp, Probes: probesFor(tmpl.Spec.Probes)}
 		if f := tmpl.Spec.Flag; f != nil {
 			flagValues = map[string]any{
 				"enabled": true, "secretName": FlagSecretName(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
@@ -261,6 +262,44 @@ type containerValues struct {
 	WorkingDir string                 `json:"workingDir"`
 	Scratch    []scratchValues        `json:"scratch"`
 	MountTmp   bool                   `json:"mountTmp"`
+	Probes     probeValues            `json:"probes"`
+}
+
+// probeValues are the template's probes as the chart writes them.
+type probeValues struct {
+	Readiness *corev1.Probe `json:"readiness,omitempty"`
+	Startup   *corev1.Probe `json:"startup,omitempty"`
+	Liveness  *corev1.Probe `json:"liveness,omitempty"`
+}
+
+func probesFor(p *ctfv1alpha1.Probes) probeValues {
+	if p == nil {
+		return probeValues{}
+	}
+	return probeValues{Readiness: probeFor(p.Readiness), Startup: probeFor(p.Startup), Liveness: probeFor(p.Liveness)}
+}
+
+// probeFor writes a template's probe as Kubernetes does, never with a host:
+// the kubelet probes the pod itself.
+func probeFor(p *ctfv1alpha1.Probe) *corev1.Probe {
+	if p == nil {
+		return nil
+	}
+	out := &corev1.Probe{PeriodSeconds: ptr.Deref(p.PeriodSeconds, 0), InitialDelaySeconds: ptr.Deref(p.InitialDelaySeconds, 0),
+		TimeoutSeconds: ptr.Deref(p.TimeoutSeconds, 0), FailureThreshold: ptr.Deref(p.FailureThreshold, 0)}
+	switch {
+	case p.HTTP != nil:
+		out.HTTPGet = &corev1.HTTPGetAction{Path: p.HTTP.Path, Port: intstr.FromString(p.HTTP.Port)}
+	case p.TCP != nil:
+		out.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromString(p.TCP.Port)}
+	case p.Exec != nil:
+		cmd := make([]string, len(p.Exec.Command))
+		for i, a := range p.Exec.Command {
+			cmd[i] = string(a)
+		}
+		out.Exec = &corev1.ExecAction{Command: cmd}
+	}
+	return out
 }
 
 // scratchValues are one writable directory as the chart mounts it.
