@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 			MaxProfile:            ctfv1alpha1.ProfilePrivileged,
 			SandboxRuntimeClasses: sandboxes,
 			AllowedCapabilities:   []string{"SYS_ADMIN"},
+			LocalhostProfiles:     []string{"chrome.json"},
 		}},
 	}}, &h, func() {
 		for i, name := range sandboxes {
@@ -135,6 +136,25 @@ var shapes = []shape{
 		check: func(g Gomega, pod *corev1.PodSpec) {
 			g.Expect(pod.Containers[0].VolumeMounts).To(BeEmpty())
 			g.Expect(pod.Volumes).To(BeEmpty())
+		},
+	},
+	{
+		name: "a headless Chrome admin bot with its sandbox and internet egress",
+		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Ports = port("http", 3000)
+			// Chrome's sandbox makes user namespaces, which the runtime's default seccomp
+			// filter forbids: the organiser's chrome.json allows them, nothing more.
+			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline,
+				SeccompProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementLocalhost, LocalhostProfile: "chrome.json"}}
+			s.Policy = &ctfv1alpha1.InstancePolicy{InternetEgress: true}
+			s.Scratch = []ctfv1alpha1.ScratchMount{{Path: "/dev/shm", Memory: true, SizeLimit: ptr.To(ctfv1alpha1.Quantity("128Mi"))}}
+		},
+		check: func(g Gomega, pod *corev1.PodSpec) {
+			g.Expect(pod.SecurityContext.SeccompProfile).To(Equal(&corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("chrome.json")}))
+			g.Expect(pod.SecurityContext.RunAsUser).To(BeNil(), "the image's own user")
+			g.Expect(pod.Containers[0].SecurityContext.Capabilities).To(Equal(&corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}),
+				"the sandbox needs no capability, only user namespaces")
+			g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "scratch-0", MountPath: "/dev/shm"}))
 		},
 	},
 	{
