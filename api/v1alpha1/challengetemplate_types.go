@@ -63,6 +63,15 @@ type FlagSpec struct {
 	// +optional
 	Path string `json:"path,omitempty"`
 
+	// Mode of the flag file (mount File), 0444 (292) when unset. The file
+	// belongs to root; a mode without the group's read bit, such as 0400
+	// (256), keeps it root's alone, for a setuid /readflag to read: the pod
+	// then gets no fsGroup, which would hand the file to the container's group.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=511
+	// +optional
+	FileMode *int32 `json:"fileMode,omitempty"`
+
 	// EnvName is the variable holding the flag (mount Env).
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`

@@ -89,7 +89,7 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 			return policy.Instance{}, lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "security: ChallengeTemplate %s: %v", tmpl.Name, err)
 		}
 	}
-	podSecurity := security.For(sec)
+	podSecurity := security.ForTemplate(tmpl)
 	in := policy.Instance{
 		Security:     &podSecurity,
 		Release:      ch.Name,

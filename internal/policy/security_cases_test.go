@@ -13,7 +13,7 @@ import (
 // names exactly what it grants, and the pod runs with exactly that, as the chart renders it.
 func granted(sec *ctfv1alpha1.Security) func(*fixture) {
 	return func(fx *fixture) {
-		ctx := security.For(sec)
+		ctx := security.For(sec, false)
 		fx.in.Security = &ctx
 		fx.pod().SecurityContext = ctx.Pod.DeepCopy()
 		fx.pod().RuntimeClassName = ctx.RuntimeClassName

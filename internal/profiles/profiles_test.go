@@ -44,6 +44,11 @@ func TestMain(m *testing.M) {
 			LocalhostProfiles:     []string{"chrome.json"},
 		}},
 	}}, &h, func() {
+		key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flag-key", Namespace: testharness.OrganiserNamespace},
+			Data: map[string][]byte{"key": []byte("hmac-key-for-the-shapes-0123456789")}}
+		if err := h.Client.Create(context.Background(), key); err != nil {
+			panic(err)
+		}
 		for i, name := range sandboxes {
 			rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: []string{"runsc", "kata"}[i]}
 			if err := h.Client.Create(context.Background(), rc); err != nil {
@@ -178,15 +183,28 @@ var shapes = []shape{
 		},
 	},
 	{
-		name: "a setuid /readflag beside a non-root service",
+		name: "a setuid /readflag beside a non-root service, the flag root's alone",
 		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.Ports = port("nc", 1337)
 			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](1000),
 				AllowPrivilegeEscalation: ptr.To(true)}
+			s.Flag = &ctfv1alpha1.FlagSpec{Path: "/root/flag.txt", FileMode: ptr.To[int32](0o400),
+				Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "flag-key", Key: "key"},
+					Format: "CTF{%s}", Length: 24}}
 		},
 		check: func(g Gomega, pod *corev1.PodSpec) {
 			g.Expect(pod.SecurityContext.RunAsUser).To(Equal(ptr.To[int64](1000)))
 			g.Expect(pod.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
+			g.Expect(pod.SecurityContext.FSGroup).To(BeNil(), "an fsGroup would make the flag the container's group's")
+			var flag *corev1.Volume
+			for i := range pod.Volumes {
+				if pod.Volumes[i].Secret != nil {
+					flag = &pod.Volumes[i]
+				}
+			}
+			g.Expect(flag).NotTo(BeNil())
+			g.Expect(flag.Secret.DefaultMode).To(Equal(ptr.To[int32](0o400)), "root's alone: only the setuid helper reads it")
+			g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/root/flag.txt")))
 			g.Expect(pod.Containers[0].SecurityContext.AllowPrivilegeEscalation).To(Equal(ptr.To(true)), "setuid works")
 			g.Expect(pod.Containers[0].SecurityContext.Privileged).To(Equal(ptr.To(false)))
 		},

@@ -163,14 +163,34 @@ func (b Bounds) checkRuntimeClass(profile ctfv1alpha1.SecurityProfile, class str
 	return nil
 }
 
+// ForTemplate is the Context of a template's instances (nil: an instance
+// without a template, restricted with the defaults).
+func ForTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) Context {
+	if tmpl == nil {
+		return For(nil, false)
+	}
+	return For(tmpl.Spec.Security, PrivateFlag(tmpl.Spec.Flag))
+}
+
+// PrivateFlag reports whether a flag file is root's alone: mounted as a
+// file whose mode gives its group no read bit.
+func PrivateFlag(f *ctfv1alpha1.FlagSpec) bool {
+	return f != nil && f.Mount != ctfv1alpha1.FlagMountEnv && f.FileMode != nil && *f.FileMode&0o040 == 0
+}
+
 // For is the Context of the instances of a template whose security section
-// is sec (nil: restricted with the defaults).
-func For(sec *ctfv1alpha1.Security) Context {
+// is sec (nil: restricted with the defaults). With privateFlag the pod gets
+// no fsGroup: the kubelet would make the flag file the group's and readable
+// by it, and the container's processes are of that group.
+func For(sec *ctfv1alpha1.Security, privateFlag bool) Context {
 	if sec == nil {
 		sec = &ctfv1alpha1.Security{}
 	}
 	profile := ProfileOf(sec)
 	ctx := Context{Profile: profile, Pod: podContext(profile, sec), Container: containerContext(sec)}
+	if privateFlag {
+		ctx.Pod.FSGroup = nil
+	}
 	if sec.RuntimeClassName != "" {
 		ctx.RuntimeClassName = ptr.To(sec.RuntimeClassName)
 	}

@@ -66,7 +66,7 @@ func TestBoundsNameTheFlagThatWouldAllowIt(t *testing.T) {
 // forced on by privileged or SYS_ADMIN (the API server refuses it off then).
 func TestContexts(t *testing.T) {
 	g := NewWithT(t)
-	def := For(nil)
+	def := For(nil, false)
 	g.Expect(def.Level()).To(BeEquivalentTo("restricted"))
 	g.Expect(def.Pod).To(Equal(&corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
 		RunAsGroup: ptr.To[int64](1000), FSGroup: ptr.To[int64](1000), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}))
@@ -74,23 +74,41 @@ func TestContexts(t *testing.T) {
 		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}))
 	g.Expect(def.RuntimeClassName).To(BeNil())
 
-	image := For(&ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline})
+	image := For(&ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline}, false)
 	g.Expect(image.Pod.RunAsUser).To(BeNil(), "the image's own user")
 	g.Expect(image.Pod.RunAsNonRoot).To(BeNil())
 
-	root := For(&ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)})
+	root := For(&ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}, false)
 	g.Expect(root.Pod.RunAsNonRoot).To(BeNil())
 	g.Expect(root.Pod.FSGroup).To(BeNil(), "no fsGroup 0")
 
 	jail := For(&ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, Capabilities: caps("SYS_ADMIN"), RuntimeClassName: "gvisor",
-		AppArmorProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementUnconfined}})
+		AppArmorProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementUnconfined}}, false)
 	g.Expect(jail.Container.AllowPrivilegeEscalation).To(BeNil())
 	g.Expect(jail.Container.Capabilities.Add).To(Equal([]corev1.Capability{"SYS_ADMIN"}))
 	g.Expect(jail.Pod.AppArmorProfile).To(Equal(&corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}))
 	g.Expect(*jail.RuntimeClassName).To(Equal("gvisor"))
 
-	setuid := For(&ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, AllowPrivilegeEscalation: ptr.To(true)})
+	readflag := &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsGroup: ptr.To[int64](1000), AllowPrivilegeEscalation: ptr.To(true)}
+	setuid := For(readflag, false)
 	g.Expect(*setuid.Container.AllowPrivilegeEscalation).To(BeTrue())
+	g.Expect(setuid.Pod.FSGroup).To(Equal(ptr.To[int64](1000)))
+	private := For(readflag, true)
+	g.Expect(private.Pod.FSGroup).To(BeNil(), "the kubelet would give a root-only flag to the container's group")
+}
+
+// TestPrivateFlag: only a file mode without the group's read bit keeps the
+// flag root's alone.
+func TestPrivateFlag(t *testing.T) {
+	g := NewWithT(t)
+	file := func(mode *int32) *ctfv1alpha1.FlagSpec {
+		return &ctfv1alpha1.FlagSpec{Mount: ctfv1alpha1.FlagMountFile, FileMode: mode}
+	}
+	g.Expect(PrivateFlag(nil)).To(BeFalse())
+	g.Expect(PrivateFlag(file(nil))).To(BeFalse(), "0444 by default")
+	g.Expect(PrivateFlag(file(ptr.To[int32](0o440)))).To(BeFalse())
+	g.Expect(PrivateFlag(file(ptr.To[int32](0o400)))).To(BeTrue())
+	g.Expect(PrivateFlag(&ctfv1alpha1.FlagSpec{Mount: ctfv1alpha1.FlagMountEnv, FileMode: ptr.To[int32](0o400)})).To(BeFalse())
 }
 
 func TestParseProfile(t *testing.T) {

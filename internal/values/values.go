@@ -205,18 +205,17 @@ func typedValues(spec *ctfv1alpha1.ChallengeSpec) (map[string]any, error) {
 // whatever the values and the operator's flags say: the instance's identity,
 // its flag, its namespace and its network boundaries.
 func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings) (map[string]any, error) {
-	flagValues := map[string]any{"enabled": false, "secretName": "", "mount": "File", "path": "/flag/flag.txt", "envName": ""}
+	flagValues := map[string]any{"enabled": false, "secretName": "", "mount": "File", "path": "/flag/flag.txt", "envName": "", "fileMode": DefaultFlagFileMode}
 	egress := []any{}
 	internetEgress := false
-	var sec *ctfv1alpha1.Security
 	container := containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{}, Scratch: []scratchValues{}, MountTmp: true}
 	if tmpl != nil {
-		sec = tmpl.Spec.Security
 		container = containerValues{Command: orEmpty(tmpl.Spec.Command), Args: orEmpty(tmpl.Spec.Args), WorkingDir: tmpl.Spec.WorkingDir,
 			Scratch: scratchFor(tmpl.Spec.Scratch), MountTmp: !tmpl.Spec.KeepImageTmp, Probes: probesFor(tmpl.Spec.Probes)}
 		if f := tmpl.Spec.Flag; f != nil {
 			flagValues = map[string]any{
 				"enabled": true, "secretName": FlagSecretName(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
+				"fileMode": ptr.Deref(f.FileMode, DefaultFlagFileMode),
 			}
 		}
 		for _, e := range tmpl.Spec.Egress {
@@ -225,7 +224,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		}
 		internetEgress = tmpl.Spec.Policy != nil && tmpl.Spec.Policy.InternetEgress
 	}
-	securityValues, err := toMap(securityValuesFor(security.For(sec)))
+	securityValues, err := toMap(securityValuesFor(security.ForTemplate(tmpl)))
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +307,9 @@ type scratchValues struct {
 	SizeLimit string `json:"sizeLimit"`
 	Medium    string `json:"medium"`
 }
+
+// DefaultFlagFileMode lets every user of the container read the flag file.
+const DefaultFlagFileMode int32 = 0o444
 
 // DefaultScratchSize bounds a scratch directory whose template names no size.
 const DefaultScratchSize = "64Mi"
