@@ -121,6 +121,27 @@ type Security struct {
 	// +optional
 	Privileged *bool `json:"privileged,omitempty"`
 
+	// NodeSelector places the pods on labelled nodes (a pool for pwn, a node
+	// with /dev/kvm): each label one of the operator's --allowed-node-selectors.
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 253 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="keys must be label keys"
+	// +optional
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
+
+	// Tolerations let the pods onto tainted nodes: each taint key one of the
+	// operator's --allowed-tolerations.
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Tolerations []Toleration `json:"tolerations,omitempty"`
+
+	// ExtendedResources the container needs, such as a KVM device
+	// (devices.kubevirt.io/kvm: 1): each one of the operator's
+	// --allowed-extended-resources.
+	// +kubebuilder:validation:MaxProperties=4
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 253 && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && self[k] >= 1 && self[k] <= 16)",message="keys must be extended resource names (a domain, '/', a name) and amounts 1 to 16"
+	// +optional
+	ExtendedResources map[string]int32 `json:"extendedResources,omitempty"`
+
 	// RuntimeClassName runs the pods in a sandbox runtime (gVisor, Kata): one
 	// of the operator's --sandbox-runtime-classes. A privileged template must
 	// name one unless the operator allows unsandboxed privileged pods.
@@ -129,3 +150,25 @@ type Security struct {
 	// +optional
 	RuntimeClassName string `json:"runtimeClassName,omitempty"`
 }
+
+// Toleration lets a template's pods onto nodes with a taint.
+type Toleration struct {
+	// Key of the taint.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	Key string `json:"key"`
+	// Value of the taint; any value when empty.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
+	// +optional
+	Value string `json:"value,omitempty"`
+	// Effect of the taint; every effect when empty.
+	// +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute
+	// +optional
+	Effect string `json:"effect,omitempty"`
+}
+
+// LabelValue is the value of a label.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
+type LabelValue string

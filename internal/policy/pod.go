@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
+
+	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
 // evaluator evaluates the Pod Security Standards; it is built once, as its package asks.
@@ -258,8 +260,15 @@ func (c *checker) hostPorts(o *object, p *corev1.PodSpec) error {
 // rewriting the pod's name resolution: an instance is placed like every other
 // one, and cannot evict others, pick a weaker runtime or spoof hosts.
 func (c *checker) placement(o *object, p *corev1.PodSpec) error {
-	runtimeChosen := p.RuntimeClassName != nil && (c.in.Security == nil || !apiequality.Semantic.DeepEqual(p.RuntimeClassName, c.in.Security.RuntimeClassName))
-	chosen := p.NodeName != "" || len(p.NodeSelector) > 0 || p.Affinity != nil || len(p.Tolerations) > 0 ||
+	want := c.in.Security
+	if want == nil {
+		want = &security.Context{}
+	}
+	// The runtime class, node labels and taints the template names within the operator's flags.
+	runtimeChosen := p.RuntimeClassName != nil && !apiequality.Semantic.DeepEqual(p.RuntimeClassName, want.RuntimeClassName)
+	nodeChosen := len(p.NodeSelector) > 0 && !maps.Equal(p.NodeSelector, want.NodeSelector)
+	tolerated := len(p.Tolerations) > 0 && !apiequality.Semantic.DeepEqual(p.Tolerations, want.Tolerations)
+	chosen := p.NodeName != "" || nodeChosen || p.Affinity != nil || tolerated ||
 		p.PriorityClassName != "" || p.Priority != nil || runtimeChosen || p.SchedulerName != "" ||
 		len(p.HostAliases) > 0 || p.DNSConfig != nil || (p.DNSPolicy != "" && p.DNSPolicy != corev1.DNSClusterFirst) ||
 		p.ShareProcessNamespace != nil && *p.ShareProcessNamespace
@@ -341,7 +350,21 @@ func (c *checker) resources(o *object, p *corev1.PodSpec) error {
 			return err
 		}
 	}
+	var extended corev1.ResourceList
+	if c.in.Security != nil {
+		extended = c.in.Security.ExtendedResources
+	}
 	for _, ctr := range p.Containers {
+		for _, l := range []corev1.ResourceList{ctr.Resources.Limits, ctr.Resources.Requests} {
+			for name, q := range l {
+				if slices.Contains([]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage}, name) {
+					continue
+				}
+				if want, ok := extended[name]; !ok || q.Cmp(want) != 0 {
+					return o.violation(ruleResources, "container %q: %s %s is not its template's", ctr.Name, name, q.String())
+				}
+			}
+		}
 		for _, ceiling := range ceilings {
 			q, ok := ctr.Resources.Limits[ceiling.name]
 			if !ok || q.Sign() <= 0 {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -17,6 +18,7 @@ func granted(sec *ctfv1alpha1.Security) func(*fixture) {
 		fx.in.Security = &ctx
 		fx.pod().SecurityContext = ctx.Pod.DeepCopy()
 		fx.pod().RuntimeClassName = ctx.RuntimeClassName
+		fx.pod().NodeSelector, fx.pod().Tolerations = ctx.NodeSelector, ctx.Tolerations
 		ctr := ctx.Container.DeepCopy()
 		ctr.ReadOnlyRootFilesystem = ptr.To(true)
 		fx.ctr().SecurityContext = ctr
@@ -41,6 +43,9 @@ var (
 		SeccompProfile:  &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementUnconfined},
 		AppArmorProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementUnconfined},
 		Capabilities:    &ctfv1alpha1.Capabilities{Add: []ctfv1alpha1.Capability{"SYS_ADMIN"}}}
+	kvm = &ctfv1alpha1.Security{NodeSelector: map[string]ctfv1alpha1.LabelValue{"ctf.example/kvm": "true"},
+		Tolerations:       []ctfv1alpha1.Toleration{{Key: "ctf.example/kvm", Effect: "NoSchedule"}},
+		ExtendedResources: map[string]int32{"devices.kubevirt.io/kvm": 1}}
 	localSeccomp = &ctfv1alpha1.Security{SeccompProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementLocalhost, LocalhostProfile: "ctf/jail.json"}}
 )
 
@@ -86,6 +91,18 @@ var securityBreakings = []breaking{
 	{name: "a postStart hook to another host", rule: "probe-host", apply: func(fx *fixture) {
 		fx.ctr().Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{Host: "10.0.0.1", Port: intstr.FromInt32(22)}}}
 	}},
+	{name: "a node the template did not select", rule: "placement", apply: then(granted(kvm), func(fx *fixture) {
+		fx.pod().NodeSelector = map[string]string{"kubernetes.io/hostname": "control-plane"}
+	})},
+	{name: "a taint the template did not tolerate", rule: "placement", apply: then(granted(kvm), func(fx *fixture) {
+		fx.pod().Tolerations = append(fx.pod().Tolerations, corev1.Toleration{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists})
+	})},
+	{name: "more devices than the template asked for", rule: "resources", apply: then(granted(kvm), func(fx *fixture) {
+		fx.ctr().Resources.Limits["devices.kubevirt.io/kvm"] = resource.MustParse("2")
+	})},
+	{name: "a GPU nobody granted", rule: "resources", apply: func(fx *fixture) {
+		fx.ctr().Resources.Limits["nvidia.com/gpu"] = resource.MustParse("1")
+	}},
 	{name: "a sysctl other than the unprivileged port start", rule: "security-context", apply: func(fx *fixture) {
 		fx.pod().SecurityContext.Sysctls = []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}
 	}},
@@ -104,6 +121,10 @@ var securityHarmless = []harmless{
 	{name: "a namespace of its own enforcing baseline", own: true, relaxes: true, apply: granted(rootWebApp)},
 	{name: "a Localhost seccomp profile the template names", relaxes: true, apply: granted(localSeccomp)},
 	{name: "the restricted defaults named exactly", apply: granted(nil)},
+	{name: "a KVM device on the node set aside", relaxes: true, apply: then(granted(kvm), func(fx *fixture) {
+		fx.ctr().Resources.Limits["devices.kubevirt.io/kvm"] = resource.MustParse("1")
+		fx.ctr().Resources.Requests["devices.kubevirt.io/kvm"] = resource.MustParse("1")
+	})},
 	{name: "HTTP, TCP and exec probes of the pod itself", apply: func(fx *fixture) {
 		fx.ctr().ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("main")}}}
 		fx.ctr().StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("main")}}}

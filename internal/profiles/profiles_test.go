@@ -42,11 +42,17 @@ func TestMain(m *testing.M) {
 			SandboxRuntimeClasses: sandboxes,
 			AllowedCapabilities:   []string{"SYS_ADMIN"},
 			LocalhostProfiles:     []string{"chrome.json"},
+			NodeSelectors:         []string{kvmLabel + "=true"},
+			Tolerations:           []string{kvmLabel},
+			ExtendedResources:     []string{kvmDevice},
 		}},
 	}}, &h, func() {
 		key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flag-key", Namespace: testharness.OrganiserNamespace},
 			Data: map[string][]byte{"key": []byte("hmac-key-for-the-shapes-0123456789")}}
 		if err := h.Client.Create(context.Background(), key); err != nil {
+			panic(err)
+		}
+		if err := h.Client.Create(context.Background(), kvmNode()); err != nil {
 			panic(err)
 		}
 		for i, name := range sandboxes {
@@ -56,6 +62,30 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}))
+}
+
+// A node set aside for kernel challenges: labelled, tainted, with KVM devices.
+const (
+	kvmLabel   = "ctf.example/kvm"
+	kvmDevice  = "devices.kubevirt.io/kvm"
+	kvmNodeNme = "kwok-kvm-0"
+)
+
+func kvmNode() *corev1.Node {
+	res := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"), corev1.ResourcePods: resource.MustParse("100"),
+		kvmDevice: resource.MustParse("8"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        kvmNodeNme,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels:      map[string]string{"kubernetes.io/hostname": kvmNodeNme, "kubernetes.io/os": "linux", "type": "kwok", kvmLabel: "true"},
+		},
+		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: kvmLabel, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Allocatable: res, Capacity: res},
+	}
 }
 
 // shape is one kind of real challenge ported onto a template.
@@ -160,6 +190,25 @@ var shapes = []shape{
 			g.Expect(pod.Containers[0].SecurityContext.Capabilities).To(Equal(&corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}),
 				"the sandbox needs no capability, only user namespaces")
 			g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "scratch-0", MountPath: "/dev/shm"}))
+		},
+	},
+	{
+		name: "a kernel challenge with a KVM device on the node set aside for it",
+		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Ports = port("nc", 1337)
+			s.Security = &ctfv1alpha1.Security{
+				NodeSelector:      map[string]ctfv1alpha1.LabelValue{kvmLabel: "true"},
+				Tolerations:       []ctfv1alpha1.Toleration{{Key: kvmLabel, Effect: "NoSchedule"}},
+				ExtendedResources: map[string]int32{kvmDevice: 1},
+			}
+		},
+		check: func(g Gomega, pod *corev1.PodSpec) {
+			g.Expect(pod.NodeSelector).To(Equal(map[string]string{kvmLabel: "true"}))
+			g.Expect(pod.Tolerations).To(Equal([]corev1.Toleration{{Key: kvmLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}))
+			ctr := pod.Containers[0]
+			g.Expect(ctr.Resources.Limits).To(HaveKeyWithValue(corev1.ResourceName(kvmDevice), resource.MustParse("1")))
+			g.Expect(ctr.Resources.Requests).To(HaveKeyWithValue(corev1.ResourceName(kvmDevice), resource.MustParse("1")))
+			g.Expect(pod.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)), "the device needs no privilege")
 		},
 	},
 	{
@@ -286,6 +335,13 @@ func TestChallengeShapesRun(t *testing.T) {
 			var pods corev1.PodList
 			g.Expect(h.Client.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
 			g.Expect(pods.Items).To(HaveLen(1), "the API server admitted the pod under %s", profile)
+			if len(dep.Spec.Template.Spec.NodeSelector) > 0 {
+				g.Eventually(func(g Gomega) {
+					pod := &corev1.Pod{}
+					g.Expect(h.Client.Get(ctx, client.ObjectKeyFromObject(&pods.Items[0]), pod)).To(Succeed())
+					g.Expect(pod.Spec.NodeName).To(Equal(kvmNodeNme), "scheduled on the node set aside")
+				}, testharness.Timeout, testharness.Interval).Should(Succeed())
+			}
 		})
 	}
 }

@@ -10,10 +10,12 @@ package security
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/utils/ptr"
 
@@ -51,6 +53,15 @@ type Bounds struct {
 	// LocalhostProfiles are the seccomp and AppArmor profiles on the nodes
 	// that templates may name (--allowed-localhost-profiles).
 	LocalhostProfiles []string
+	// NodeSelectors are the node labels, "key=value", templates may select
+	// (--allowed-node-selectors).
+	NodeSelectors []string
+	// Tolerations are the taint keys templates may tolerate
+	// (--allowed-tolerations).
+	Tolerations []string
+	// ExtendedResources are the extended resources (a KVM device, a GPU)
+	// templates may ask for (--allowed-extended-resources).
+	ExtendedResources []string
 }
 
 // Context is what an instance's pod runs with: its Pod Security level and
@@ -65,6 +76,12 @@ type Context struct {
 	Container *corev1.SecurityContext
 	// RuntimeClassName is the pod's runtime class; nil for the default.
 	RuntimeClassName *string
+	// NodeSelector and Tolerations place the pod; empty for anywhere.
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	// ExtendedResources are the container's limits (and requests) beyond
+	// cpu, memory and ephemeral-storage.
+	ExtendedResources corev1.ResourceList
 }
 
 // Level is the Pod Security Standard level the pod meets.
@@ -124,6 +141,27 @@ func (b Bounds) Check(sec *ctfv1alpha1.Security) error {
 	for _, c := range []*ctfv1alpha1.Confinement{sec.SeccompProfile, sec.AppArmorProfile} {
 		if c != nil && c.Type == ctfv1alpha1.ConfinementLocalhost && !slices.Contains(b.LocalhostProfiles, c.LocalhostProfile) {
 			return fmt.Errorf("Localhost profile %q is not in --allowed-localhost-profiles (%s)", c.LocalhostProfile, list(b.LocalhostProfiles))
+		}
+	}
+	return b.checkPlacement(sec)
+}
+
+// checkPlacement allows the node labels, taints and extended resources the
+// admin listed: they steer pods onto nodes the admin set aside.
+func (b Bounds) checkPlacement(sec *ctfv1alpha1.Security) error {
+	for _, k := range slices.Sorted(maps.Keys(sec.NodeSelector)) {
+		if pair := k + "=" + string(sec.NodeSelector[k]); !slices.Contains(b.NodeSelectors, pair) {
+			return fmt.Errorf("node selector %s is not in --allowed-node-selectors (%s)", pair, list(b.NodeSelectors))
+		}
+	}
+	for _, t := range sec.Tolerations {
+		if !slices.Contains(b.Tolerations, t.Key) {
+			return fmt.Errorf("toleration of %s is not in --allowed-tolerations (%s)", t.Key, list(b.Tolerations))
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(sec.ExtendedResources)) {
+		if !slices.Contains(b.ExtendedResources, r) {
+			return fmt.Errorf("extended resource %s is not in --allowed-extended-resources (%s)", r, list(b.ExtendedResources))
 		}
 	}
 	return nil
@@ -193,6 +231,25 @@ func For(sec *ctfv1alpha1.Security, privateFlag bool) Context {
 	}
 	if sec.RuntimeClassName != "" {
 		ctx.RuntimeClassName = ptr.To(sec.RuntimeClassName)
+	}
+	for k, v := range sec.NodeSelector {
+		if ctx.NodeSelector == nil {
+			ctx.NodeSelector = map[string]string{}
+		}
+		ctx.NodeSelector[k] = string(v)
+	}
+	for _, t := range sec.Tolerations {
+		tol := corev1.Toleration{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect), Operator: corev1.TolerationOpEqual}
+		if t.Value == "" {
+			tol.Operator = corev1.TolerationOpExists
+		}
+		ctx.Tolerations = append(ctx.Tolerations, tol)
+	}
+	for name, n := range sec.ExtendedResources {
+		if ctx.ExtendedResources == nil {
+			ctx.ExtendedResources = corev1.ResourceList{}
+		}
+		ctx.ExtendedResources[corev1.ResourceName(name)] = *resource.NewQuantity(int64(n), resource.DecimalSI)
 	}
 	return ctx
 }

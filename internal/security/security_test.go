@@ -45,6 +45,14 @@ func TestBoundsNameTheFlagThatWouldAllowIt(t *testing.T) {
 		{"a restricted template in a sandbox", sandboxed, &ctfv1alpha1.Security{RuntimeClassName: "gvisor"}, ""},
 		{"a Localhost profile outside the list", sandboxed, &ctfv1alpha1.Security{
 			AppArmorProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementLocalhost, LocalhostProfile: "other"}}, "--allowed-localhost-profiles"},
+		{"a node label outside the list", Bounds{NodeSelectors: []string{"pool=pwn"}}, &ctfv1alpha1.Security{NodeSelector: map[string]ctfv1alpha1.LabelValue{"pool": "web"}},
+			"node selector pool=web is not in --allowed-node-selectors (pool=pwn)"},
+		{"a listed node label and taint", Bounds{NodeSelectors: []string{"pool=pwn"}, Tolerations: []string{"pool"}},
+			&ctfv1alpha1.Security{NodeSelector: map[string]ctfv1alpha1.LabelValue{"pool": "pwn"}, Tolerations: []ctfv1alpha1.Toleration{{Key: "pool"}}}, ""},
+		{"a taint outside the list", Bounds{}, &ctfv1alpha1.Security{Tolerations: []ctfv1alpha1.Toleration{{Key: "node-role.kubernetes.io/control-plane"}}},
+			"toleration of node-role.kubernetes.io/control-plane is not in --allowed-tolerations (none)"},
+		{"an extended resource outside the list", Bounds{ExtendedResources: []string{"devices.kubevirt.io/kvm"}},
+			&ctfv1alpha1.Security{ExtendedResources: map[string]int32{"nvidia.com/gpu": 1}}, "extended resource nvidia.com/gpu is not in --allowed-extended-resources"},
 		{"a listed Localhost profile", sandboxed, &ctfv1alpha1.Security{
 			SeccompProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementLocalhost, LocalhostProfile: "ctf/jail.json"}}, ""},
 	}

@@ -185,7 +185,7 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 	}
 	merge(vals, enforced)
 	lowPortSysctl(vals)
-	vals["resources"] = resourceFloor(vals["resources"])
+	vals["resources"] = withExtendedResources(resourceFloor(vals["resources"]), security.ForTemplate(tmpl).ExtendedResources)
 	return vals, nil
 }
 
@@ -371,10 +371,38 @@ type securityValues struct {
 	Pod              *corev1.PodSecurityContext  `json:"pod"`
 	Container        *corev1.SecurityContext     `json:"container"`
 	RuntimeClassName string                      `json:"runtimeClassName"`
+	NodeSelector     map[string]string           `json:"nodeSelector"`
+	Tolerations      []corev1.Toleration         `json:"tolerations"`
 }
 
 func securityValuesFor(ctx security.Context) securityValues {
-	return securityValues{Profile: ctx.Profile, Pod: ctx.Pod, Container: ctx.Container, RuntimeClassName: ptr.Deref(ctx.RuntimeClassName, "")}
+	return securityValues{Profile: ctx.Profile, Pod: ctx.Pod, Container: ctx.Container, RuntimeClassName: ptr.Deref(ctx.RuntimeClassName, ""),
+		NodeSelector: orEmptyMap(ctx.NodeSelector), Tolerations: orEmptyList(ctx.Tolerations)}
+}
+
+func orEmptyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func orEmptyList[T any](l []T) []T {
+	if l == nil {
+		return []T{}
+	}
+	return l
+}
+
+// withExtendedResources adds a template's extended resources (a KVM
+// device) to the container's limits and requests, which must be equal.
+func withExtendedResources(res map[string]any, extended corev1.ResourceList) map[string]any {
+	for name, q := range extended {
+		for _, k := range []string{"limits", "requests"} {
+			res[k].(map[string]any)[string(name)] = q.String()
+		}
+	}
+	return res
 }
 
 func orEmpty(args []ctfv1alpha1.Argument) []ctfv1alpha1.Argument {
