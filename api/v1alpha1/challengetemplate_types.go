@@ -194,6 +194,13 @@ type ChallengeTemplateSpec struct {
 	// +optional
 	Probes *Probes `json:"probes,omitempty"`
 
+	// Files are configuration files the template carries (an nginx.conf, a
+	// jail's config), mounted read-only into the container at their paths.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(f, self.exists_one(g, g.path == f.path))",message="file paths must be unique"
+	// +optional
+	Files []File `json:"files,omitempty"`
+
 	// Scratch are writable directories besides /tmp (a cache, an upload
 	// directory), each an emptyDir with a size limit within the operator's
 	// ephemeral-storage ceiling; a memory-backed one counts against the
@@ -348,6 +355,24 @@ type ExecProbe struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	Command []Argument `json:"command"`
+}
+
+// File is a file the template carries into its instances.
+type File struct {
+	// Path of the file in the container: absolute, without . or .. segments.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^(/[A-Za-z0-9_@+][-A-Za-z0-9_.@+]*)+$`
+	Path string `json:"path"`
+	// Content of the file: text, at most 64 KiB, with no control character
+	// but tab and line breaks.
+	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$`
+	Content string `json:"content"`
+	// Mode of the file, 0444 (292) when unset; it belongs to root.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=511
+	// +optional
+	Mode *int32 `json:"mode,omitempty"`
 }
 
 // ScratchMount is a writable directory of the container.

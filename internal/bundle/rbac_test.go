@@ -30,6 +30,7 @@ var everyFeature = map[string]any{
 	"flag":                 map[string]any{"enabled": true, "secretName": "web-flag", "value": "CTF{x}"},
 	"namespacePerInstance": map[string]any{"enabled": true, "name": "ctf-web"},
 	"networkPolicy":        map[string]any{"egress": []any{map[string]any{"name": "api", "cidr": "198.51.100.0/24"}}},
+	"files":                []any{map[string]any{"key": "f0", "path": "/etc/app.conf", "content": "a = 1\n", "mode": 292}},
 	"security": map[string]any{"profile": "restricted", "pod": map[string]any{"runAsNonRoot": true},
 		"container": map[string]any{"allowPrivilegeEscalation": false}},
 }

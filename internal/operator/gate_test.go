@@ -57,6 +57,7 @@ func TestChartPassesTheGate(t *testing.T) {
 				tmpl.Spec.Command = []ctfv1alpha1.Argument{"/app/run", "--flag-file=/flag/flag.txt"}
 				tmpl.Spec.Ports = append(tmpl.Spec.Ports, ctfv1alpha1.ChallengePort{Name: "web", Port: 80, Protocol: ctfv1alpha1.ProtocolTCP})
 				tmpl.Spec.Scratch = []ctfv1alpha1.ScratchMount{{Path: "/var/cache/app"}, {Path: "/run", Memory: true}}
+				tmpl.Spec.Files = []ctfv1alpha1.File{{Path: "/etc/app/app.conf", Content: "key: \"{{ x }}\"\n---\nkind: Secret\n", Mode: ptr.To[int32](0o400)}}
 				ch := &ctfv1alpha1.Challenge{
 					ObjectMeta: metav1.ObjectMeta{Name: "web-team1", Namespace: "ctf-teams"},
 					Spec:       ctfv1alpha1.ChallengeSpec{Participant: "team1", Template: "web"},

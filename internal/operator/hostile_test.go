@@ -351,6 +351,15 @@ func hostileTemplates() []struct {
 		{"a probe path with a line break", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Probes = &ctfv1alpha1.Probes{Readiness: &ctfv1alpha1.Probe{HTTP: &ctfv1alpha1.HTTPProbe{Path: "/\nHost: x", Port: "nc"}}}
 		}, "spec.probes.readiness.http.path"},
+		{"a file with a NUL byte", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Files = []ctfv1alpha1.File{{Path: "/etc/app.conf", Content: "a\x00b"}}
+		}, "spec.files[0].content"},
+		{"a file climbing out", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Files = []ctfv1alpha1.File{{Path: "/etc/../../proc/self", Content: "x"}}
+		}, "spec.files[0].path"},
+		{"two files at one path", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Files = []ctfv1alpha1.File{{Path: "/etc/a", Content: "1"}, {Path: "/etc/a", Content: "2"}}
+		}, "file paths must be unique"},
 		{"a scratch directory over /tmp", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Scratch = []ctfv1alpha1.ScratchMount{{Path: "/tmp"}}
 		}, "must not be /tmp"},

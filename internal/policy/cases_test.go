@@ -126,7 +126,8 @@ var breakings = []breaking{
 
 	// kind
 	{name: "a ClusterRole", rule: "kind", apply: raw("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: web-team1\nrules:\n- apiGroups: ['*']\n  resources: ['*']\n  verbs: ['*']\n")},
-	{name: "a ConfigMap", rule: "kind", apply: raw("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-team1\n  namespace: ctf-team1\n")},
+	{name: "a ConfigMap of another name", rule: "name", apply: raw("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-team1\n  namespace: ctf-team1\n")},
+	{name: "a Secret of another kind", rule: "kind", apply: raw("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: web-team1\n  namespace: ctf-team1\n")},
 	{name: "a Deployment of another version", rule: "kind", apply: func(fx *fixture) {
 		fx.edit("Deployment", func(d string) string {
 			return strings.Replace(d, "apiVersion: apps/v1\n", "apiVersion: apps/v1beta2\n", 1)

@@ -113,6 +113,10 @@ type Limits struct {
 	DNSNamespace string
 }
 
+// FilesConfigMap is the one ConfigMap a release may create and its pod mount: the files its
+// template carries.
+func FilesConfigMap(release string) string { return release + "-files" }
+
 // Violation is a broken rule: the release is refused and nothing of it is applied.
 type Violation struct {
 	// Rule is the short kebab-case name of the broken rule, e.g. "pod-security".
@@ -322,6 +326,8 @@ func (c *checker) name(o *object) error {
 	switch o.obj.(type) {
 	case *corev1.Secret:
 		rule, want = ruleSecret, c.in.FlagSecret
+	case *corev1.ConfigMap:
+		want = FilesConfigMap(c.in.Release)
 	case *corev1.Namespace:
 		rule, want = ruleNamespace, c.in.Namespace
 	}
@@ -369,6 +375,10 @@ func (c *checker) spec(o *object) error {
 		return c.serviceAccount(o, obj)
 	case *corev1.Secret:
 		return c.secret(o, obj)
+	case *corev1.ConfigMap:
+		if len(obj.BinaryData) > 0 {
+			return o.violation(ruleVolume, "the files ConfigMap holds text only")
+		}
 	case *corev1.Namespace:
 		return c.namespaceObject(o, obj)
 	case *networkingv1.NetworkPolicy:

@@ -35,6 +35,7 @@ var kinds = map[typeKey]kindSpec{
 	{"v1", "Service"}:                         {newObject: newOf[corev1.Service]},
 	{"v1", "ServiceAccount"}:                  {newObject: newOf[corev1.ServiceAccount]},
 	{"v1", "Secret"}:                          {newObject: newOf[corev1.Secret]},
+	{"v1", "ConfigMap"}:                       {newObject: newOf[corev1.ConfigMap]},
 	{"networking.k8s.io/v1", "NetworkPolicy"}: {newObject: newOf[networkingv1.NetworkPolicy]},
 	{"networking.k8s.io/v1", "Ingress"}:       {newObject: newOf[networkingv1.Ingress]},
 	{"v1", "Namespace"}:                       {newObject: newOf[corev1.Namespace], clusterScoped: true, ownNamespace: true},

@@ -302,10 +302,17 @@ func (c *checker) containers(o *object, p *corev1.PodSpec) error {
 func (c *checker) volumes(o *object, p *corev1.PodSpec) error {
 	for _, v := range p.Volumes {
 		rest := v.VolumeSource
-		rest.EmptyDir, rest.Secret = nil, nil
+		rest.EmptyDir, rest.Secret, rest.ConfigMap = nil, nil, nil
 		flag := v.Secret != nil && c.in.FlagSecret != "" && v.Secret.SecretName == c.in.FlagSecret
-		if rest != (corev1.VolumeSource{}) || (v.EmptyDir != nil) == (v.Secret != nil) || (v.Secret != nil && !flag) {
-			return o.violation(ruleVolume, "volume %q: only emptyDir and the flag Secret %q", v.Name, c.in.FlagSecret)
+		files := v.ConfigMap != nil && v.ConfigMap.Name == FilesConfigMap(c.in.Release)
+		sources := 0
+		for _, set := range []bool{v.EmptyDir != nil, v.Secret != nil, v.ConfigMap != nil} {
+			if set {
+				sources++
+			}
+		}
+		if rest != (corev1.VolumeSource{}) || sources != 1 || (v.Secret != nil && !flag) || (v.ConfigMap != nil && !files) {
+			return o.violation(ruleVolume, "volume %q: only emptyDir, the flag Secret %q and the files ConfigMap %q", v.Name, c.in.FlagSecret, FilesConfigMap(c.in.Release))
 		}
 	}
 	return nil

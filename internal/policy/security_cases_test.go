@@ -103,6 +103,14 @@ var securityBreakings = []breaking{
 	{name: "a GPU nobody granted", rule: "resources", apply: func(fx *fixture) {
 		fx.ctr().Resources.Limits["nvidia.com/gpu"] = resource.MustParse("1")
 	}},
+	{name: "another ConfigMap mounted", rule: "volume", apply: func(fx *fixture) {
+		fx.pod().Volumes = append(fx.pod().Volumes, corev1.Volume{Name: "cm", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}}})
+	}},
+	{name: "binary data in the files ConfigMap", rule: "volume", apply: func(fx *fixture) {
+		fx.extra = append(fx.extra, &corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: meta(FilesConfigMap(release)),
+			BinaryData: map[string][]byte{"f0": {0, 1}}})
+	}},
 	{name: "a sysctl other than the unprivileged port start", rule: "security-context", apply: func(fx *fixture) {
 		fx.pod().SecurityContext.Sysctls = []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}
 	}},
@@ -121,6 +129,13 @@ var securityHarmless = []harmless{
 	{name: "a namespace of its own enforcing baseline", own: true, relaxes: true, apply: granted(rootWebApp)},
 	{name: "a Localhost seccomp profile the template names", relaxes: true, apply: granted(localSeccomp)},
 	{name: "the restricted defaults named exactly", apply: granted(nil)},
+	{name: "the template's files, mounted read-only", apply: func(fx *fixture) {
+		fx.extra = append(fx.extra, &corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: meta(FilesConfigMap(release)),
+			Data: map[string]string{"f0": "server { listen 80; }\n"}})
+		fx.pod().Volumes = append(fx.pod().Volumes, corev1.Volume{Name: "files", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: FilesConfigMap(release)}}}})
+		fx.ctr().VolumeMounts = append(fx.ctr().VolumeMounts, corev1.VolumeMount{Name: "files", MountPath: "/etc/nginx/nginx.conf", SubPath: "f0", ReadOnly: true})
+	}},
 	{name: "a KVM device on the node set aside", relaxes: true, apply: then(granted(kvm), func(fx *fixture) {
 		fx.ctr().Resources.Limits["devices.kubevirt.io/kvm"] = resource.MustParse("1")
 		fx.ctr().Resources.Requests["devices.kubevirt.io/kvm"] = resource.MustParse("1")

@@ -88,6 +88,15 @@ func kvmNode() *corev1.Node {
 	}
 }
 
+// nginxConf is a config file as organisers write them: quotes, braces, a
+// template-looking string and a YAML-looking line, carried as it is.
+const nginxConf = `server {
+    listen 80;
+    # {{ .Release.Name }} is not a template here
+    location / { return 200 "ok: yes\n"; }
+}
+`
+
 // shape is one kind of real challenge ported onto a template.
 type shape struct {
 	name     string
@@ -125,12 +134,15 @@ var shapes = []shape{
 		},
 	},
 	{
-		name: "nginx on port 80 in restricted, with a writable cache and /run in memory",
+		name: "nginx on port 80 in restricted, with its config file, a writable cache and /run in memory",
 		template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.Ports = port("http", 80)
+			s.Files = []ctfv1alpha1.File{{Path: "/etc/nginx/conf.d/default.conf", Content: nginxConf}}
 			s.Scratch = []ctfv1alpha1.ScratchMount{{Path: "/var/cache/nginx", SizeLimit: ptr.To(ctfv1alpha1.Quantity("32Mi"))}, {Path: "/run", Memory: true}}
 		},
 		check: func(g Gomega, pod *corev1.PodSpec) {
+			g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "files", MountPath: "/etc/nginx/conf.d/default.conf", SubPath: "f0", ReadOnly: true}))
+			g.Expect(pod.Volumes).To(ContainElement(HaveField("ConfigMap.Items", Equal([]corev1.KeyToPath{{Key: "f0", Path: "f0", Mode: ptr.To[int32](0o444)}}))))
 			g.Expect(pod.SecurityContext.Sysctls).To(Equal([]corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "80"}}),
 				"a non-root process binds port 80 through its own network namespace's sysctl")
 			g.Expect(pod.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
@@ -332,6 +344,11 @@ func TestChallengeShapesRun(t *testing.T) {
 			dep := &appsv1.Deployment{}
 			g.Expect(h.Client.Get(ctx, client.ObjectKeyFromObject(ch), dep)).To(Succeed())
 			sh.check(g, &dep.Spec.Template.Spec)
+			if len(tmpl.Spec.Files) > 0 {
+				cm := &corev1.ConfigMap{}
+				g.Expect(h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-files"}, cm)).To(Succeed())
+				g.Expect(cm.Data).To(HaveKeyWithValue("f0", tmpl.Spec.Files[0].Content), "carried byte for byte")
+			}
 			var pods corev1.PodList
 			g.Expect(h.Client.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
 			g.Expect(pods.Items).To(HaveLen(1), "the API server admitted the pod under %s", profile)

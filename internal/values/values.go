@@ -208,10 +208,12 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	flagValues := map[string]any{"enabled": false, "secretName": "", "mount": "File", "path": "/flag/flag.txt", "envName": "", "fileMode": DefaultFlagFileMode}
 	egress := []any{}
 	internetEgress := false
-	container := containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{}, Scratch: []scratchValues{}, MountTmp: true}
+	container := containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{}, Scratch: []scratchValues{}, MountTmp: true,
+		Files: []fileValues{}}
 	if tmpl != nil {
 		container = containerValues{Command: orEmpty(tmpl.Spec.Command), Args: orEmpty(tmpl.Spec.Args), WorkingDir: tmpl.Spec.WorkingDir,
-			Scratch: scratchFor(tmpl.Spec.Scratch), MountTmp: !tmpl.Spec.KeepImageTmp, Probes: probesFor(tmpl.Spec.Probes)}
+			Scratch: scratchFor(tmpl.Spec.Scratch), MountTmp: !tmpl.Spec.KeepImageTmp, Probes: probesFor(tmpl.Spec.Probes),
+			Files: filesFor(tmpl.Spec.Files)}
 		if f := tmpl.Spec.Flag; f != nil {
 			flagValues = map[string]any{
 				"enabled": true, "secretName": FlagSecretName(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
@@ -262,7 +264,31 @@ type containerValues struct {
 	Scratch    []scratchValues        `json:"scratch"`
 	MountTmp   bool                   `json:"mountTmp"`
 	Probes     probeValues            `json:"probes"`
+	Files      []fileValues           `json:"files"`
 }
+
+// fileValues are one file the template carries, as the chart writes it into
+// the instance's ConfigMap (under key) and mounts it.
+type fileValues struct {
+	Key     string `json:"key"`
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Mode    int32  `json:"mode"`
+}
+
+// DefaultFileMode lets every user of the container read a template's file.
+const DefaultFileMode int32 = 0o444
+
+func filesFor(files []ctfv1alpha1.File) []fileValues {
+	out := make([]fileValues, 0, len(files))
+	for i, f := range files {
+		out = append(out, fileValues{Key: fmt.Sprintf("f%d", i), Path: f.Path, Content: f.Content, Mode: ptr.Deref(f.Mode, DefaultFileMode)})
+	}
+	return out
+}
+
+// FilesConfigMapName is the ConfigMap holding a template's files in an instance.
+func FilesConfigMapName(challenge string) string { return challenge + "-files" }
 
 // probeValues are the template's probes as the chart writes them.
 type probeValues struct {
