@@ -172,6 +172,15 @@ type ChallengeTemplateSpec struct {
 	// +optional
 	Resources *Resources `json:"resources,omitempty"`
 
+	// SecretEnv sets environment variables from the organiser's Secrets (an
+	// API key, a bot's password), in the namespaces flags may come from. The
+	// operator copies each value into the instance's own Secret, as it does
+	// the flag; it never appears in a status, an Event or a log.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(e, self.exists_one(f, f.name == e.name))",message="secretEnv names must be unique"
+	// +optional
+	SecretEnv []SecretEnvVar `json:"secretEnv,omitempty"`
+
 	// Command replaces the image's entrypoint, e.g. to run a kCTF image's
 	// server without the privileged jail its entrypoint starts.
 	// +kubebuilder:validation:MaxItems=64
@@ -355,6 +364,18 @@ type ExecProbe struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	Command []Argument `json:"command"`
+}
+
+// SecretEnvVar is an environment variable whose value is an organiser's Secret's key.
+type SecretEnvVar struct {
+	// Name of the variable.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['CHALLENGE_HOST', 'CHALLENGE_URL'])",message="CHALLENGE_HOST and CHALLENGE_URL are set by the operator to the instance's own address"
+	Name string `json:"name"`
+	// Secret is the organiser's Secret and key holding the value: UTF-8, at
+	// most 4096 bytes, no control or line-break character.
+	Secret SecretKeyRef `json:"secret"`
 }
 
 // File is a file the template carries into its instances.

@@ -11,7 +11,8 @@ import (
 // blank ordinary words.
 const minRedacted = 4
 
-// redacted returns err with the instance's flag (values flag.value) cut out
+// redacted returns err with the instance's flag (values flag.value) and its
+// secretEnv values cut out
 // of its text, raw, trimmed and as Go or JSON would quote it: Helm's errors
 // quote values (a schema error names the value it refuses), and the reconciler
 // carries them into the status, an Event and the log. The flag is checked
@@ -20,17 +21,37 @@ func redacted(err error, vals map[string]any) error {
 	if err == nil {
 		return nil
 	}
-	f, _ := vals["flag"].(map[string]any)
-	value, _ := f["value"].(string)
 	msg := err.Error()
 	out := msg
-	for _, form := range flagForms(value) {
+	var forms []string
+	for _, value := range secretValues(vals) {
+		forms = append(forms, flagForms(value)...)
+	}
+	// Longest first: a shorter secret may be inside a longer one's form.
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	for _, form := range forms {
 		out = strings.ReplaceAll(out, form, "[redacted]")
 	}
 	if out == msg {
 		return err
 	}
 	return &redactedError{msg: out, err: err}
+}
+
+// secretValues are the values an instance's Secret holds: its flag and its
+// secretEnv values.
+func secretValues(vals map[string]any) []string {
+	f, _ := vals["flag"].(map[string]any)
+	value, _ := f["value"].(string)
+	out := []string{value}
+	env, _ := vals["secretEnv"].([]any)
+	for _, e := range env {
+		m, _ := e.(map[string]any)
+		if v, ok := m["value"].(string); ok {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // flagForms are the ways an error message may spell value.

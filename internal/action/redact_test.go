@@ -36,3 +36,15 @@ func TestRedactedCutsTheFlagOutOfErrors(t *testing.T) {
 	g.Expect(redacted(errors.New("a b c"), map[string]any{"flag": map[string]any{"value": "b"}}).Error()).To(Equal("a b c"), "a flag too short to cut is left")
 	g.Expect(redacted(errors.New("x"), map[string]any{}).Error()).To(Equal("x"), "no flag")
 }
+
+// TestRedactedCutsSecretEnvOutOfErrors: the values of a template's secretEnv
+// live in the same Secret as the flag, and are cut out of errors as it is.
+func TestRedactedCutsSecretEnvOutOfErrors(t *testing.T) {
+	g := NewWithT(t)
+	vals := map[string]any{
+		"flag":      map[string]any{"value": "CTF{x-flag}"},
+		"secretEnv": []any{map[string]any{"name": "API_KEY", "value": "sk-live-123456"}, map[string]any{"name": "PW", "value": "hunter2hunter2"}},
+	}
+	got := redacted(fmt.Errorf("secretEnv[1].value: %q is bad; also sk-live-123456 and CTF{x-flag}", "hunter2hunter2"), vals)
+	g.Expect(got.Error()).To(Equal(`secretEnv[1].value: "[redacted]" is bad; also [redacted] and [redacted]`))
+}

@@ -74,18 +74,41 @@ const MaxLength = 4096
 // the value, and would carry it into the status, Events and logs): it names
 // the Secret and key, never the value.
 func Check(value string, ref *ctfv1alpha1.SecretKeyRef) error {
-	var problem string
+	if problem := problemOf(value); problem != "" {
+		return lifecycle.Errorf(lifecycle.ReasonFlagInvalid, "the flag in Secret %s/%s key %q %s; the value is never shown", ref.Namespace, ref.Name, ref.Key, problem)
+	}
+	return nil
+}
+
+// problemOf says what the chart's schema would refuse in a value, "" when nothing.
+func problemOf(value string) string {
 	switch {
 	case !utf8.ValidString(value):
-		problem = "is not UTF-8 text"
+		return "is not UTF-8 text"
 	case len(value) > MaxLength:
-		problem = fmt.Sprintf("is longer than %d bytes", MaxLength)
+		return fmt.Sprintf("is longer than %d bytes", MaxLength)
 	case strings.IndexFunc(value, unprintable) >= 0:
-		problem = "has a line break or control character (a trailing newline, as echo writes, is one: use printf or echo -n)"
-	default:
-		return nil
+		return "has a line break or control character (a trailing newline, as echo writes, is one: use printf or echo -n)"
 	}
-	return lifecycle.Errorf(lifecycle.ReasonFlagInvalid, "the flag in Secret %s/%s key %q %s; the value is never shown", ref.Namespace, ref.Name, ref.Key, problem)
+	return ""
+}
+
+// ResolveEnv reads the values of a template's secretEnv, in order, each
+// checked as a flag is: an error names the Secret and key, never the value.
+func ResolveEnv(ctx context.Context, reader client.Reader, tmpl *ctfv1alpha1.ChallengeTemplate) ([]string, error) {
+	out := make([]string, 0, len(tmpl.Spec.SecretEnv))
+	for _, e := range tmpl.Spec.SecretEnv {
+		value, err := secretValue(ctx, reader, &e.Secret)
+		if err != nil {
+			return nil, err
+		}
+		if problem := problemOf(string(value)); problem != "" {
+			return nil, lifecycle.Errorf(lifecycle.ReasonSecretEnvInvalid, "secretEnv %s: Secret %s/%s key %q %s; the value is never shown",
+				e.Name, e.Secret.Namespace, e.Secret.Name, e.Secret.Key, problem)
+		}
+		out = append(out, string(value))
+	}
+	return out, nil
 }
 
 // unprintable is what the chart's schema refuses in a flag: control

@@ -19,6 +19,9 @@ const (
 	// ReasonFlagInvalid means the template's static flag cannot be rendered;
 	// the message names its Secret and key, never its value.
 	ReasonFlagInvalid = "FlagInvalid"
+	// ReasonSecretEnvInvalid means a value of the template's secretEnv cannot
+	// be rendered; the message names its Secret and key, never its value.
+	ReasonSecretEnvInvalid = "SecretEnvInvalid"
 )
 
 // ReasonedError is an error with the CamelCase reason the phase should carry.
@@ -46,7 +49,7 @@ func IsReason(err error, reason string) bool {
 // that happens to start with a capitalised word is taken for one.
 var specReasons = map[string]bool{
 	ReasonTemplateNotFound: true, ReasonValueNotAllowed: true, ReasonLifetimeTooLong: true, ReasonQuotaExceeded: true,
-	ReasonPolicyViolation: true, ReasonFlagInvalid: true,
+	ReasonPolicyViolation: true, ReasonFlagInvalid: true, ReasonSecretEnvInvalid: true,
 }
 
 var reasonPrefix = regexp.MustCompile(`^([A-Z][A-Za-z]+): (?s)(.*)$`)

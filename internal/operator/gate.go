@@ -109,7 +109,7 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 			return policy.Instance{}, err
 		}
 	}
-	if tmpl != nil && tmpl.Spec.Flag != nil {
+	if tmpl != nil && (tmpl.Spec.Flag != nil || len(tmpl.Spec.SecretEnv) > 0) {
 		in.FlagSecret = values.FlagSecretName(ch.Name)
 	}
 	return in, nil

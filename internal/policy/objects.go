@@ -2,6 +2,7 @@ package policy
 
 import (
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -63,22 +64,31 @@ func (c *checker) serviceAccount(o *object, sa *corev1.ServiceAccount) error {
 	return nil
 }
 
-// secret allows the flag Secret to hold the flag only, as an opaque value.
+// secret allows the instance's Secret to hold its flag and its secretEnv values only, as opaque
+// values.
 func (c *checker) secret(o *object, s *corev1.Secret) error {
 	if s.Type != "" && s.Type != corev1.SecretTypeOpaque {
 		return o.violation(ruleSecret, "type %q, want Opaque", s.Type)
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.Data)) {
-		if k != "flag" {
-			return o.violation(ruleSecret, "data key %q: only \"flag\"", k)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(s.StringData)) {
-		if k != "flag" {
-			return o.violation(ruleSecret, "stringData key %q: only \"flag\"", k)
+	for _, keys := range []map[string]bool{boolKeys(s.Data), boolKeys(s.StringData)} {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			if k != "flag" && !secretEnvKey.MatchString(k) {
+				return o.violation(ruleSecret, "key %q: only \"flag\" and env.<NAME>", k)
+			}
 		}
 	}
 	return nil
+}
+
+// secretEnvKey is how the instance's Secret keys a secretEnv value.
+var secretEnvKey = regexp.MustCompile(`^env\.[A-Za-z_][A-Za-z0-9_]*$`)
+
+func boolKeys[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 // namespaceObject requires the instance's own namespace to enforce the restricted Pod Security

@@ -52,6 +52,11 @@ func TestMain(m *testing.M) {
 		if err := h.Client.Create(context.Background(), key); err != nil {
 			panic(err)
 		}
+		bot := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bot", Namespace: testharness.OrganiserNamespace},
+			Data: map[string][]byte{"password": []byte(botPassword), "echoed": []byte("never-shown-either\n")}}
+		if err := h.Client.Create(context.Background(), bot); err != nil {
+			panic(err)
+		}
 		if err := h.Client.Create(context.Background(), kvmNode()); err != nil {
 			panic(err)
 		}
@@ -392,4 +397,62 @@ func TestPrivilegedNeedsASandbox(t *testing.T) {
 			g.Expect(deps.Items).To(BeEmpty(), "nothing applied")
 		})
 	}
+}
+
+// botPassword is an organiser's secret: it must reach the instance's
+// container and nothing a team or a platform reads.
+const botPassword = "hunter2-never-shown"
+
+// TestSecretEnvIsCopiedNeverShown: an admin bot's password comes from the
+// organiser's Secret into the instance's own Secret and its environment, and
+// appears in no status; one the chart would refuse ends in an Error that
+// names the Secret and key only, and one from a namespace flags may not come
+// from is refused.
+func TestSecretEnvIsCopiedNeverShown(t *testing.T) {
+	ctx := context.Background()
+	for i, tc := range []struct {
+		name   string
+		ref    ctfv1alpha1.SecretKeyRef
+		reason string // "" runs
+		want   string
+	}{
+		{"copied", ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "bot", Key: "password"}, "", ""},
+		{"a trailing newline", ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "bot", Key: "echoed"},
+			"SecretEnvInvalid", `secretEnv ADMIN_PASSWORD: Secret ctf-organiser/bot key "echoed" has a line break`},
+		{"another namespace", ctfv1alpha1.SecretKeyRef{Namespace: "kube-system", Name: "bootstrap-token-abcdef", Key: "token-secret"},
+			"PolicyViolation", `reads secretEnv ADMIN_PASSWORD from namespace "kube-system"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			name := fmt.Sprintf("secret-env-%d", i)
+			h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+				s.SecretEnv = []ctfv1alpha1.SecretEnvVar{{Name: "ADMIN_PASSWORD", Secret: tc.ref}}
+			})
+			ns := h.Namespace(t, nil)
+			ch := testharness.FromTemplate(ns, name, "team-c", name)
+			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+			if tc.reason != "" {
+				got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+				g.Expect(got.Status.Reason).To(Equal(tc.reason))
+				g.Expect(got.Status.Message).To(ContainSubstring(tc.want))
+				g.Expect(got.Status.Message).NotTo(ContainSubstring("never-shown"))
+				return
+			}
+			got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+			status, err := client.MergeFrom(&ctfv1alpha1.Challenge{}).Data(got)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(status)).NotTo(ContainSubstring(botPassword), "not in the Challenge")
+
+			dep := &appsv1.Deployment{}
+			g.Expect(h.Client.Get(ctx, client.ObjectKeyFromObject(ch), dep)).To(Succeed())
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ADMIN_PASSWORD", ValueFrom: &corev1.EnvVarSource{
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name + "-flag"}, Key: "env.ADMIN_PASSWORD"}}}))
+			secret := &corev1.Secret{}
+			g.Expect(h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-flag"}, secret)).To(Succeed())
+			g.Expect(secret.Data).To(Equal(map[string][]byte{"env.ADMIN_PASSWORD": []byte(botPassword)}), "the instance's own copy, and nothing else")
+		})
+	}
+	logs, err := os.ReadFile(h.LogFile)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(string(logs)).NotTo(Or(ContainSubstring(botPassword), ContainSubstring("never-shown-either")), "the operator's log")
 }

@@ -121,8 +121,14 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 		}
 	}
 	vals, err := Compose(&c, tmpl, t.Settings)
-	if err != nil || tmpl == nil || tmpl.Spec.Flag == nil {
+	if err != nil || tmpl == nil {
 		return vals, err
+	}
+	if err := t.secretEnv(ctx, tmpl, vals); err != nil {
+		return nil, err
+	}
+	if tmpl.Spec.Flag == nil {
+		return vals, nil
 	}
 	if err := t.Settings.checkFlagSecret(tmpl); err != nil {
 		return nil, err
@@ -133,6 +139,30 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 	}
 	vals["flag"].(map[string]any)["value"] = value
 	return vals, nil
+}
+
+// secretEnv copies the template's secretEnv values into vals, from the
+// namespaces flags may come from only.
+func (t Translator) secretEnv(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, vals chartutil.Values) error {
+	if len(tmpl.Spec.SecretEnv) == 0 {
+		return nil
+	}
+	for _, e := range tmpl.Spec.SecretEnv {
+		if !slices.Contains(t.Settings.FlagSecretNamespaces, e.Secret.Namespace) {
+			return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "flag-secret: ChallengeTemplate %s reads secretEnv %s from namespace %q; allowed: %s",
+				tmpl.Name, e.Name, e.Secret.Namespace, describeAllowed(t.Settings.FlagSecretNamespaces))
+		}
+	}
+	values, err := flag.ResolveEnv(ctx, t.SecretReader, tmpl)
+	if err != nil {
+		return err
+	}
+	env := make([]any, len(values))
+	for i, v := range values {
+		env[i] = map[string]any{"name": tmpl.Spec.SecretEnv[i].Name, "value": v}
+	}
+	vals["secretEnv"] = env
+	return nil
 }
 
 // ForChallenge returns the chart values for a Challenge without a template.
@@ -220,6 +250,10 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 				"fileMode": ptr.Deref(f.FileMode, DefaultFlagFileMode),
 			}
 		}
+		if len(tmpl.Spec.SecretEnv) > 0 {
+			// The instance's one Secret holds its secretEnv values beside its flag.
+			flagValues["secretName"] = FlagSecretName(c.Name)
+		}
 		for _, e := range tmpl.Spec.Egress {
 			rule, _ := toMap(e)
 			egress = append(egress, rule)
@@ -238,6 +272,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"participant": c.Spec.Participant,
 		"challenge":   ChallengeLabel(c, tmpl),
 		"flag":        flagValues,
+		"secretEnv":   []any{}, // the values come from the Translator, which reads Secrets
 		"security":    securityValues,
 		"networkPolicy": map[string]any{
 			"internalCIDRs":         toAny(settings.EffectiveInternalCIDRs()),
