@@ -140,6 +140,16 @@ func hostileChallenges() []hostileChallenge {
 		{name: "a runtime class through values", raw: setValue("runtimeClassName", "runc"), want: refused, field: `unknown field "spec.values.runtimeClassName"`},
 		{name: "a command on a Challenge", raw: func(s map[string]any) { s["command"] = []any{"/bin/sh"} }, want: refused, field: `unknown field "spec.command"`},
 		{name: "a command through values", raw: setValue("command", []any{"/bin/sh"}), want: refused, field: `unknown field "spec.values.command"`},
+		{name: "files on a Challenge", raw: func(s map[string]any) {
+			s["files"] = []any{map[string]any{"path": "/etc/passwd", "content": "root::0:0::/:/bin/sh"}}
+		}, want: refused, field: `unknown field "spec.files"`},
+		{name: "an organiser's Secret in a Challenge's environment", raw: func(s map[string]any) {
+			s["secretEnv"] = []any{map[string]any{"name": "K", "secret": map[string]any{"namespace": "ctf-organiser", "name": "flag-key", "key": "key"}}}
+		}, want: refused, field: `unknown field "spec.secretEnv"`},
+		{name: "probes through values", raw: setValue("probes", map[string]any{"liveness": map[string]any{"httpGet": map[string]any{"host": "169.254.169.254"}}}),
+			want: refused, field: `unknown field "spec.values.probes"`},
+		{name: "scratch directories through values", raw: setValue("scratch", []any{map[string]any{"path": "/", "sizeLimit": "1Ti"}}),
+			want: refused, field: `unknown field "spec.values.scratch"`},
 		{name: "a device through values", raw: setValue("resources", map[string]any{"limits": map[string]any{"devices.kubevirt.io/kvm": "1"}}),
 			want: refused, field: `unknown field "spec.values.resources.limits.devices.kubevirt.io/kvm"`},
 		{name: "a node through values", raw: setValue("nodeSelector", map[string]any{"kubernetes.io/hostname": "control-plane"}),
