@@ -100,10 +100,28 @@ type Expose struct {
 	// +optional
 	IngressClassName string `json:"ingressClassName,omitempty"`
 
+	// TLS serves the Ingress over HTTPS (type Ingress only), with the ingress
+	// controller's default certificate or the organiser's wildcard
+	// certificate Secret; URLs in status and CHALLENGE_URL are then https.
+	// +optional
+	TLS *IngressTLS `json:"tls,omitempty"`
+
 	// Annotations for the Service (e.g. a cloud load balancer's settings) and
 	// the Ingress. Reserved keys are refused unless the operator allows them.
 	// +optional
 	Annotations Metadata `json:"annotations,omitempty"`
+}
+
+// IngressTLS is how an instance's Ingress serves HTTPS.
+type IngressTLS struct {
+	// SecretName is a certificate Secret in the instance's namespace, one of
+	// the operator's --ingress-tls-secrets (a wildcard certificate for
+	// --ingress-domain covers every instance's host); empty for the ingress
+	// controller's default certificate.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
 }
 
 // ChallengeSpec is what the platform asks for: one instance of a challenge for one participant.

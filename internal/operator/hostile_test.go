@@ -668,6 +668,45 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
+// TestHTTPSIngressInstances: an Ingress with a tls section serves the
+// instance's own host over HTTPS, with the controller's default certificate
+// or the organiser's wildcard Secret the operator allows; its status URL and
+// its container's CHALLENGE_URL are https; a certificate Secret the operator
+// did not list is refused.
+func TestHTTPSIngressInstances(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, secret string
+		refused      bool
+	}{
+		{"the controller's default certificate", "", false},
+		{"the organiser's wildcard certificate", wildcardTLS, false},
+		{"a certificate nobody allowed", "bank-tls", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := namespace(t)
+			ch := newChallenge(ns, "web", "team-tls")
+			ch.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, TLS: &ctfv1alpha1.IngressTLS{SecretName: tc.secret}}
+			g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+			if tc.refused {
+				got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+				g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
+				g.Expect(got.Status.Message).To(ContainSubstring(`ingress-tls: Ingress ` + ns + `/web: certificate Secret "bank-tls" is not allowed; allowed: wildcard-tls`))
+				return
+			}
+			got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+			host := values.InstanceHost(ch, testharness.IngressDomain)
+			url := "https://" + host + "/"
+			g.Expect(got.Status.Endpoint.URL).To(Equal(url))
+			ing := &networkingv1.Ingress{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), ing)).To(Succeed())
+			g.Expect(ing.Spec.TLS).To(Equal([]networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: tc.secret}}))
+			g.Expect(deployment(g, ch).Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "CHALLENGE_URL", Value: url}))
+		})
+	}
+}
+
 // TestTwoTeamsOfOneIngressTemplateGetTheirOwnHosts: two teams start the same
 // Ingress-exposed template at the same moment (the instancer's burst at the
 // opening). Each instance gets a host of its own under the domain, its

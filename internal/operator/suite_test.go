@@ -8,6 +8,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
@@ -20,6 +21,9 @@ const (
 
 // internalCIDRs are the test cluster's pod and service ranges and the metadata address.
 var internalCIDRs = []string{"10.244.0.0/16", "10.96.0.0/12", "169.254.169.254/32"}
+
+// wildcardTLS is the organiser's wildcard certificate Secret instances may serve.
+const wildcardTLS = "wildcard-tls"
 
 // ingressNamespace is where the (imaginary) ingress controller runs: its pods may connect to instances.
 const ingressNamespace = "ingress-nginx"
@@ -35,6 +39,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testharness.Run(m, testharness.Options{AsServiceAccount: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
 		Values:                  values.Settings{InternalCIDRs: internalCIDRs, IngressFromNamespaces: []string{ingressNamespace}},
+		Limits:                  policy.Limits{TLSSecrets: []string{wildcardTLS}},
 	}}, &h, func() { k8s, cluster = h.Client, h.Cluster }))
 }
 

@@ -214,6 +214,11 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 		return nil, err
 	}
 	merge(vals, enforced)
+	if exp, ok := vals["expose"].(map[string]any); ok {
+		// An empty tls ({}: the controller's default certificate) may not survive
+		// the merge of values, which drops empty objects; say it in so many words.
+		exp["https"] = wantsTLS(c, tmpl)
+	}
 	lowPortSysctl(vals)
 	vals["resources"] = withExtendedResources(resourceFloor(vals["resources"]), security.ForTemplate(tmpl).ExtendedResources)
 	return vals, nil
@@ -288,6 +293,22 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		},
 	})
 	return out, nil
+}
+
+// wantsTLS reports whether any layer of c's values asks its Ingress to serve
+// HTTPS.
+func wantsTLS(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) bool {
+	exposes := []*ctfv1alpha1.Expose{c.Spec.Expose}
+	if c.Spec.Values != nil {
+		exposes = append(exposes, c.Spec.Values.Expose)
+	}
+	if tmpl != nil {
+		exposes = append(exposes, tmpl.Spec.Expose)
+		if tmpl.Spec.Values != nil {
+			exposes = append(exposes, tmpl.Spec.Values.Expose)
+		}
+	}
+	return slices.ContainsFunc(exposes, func(e *ctfv1alpha1.Expose) bool { return e != nil && e.TLS != nil })
 }
 
 // containerValues are the template's command line for the container (empty

@@ -90,8 +90,15 @@ func TestForChallenge(t *testing.T) {
 				s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, IngressClassName: "nginx"}
 			},
 			want: map[string]any{"expose": map[string]any{
-				"annotations": map[string]any{"lb": "internal"}, "type": "Ingress", "ingressClassName": "nginx", "host": "",
+				"annotations": map[string]any{"lb": "internal"}, "type": "Ingress", "ingressClassName": "nginx", "host": "", "https": false,
 			}},
+		},
+		{
+			name: "an empty tls section serves HTTPS with the controller's default certificate",
+			spec: func(s *ctfv1alpha1.ChallengeSpec) {
+				s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, TLS: &ctfv1alpha1.IngressTLS{}}
+			},
+			want: map[string]any{"expose": map[string]any{"type": "Ingress", "tls": map[string]any{}, "host": "", "https": true}},
 		},
 		{
 			name: "typed resources override only what they set",
