@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
@@ -33,6 +34,13 @@ func TestFailedInstallBacksOff(t *testing.T) {
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServicesNodePorts: resource.MustParse("0")}},
 	}
 	g.Expect(k8s.Create(ctx, quota)).To(Succeed())
+	// The API server enforces a quota once the quota controller has counted its
+	// usage: a Service created before then may get its node port (seen under load).
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
+		g.Expect(quota.Status.Hard).To(HaveKey(corev1.ResourceServicesNodePorts))
+		g.Expect(quota.Status.Used).To(HaveKey(corev1.ResourceServicesNodePorts))
+	}, timeout, interval).Should(Succeed())
 	created := countCreatedDeployments(t, ns)
 
 	ch := newChallenge(ns, "nodeports", "team-np")
