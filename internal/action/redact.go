@@ -27,7 +27,8 @@ func redacted(err error, vals map[string]any) error {
 	for _, value := range secretValues(vals) {
 		forms = append(forms, flagForms(value)...)
 	}
-	// Longest first: a shorter secret may be inside a longer one's form.
+	// Longest first: a trimmed value is inside its other forms, and a shorter
+	// secret may be inside a longer one's.
 	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
 	for _, form := range forms {
 		out = strings.ReplaceAll(out, form, "[redacted]")
@@ -65,8 +66,6 @@ func flagForms(value string) []string {
 			out = append(out, f)
 		}
 	}
-	// Longest first: the trimmed value is inside the others.
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
 }
 

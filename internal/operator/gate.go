@@ -82,11 +82,10 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 	if err != nil {
 		return policy.Instance{}, err
 	}
-	var sec *ctfv1alpha1.Security
 	if tmpl != nil {
-		sec = tmpl.Spec.Security
-		if err := g.security.Check(sec); err != nil {
-			return policy.Instance{}, lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "security: ChallengeTemplate %s: %v", tmpl.Name, err)
+		// Again here: the template may have changed since its values were translated.
+		if err := g.security.CheckTemplate(tmpl); err != nil {
+			return policy.Instance{}, err
 		}
 	}
 	podSecurity := security.ForTemplate(tmpl)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
 // DefaultUser and DefaultGroup run restricted containers whose template
@@ -144,6 +145,15 @@ func (b Bounds) Check(sec *ctfv1alpha1.Security) error {
 		}
 	}
 	return b.checkPlacement(sec)
+}
+
+// CheckTemplate is Check of a template's security section, as the reason an
+// instance of it is refused (Error/PolicyViolation naming the template).
+func (b Bounds) CheckTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) error {
+	if err := b.Check(tmpl.Spec.Security); err != nil {
+		return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "security: ChallengeTemplate %s: %v", tmpl.Name, err)
+	}
+	return nil
 }
 
 // checkPlacement allows the node labels, taints and extended resources the

@@ -148,9 +148,8 @@ func (t Translator) secretEnv(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTe
 		return nil
 	}
 	for _, e := range tmpl.Spec.SecretEnv {
-		if !slices.Contains(t.Settings.FlagSecretNamespaces, e.Secret.Namespace) {
-			return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "flag-secret: ChallengeTemplate %s reads secretEnv %s from namespace %q; allowed: %s",
-				tmpl.Name, e.Name, e.Secret.Namespace, describeAllowed(t.Settings.FlagSecretNamespaces))
+		if err := t.Settings.checkSecretNamespace(tmpl, "secretEnv "+e.Name, e.Secret.Namespace); err != nil {
+			return err
 		}
 	}
 	values, err := flag.ResolveEnv(ctx, t.SecretReader, tmpl)
@@ -191,8 +190,8 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 		if err := checkLifetime(c, tmpl); err != nil {
 			return nil, err
 		}
-		if err := settings.Security.Check(tmpl.Spec.Security); err != nil {
-			return nil, lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "security: ChallengeTemplate %s: %v", tmpl.Name, err)
+		if err := settings.Security.CheckTemplate(tmpl); err != nil {
+			return nil, err
 		}
 		if vals, err = toMap(tmpl.Spec.Values); err != nil {
 			return nil, fmt.Errorf("ChallengeTemplate %s: %w", tmpl.Name, err)
@@ -209,7 +208,8 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 	if err := checkKeys(vals, settings.Keys); err != nil {
 		return nil, err
 	}
-	enforced, err := enforcedValues(c, tmpl, settings)
+	podSecurity := security.ForTemplate(tmpl)
+	enforced, err := enforcedValues(c, tmpl, settings, podSecurity)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 		exp["https"] = wantsTLS(c, tmpl)
 	}
 	lowPortSysctl(vals)
-	vals["resources"] = withExtendedResources(resourceFloor(vals["resources"]), security.ForTemplate(tmpl).ExtendedResources)
+	vals["resources"] = withExtendedResources(resourceFloor(vals["resources"]), podSecurity.ExtendedResources)
 	return vals, nil
 }
 
@@ -239,14 +239,14 @@ func typedValues(spec *ctfv1alpha1.ChallengeSpec) (map[string]any, error) {
 // enforcedValues are what no override may change, set on every render
 // whatever the values and the operator's flags say: the instance's identity,
 // its flag, its namespace and its network boundaries.
-func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings) (map[string]any, error) {
+func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, podSecurity security.Context) (map[string]any, error) {
 	flagValues := map[string]any{"enabled": false, "secretName": "", "mount": "File", "path": "/flag/flag.txt", "envName": "", "fileMode": DefaultFlagFileMode}
 	egress := []any{}
 	internetEgress := false
 	container := containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{}, Scratch: []scratchValues{}, MountTmp: true,
 		Files: []fileValues{}}
 	if tmpl != nil {
-		container = containerValues{Command: orEmpty(tmpl.Spec.Command), Args: orEmpty(tmpl.Spec.Args), WorkingDir: tmpl.Spec.WorkingDir,
+		container = containerValues{Command: orEmptyList(tmpl.Spec.Command), Args: orEmptyList(tmpl.Spec.Args), WorkingDir: tmpl.Spec.WorkingDir,
 			Scratch: scratchFor(tmpl.Spec.Scratch), MountTmp: !tmpl.Spec.KeepImageTmp, Probes: probesFor(tmpl.Spec.Probes),
 			Files: filesFor(tmpl.Spec.Files)}
 		if f := tmpl.Spec.Flag; f != nil {
@@ -265,7 +265,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		}
 		internetEgress = tmpl.Spec.Policy != nil && tmpl.Spec.Policy.InternetEgress
 	}
-	securityValues, err := toMap(securityValuesFor(security.ForTemplate(tmpl)))
+	securityValues, err := toMap(securityValuesFor(podSecurity))
 	if err != nil {
 		return nil, err
 	}
@@ -420,8 +420,9 @@ func lowPortSysctl(vals map[string]any) {
 	lowest := int64(1024)
 	for _, p := range ports {
 		m, _ := p.(map[string]any)
-		if n, ok := toInt64(m["port"]); ok && n < lowest {
-			lowest = n
+		// Values went through JSON: numbers are float64.
+		if n, ok := m["port"].(float64); ok && int64(n) < lowest {
+			lowest = int64(n)
 		}
 	}
 	sec, _ := vals["security"].(map[string]any)
@@ -430,21 +431,6 @@ func lowPortSysctl(vals map[string]any) {
 		return
 	}
 	pod["sysctls"] = []any{map[string]any{"name": policy.UnprivilegedPortSysctl, "value": strconv.FormatInt(lowest, 10)}}
-}
-
-func toInt64(v any) (int64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return int64(n), true
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	}
-	return 0, false
 }
 
 // securityValues are a security.Context as the chart's security values.
@@ -485,13 +471,6 @@ func withExtendedResources(res map[string]any, extended corev1.ResourceList) map
 		}
 	}
 	return res
-}
-
-func orEmpty(args []ctfv1alpha1.Argument) []ctfv1alpha1.Argument {
-	if args == nil {
-		return []ctfv1alpha1.Argument{}
-	}
-	return args
 }
 
 // EffectiveInternalCIDRs are the internal ranges instances are held to:
@@ -590,11 +569,20 @@ func (s Settings) checkFlagSecret(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	if d := tmpl.Spec.Flag.Dynamic; d != nil {
 		ref = &d.SecretKey
 	}
-	if ref == nil || slices.Contains(s.FlagSecretNamespaces, ref.Namespace) {
+	if ref == nil {
 		return nil
 	}
-	return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "flag-secret: ChallengeTemplate %s reads its flag from namespace %q; allowed: %s",
-		tmpl.Name, ref.Namespace, describeAllowed(s.FlagSecretNamespaces))
+	return s.checkSecretNamespace(tmpl, "its flag", ref.Namespace)
+}
+
+// checkSecretNamespace refuses a template that reads what (its flag, a
+// secretEnv value) from a namespace other than those flags may come from.
+func (s Settings) checkSecretNamespace(tmpl *ctfv1alpha1.ChallengeTemplate, what, namespace string) error {
+	if slices.Contains(s.FlagSecretNamespaces, namespace) {
+		return nil
+	}
+	return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "flag-secret: ChallengeTemplate %s reads %s from namespace %q; allowed: %s",
+		tmpl.Name, what, namespace, describeAllowed(s.FlagSecretNamespaces))
 }
 
 // ChallengeLabel is the value of the instances' challenge label: the
