@@ -315,6 +315,7 @@ type ChallengeStatus struct {
 // +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.template`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 53 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label of at most 53 characters (it names the Helm release)"
+// +kubebuilder:validation:XValidation:rule="!self.metadata.name.contains('--')",message="metadata.name must not contain \"--\", which separates an instance's name from its components' in their objects' names"
 type Challenge struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -230,6 +230,15 @@ type ChallengeTemplateSpec struct {
 	// +optional
 	Security *Security `json:"security,omitempty"`
 
+	// Components are the instance's services beside the primary one this
+	// spec describes (a database, a cache, an admin bot), each its own
+	// workload, reachable inside the instance only.
+	// +kubebuilder:validation:MaxItems=7
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Components []Component `json:"components,omitempty"`
+
 	// Policy bounds what instances may use and how they may be reached.
 	// +optional
 	Policy *InstancePolicy `json:"policy,omitempty"`

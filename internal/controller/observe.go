@@ -104,7 +104,7 @@ func workloadOf(kind string, obj client.Object) (lifecycle.Workload, error) {
 	if err != nil {
 		return lifecycle.Workload{}, fmt.Errorf("computing status of %s %s: %w", kind, obj.GetName(), err)
 	}
-	return lifecycle.Workload{Kind: kind, Name: obj.GetName(), Status: res.Status, Message: res.Message}, nil
+	return lifecycle.Workload{Kind: kind, Name: obj.GetName(), Component: obj.GetLabels()[lifecycle.ComponentLabel], Status: res.Status, Message: res.Message}, nil
 }
 
 func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]ctfv1alpha1.Endpoint, error) {
@@ -136,7 +136,7 @@ func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]
 }
 
 // lifetime reads the instance's lifetime and renewal limit, from the
-// Challenge or its template.
+// Challenge or its template, and its template's components.
 func (o *Observer) lifetime(ctx context.Context, ch *ctfv1alpha1.Challenge, obs *lifecycle.Observation) error {
 	if ch.Spec.Lifetime != nil {
 		obs.Lifetime, obs.OwnLifetime = ch.Spec.Lifetime.Duration, true
@@ -163,6 +163,9 @@ func (o *Observer) lifetime(ctx context.Context, ch *ctfv1alpha1.Challenge, obs 
 	}
 	if tmpl.Spec.Flag != nil {
 		obs.FlagSecretName = values.FlagSecretName(ch.Name)
+	}
+	for _, c := range tmpl.Spec.Components {
+		obs.Components = append(obs.Components, c.Name)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,10 +52,13 @@ const (
 
 // Workload is the readiness of one object the release rendered, as kstatus sees it.
 type Workload struct {
-	Kind    string
-	Name    string
-	Status  kstatus.Status
-	Message string
+	Kind string
+	Name string
+	// Component names the instance's component the workload runs; "" for
+	// the primary one.
+	Component string
+	Status    kstatus.Status
+	Message   string
 }
 
 // Observation is everything the phase depends on.
@@ -65,6 +69,9 @@ type Observation struct {
 	Conditions []metav1.Condition
 	// Workloads are the release's objects that have a readiness of their own.
 	Workloads []Workload
+	// Components are the instance's components besides its primary one,
+	// each of which has a workload once the release is applied.
+	Components []string
 	// Endpoints are where participants connect; empty until addresses are known.
 	Endpoints []ctfv1alpha1.Endpoint
 	// Operation is the release action in flight, if any.
@@ -130,6 +137,11 @@ func PhaseFor(o Observation) Verdict {
 	if len(o.Workloads) == 0 {
 		return Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, "waiting for the instance's workloads to appear"}
 	}
+	for _, name := range o.Components {
+		if !slices.ContainsFunc(o.Workloads, func(w Workload) bool { return w.Component == name }) {
+			return Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, componentPrefix(name) + "waiting for its workload to appear"}
+		}
+	}
 	if failed := workloadsWhere(o.Workloads, func(s kstatus.Status) bool { return s == kstatus.FailedStatus }); len(failed) > 0 {
 		return Verdict{ctfv1alpha1.PhaseError, ReasonWorkloadFailed, describe(failed)}
 	}
@@ -173,12 +185,21 @@ func workloadsWhere(ws []Workload, keep func(kstatus.Status) bool) []Workload {
 	return out
 }
 
+// componentPrefix names a component at the start of a message, e.g.
+// "component redis: "; nothing for the primary one.
+func componentPrefix(component string) string {
+	if component == "" {
+		return ""
+	}
+	return "component " + component + ": "
+}
+
 // describe says which workloads are in question and why, e.g.
 // "Deployment web: Available: 0/1".
 func describe(ws []Workload) string {
 	parts := make([]string, 0, len(ws))
 	for _, w := range ws {
-		parts = append(parts, fmt.Sprintf("%s %s: %s", w.Kind, w.Name, w.Message))
+		parts = append(parts, componentPrefix(w.Component)+fmt.Sprintf("%s %s: %s", w.Kind, w.Name, w.Message))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -14,17 +14,23 @@ type PodProblem struct {
 	Pod string
 	// Workload is set when the pod could not be created: it names the Deployment.
 	Workload bool
-	Reason   string
-	Message  string
+	// Component names the instance's component; "" for the primary one.
+	Component string
+	Reason    string
+	Message   string
 }
 
 // where says which object has the problem, for the phase's message.
 func (p PodProblem) where() string {
 	if p.Workload {
-		return "Deployment " + p.Pod
+		return componentPrefix(p.Component) + "Deployment " + p.Pod
 	}
-	return "pod " + p.Pod
+	return componentPrefix(p.Component) + "pod " + p.Pod
 }
+
+// ComponentLabel names an instance's component on its objects; the primary
+// component's carry none.
+const ComponentLabel = "app.kubernetes.io/component"
 
 // DeploymentProblems lists the Deployments whose pods the API server refuses
 // to create (Pod Security admission, a ResourceQuota): the ReplicaSet
@@ -39,7 +45,7 @@ func DeploymentProblems(deps []appsv1.Deployment) []PodProblem {
 				if reason == "" {
 					reason = "FailedCreate"
 				}
-				out = append(out, PodProblem{Pod: d.Name, Workload: true, Reason: reason, Message: c.Message})
+				out = append(out, PodProblem{Pod: d.Name, Workload: true, Component: d.Labels[ComponentLabel], Reason: reason, Message: c.Message})
 			}
 		}
 	}
@@ -79,12 +85,12 @@ func podProblem(pod *corev1.Pod) (PodProblem, bool) {
 			if msg == "" {
 				msg = fmt.Sprintf("container %s is waiting: %s", cs.Name, w.Reason)
 			}
-			return PodProblem{Pod: pod.Name, Reason: w.Reason, Message: msg}, true
+			return PodProblem{Pod: pod.Name, Component: pod.Labels[ComponentLabel], Reason: w.Reason, Message: msg}, true
 		}
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return PodProblem{Pod: pod.Name, Reason: c.Reason, Message: c.Message}, true
+			return PodProblem{Pod: pod.Name, Component: pod.Labels[ComponentLabel], Reason: c.Reason, Message: c.Message}, true
 		}
 	}
 	return PodProblem{}, false

@@ -102,9 +102,15 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 		HostTaken:    g.hostTaken(ctx, ch),
 	}
 	in.OwnerAnnotations = ownerAnnotations(ch)
+	if tmpl != nil {
+		in.Components = components(ch, tmpl)
+		if len(in.Components) > 0 {
+			in.InstancePods = values.InstancePodLabels(ch)
+		}
+	}
 	if g.namespacePerInstance {
 		in.Namespace = values.InstanceNamespace(ch)
-		if in.Quota, in.LimitRange, err = values.NamespaceBounds(); err != nil {
+		if in.Quota, in.LimitRange, err = values.NamespaceBounds(len(in.Components)); err != nil {
 			return policy.Instance{}, err
 		}
 	}
@@ -112,6 +118,18 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 		in.FlagSecret = values.FlagSecretName(ch.Name)
 	}
 	return in, nil
+}
+
+// components says what each of tmpl's components in ch may be.
+func components(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) []policy.Component {
+	out := make([]policy.Component, 0, len(tmpl.Spec.Components))
+	for i := range tmpl.Spec.Components {
+		c := &tmpl.Spec.Components[i]
+		sec := security.ForComponent(c)
+		out = append(out, policy.Component{Name: c.Name, Labels: values.ComponentLabels(ch, tmpl, c.Name),
+			Selector: values.ComponentSelectorLabels(ch, c.Name), Security: &sec})
+	}
+	return out
 }
 
 // ownerAnnotations are what helm-operator-plugins' owner post-renderer
@@ -147,11 +165,12 @@ func (g *gate) checkRecord(ctx context.Context, obj client.Object, manifest stri
 		Labels:       values.IdentityLabels(ch, nil),
 		Selector:     values.SelectorLabels(ch),
 		FlagSecret:   values.FlagSecretName(ch.Name),
+		AnyComponent: true,
 	}
 	in.OwnerAnnotations = ownerAnnotations(ch)
 	if g.namespacePerInstance {
 		in.Namespace = values.InstanceNamespace(ch)
-		if in.Quota, in.LimitRange, err = values.NamespaceBounds(); err != nil {
+		if in.Quota, in.LimitRange, err = values.NamespaceBounds(0); err != nil {
 			return err
 		}
 	}

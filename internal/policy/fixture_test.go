@@ -75,8 +75,8 @@ func testInstance() Instance {
 	}
 }
 
-// part is one template's object, rendered under its "# Source:" comment.
-type part struct {
+// sourcePart is one template's object, rendered under its "# Source:" comment.
+type sourcePart struct {
 	source string
 	obj    any
 }
@@ -123,19 +123,19 @@ func (fx *fixture) setOwnNamespace(own bool) {
 }
 
 // parts lists the rendered objects in the order Helm writes them.
-func (fx *fixture) parts() []part {
-	ps := []part{}
+func (fx *fixture) parts() []sourcePart {
+	ps := []sourcePart{}
 	if fx.withNamespace {
-		ps = append(ps, part{"namespace.yaml", fx.ns}, part{"namespace.yaml", fx.quota}, part{"namespace.yaml", fx.limitRange})
+		ps = append(ps, sourcePart{"namespace.yaml", fx.ns}, sourcePart{"namespace.yaml", fx.quota}, sourcePart{"namespace.yaml", fx.limitRange})
 	}
 	ps = append(ps,
-		part{"serviceaccount.yaml", fx.sa}, part{"flag-secret.yaml", fx.secret}, part{"service.yaml", fx.svc},
-		part{"deployment.yaml", fx.deploy}, part{"networkpolicy.yaml", fx.np})
+		sourcePart{"serviceaccount.yaml", fx.sa}, sourcePart{"flag-secret.yaml", fx.secret}, sourcePart{"service.yaml", fx.svc},
+		sourcePart{"deployment.yaml", fx.deploy}, sourcePart{"networkpolicy.yaml", fx.np})
 	if fx.withIngress {
-		ps = append(ps, part{"ingress.yaml", fx.ing})
+		ps = append(ps, sourcePart{"ingress.yaml", fx.ing})
 	}
 	for _, e := range fx.extra {
-		ps = append(ps, part{"extra.yaml", e})
+		ps = append(ps, sourcePart{"extra.yaml", e})
 	}
 	return ps
 }

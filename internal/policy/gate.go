@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -24,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	psaapi "k8s.io/pod-security-admission/api"
 
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
@@ -71,6 +73,35 @@ type Instance struct {
 	// HostTaken reports whether an Ingress host is already used by another instance, so an instance
 	// cannot take over another's traffic; nil means never.
 	HostTaken func(host string) bool
+	// Components are the instance's workloads beside its primary one, each with a Deployment, a
+	// NetworkPolicy and optionally a Service named ComponentObject(Release, Name).
+	Components []Component
+	// AnyComponent accepts the objects of components of any name: a stored release record, judged
+	// by CheckIdentity for whose its objects are, whatever components its template has now.
+	AnyComponent bool
+	// InstancePods are labels every pod of the instance carries, and no other instance's: the one
+	// pod selector a NetworkPolicy may name, as a peer in its own namespace, so the instance's
+	// components reach each other; nil allows none.
+	InstancePods map[string]string
+}
+
+// Component is a workload of an instance beside its primary one.
+type Component struct {
+	// Name is the component's name, which ends its objects' names.
+	Name string
+	// Labels are the identity labels of its objects and pod template, as Instance.Labels are the
+	// primary component's.
+	Labels map[string]string
+	// Selector is the exact selector of its Deployment, Service and NetworkPolicy.
+	Selector map[string]string
+	// Security is exactly what its pod runs with; nil holds it to the restricted standard.
+	Security *security.Context
+}
+
+// ComponentObject names the objects of an instance's component: "<release>--<component>". No
+// Challenge name contains "--", so no other instance's object can have such a name.
+func ComponentObject(release, component string) string {
+	return release + "--" + component
 }
 
 // Limits are the organiser's ceilings and allowances.
@@ -217,6 +248,7 @@ func CheckIdentity(manifest []byte, in Instance) error {
 		return err
 	}
 	for _, o := range objs {
+		c.part = c.partOf(o)
 		for _, rule := range []func(*object) error{c.scope, c.name, c.duplicate, c.namespace} {
 			if err := rule(o); err != nil {
 				return err
@@ -269,12 +301,32 @@ func mustPrefixes(cidrs ...string) []netip.Prefix {
 
 // checker judges the objects of one release and remembers which it has seen.
 type checker struct {
-	in        Instance
+	in Instance
+	// part is the component the object being judged belongs to.
+	part      *part
 	domain    string
 	dnsNS     string
 	forbidden []netip.Prefix
 	allowed   []netip.Prefix
 	seen      map[string]bool
+	primary   *part
+	parts     map[string]*part
+}
+
+// part is what the objects of one component must be: the primary one's or another's.
+type part struct {
+	component string // "" for the primary one
+	labels    map[string]string
+	selector  map[string]string
+	security  *security.Context
+}
+
+// level is the Pod Security Standard level the part's pods meet.
+func (p *part) level() psaapi.Level {
+	if p.security == nil {
+		return psaapi.LevelRestricted
+	}
+	return p.security.Level()
 }
 
 // newChecker prepares the instance's settings once for every object.
@@ -293,7 +345,14 @@ func newChecker(in Instance) (*checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: allowed CIDRs: %w", err)
 	}
-	c := &checker{in: in, forbidden: forbidden, allowed: allowed, seen: map[string]bool{}}
+	c := &checker{in: in, forbidden: forbidden, allowed: allowed, seen: map[string]bool{}, parts: map[string]*part{}}
+	c.primary = &part{labels: in.Labels, selector: in.Selector, security: in.Security}
+	for _, comp := range in.Components {
+		if len(comp.Labels) == 0 || len(comp.Selector) == 0 {
+			return nil, fmt.Errorf("policy: component %q needs identity labels and a selector", comp.Name)
+		}
+		c.parts[ComponentObject(in.Release, comp.Name)] = &part{component: comp.Name, labels: comp.Labels, selector: comp.Selector, security: comp.Security}
+	}
 	c.domain = strings.ToLower(strings.TrimSuffix(in.Limits.IngressDomain, "."))
 	c.dnsNS = in.Limits.DNSNamespace
 	if c.dnsNS == "" {
@@ -304,6 +363,7 @@ func newChecker(in Instance) (*checker, error) {
 
 // object applies every rule to one object, the generic ones first.
 func (c *checker) object(o *object) error {
+	c.part = c.partOf(o)
 	for _, rule := range []func(*object) error{c.scope, c.name, c.duplicate, c.namespace, c.metadata, c.spec} {
 		if err := rule(o); err != nil {
 			return err
@@ -320,9 +380,29 @@ func (c *checker) scope(o *object) error {
 	return nil
 }
 
+// partOf is the component o belongs to: the one its name ends with, for the kinds each component
+// has, or the primary one.
+func (c *checker) partOf(o *object) *part {
+	if !o.spec.perComponent {
+		return c.primary
+	}
+	if p, ok := c.parts[o.obj.GetName()]; ok {
+		return p
+	}
+	return c.primary
+}
+
+// anyComponentName matches the names a stored record's component objects may have.
+var anyComponentName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,6}[a-z0-9])?$`)
+
 // name requires every object's fixed name, so the release cannot touch another instance's objects.
 func (c *checker) name(o *object) error {
 	rule, want := ruleName, c.in.Release
+	if c.part != c.primary {
+		want = o.obj.GetName() // one of its components' (partOf)
+	} else if component, ok := strings.CutPrefix(o.obj.GetName(), c.in.Release+"--"); ok && o.spec.perComponent && c.in.AnyComponent && anyComponentName.MatchString(component) {
+		want = o.obj.GetName()
+	}
 	switch o.obj.(type) {
 	case *corev1.Secret:
 		rule, want = ruleSecret, c.in.FlagSecret
@@ -407,6 +487,17 @@ func (c *checker) required() error {
 		if !c.seen[kind+"/"+c.in.Release] {
 			obj := fmt.Sprintf("%s %s/%s", kind, c.in.Namespace, c.in.Release)
 			return &Violation{Rule: ruleRequired, Object: obj, Detail: "not rendered"}
+		}
+	}
+	// Each component has its workload and the NetworkPolicy that isolates it; its Service is
+	// optional (a bot nothing connects to has none).
+	for _, comp := range c.in.Components {
+		name := ComponentObject(c.in.Release, comp.Name)
+		for _, kind := range []string{"Deployment", "NetworkPolicy"} {
+			if !c.seen[kind+"/"+name] {
+				obj := fmt.Sprintf("%s %s/%s", kind, c.in.Namespace, name)
+				return &Violation{Rule: ruleRequired, Object: obj, Detail: "not rendered"}
+			}
 		}
 	}
 	return nil

@@ -104,9 +104,9 @@ func (c *checker) keys(o *object, m metav1.Object, where string, isNamespace boo
 // identity requires every identity label with exactly its value, so other code can tell whose
 // an object is and no instance can pass as another.
 func (c *checker) identity(o *object, labels map[string]string, where string) error {
-	for _, k := range slices.Sorted(maps.Keys(c.in.Labels)) {
-		if v, ok := labels[k]; !ok || v != c.in.Labels[k] {
-			return o.violation(ruleLabels, "%slabel %s is %q, want %q", where, k, v, c.in.Labels[k])
+	for _, k := range slices.Sorted(maps.Keys(c.part.labels)) {
+		if v, ok := labels[k]; !ok || v != c.part.labels[k] {
+			return o.violation(ruleLabels, "%slabel %s is %q, want %q", where, k, v, c.part.labels[k])
 		}
 	}
 	return nil
@@ -115,7 +115,7 @@ func (c *checker) identity(o *object, labels map[string]string, where string) er
 // labelKeys refuses reserved label keys beyond the identity labels.
 func (c *checker) labelKeys(o *object, labels map[string]string, where string, isNamespace bool) error {
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		_, identity := c.in.Labels[k]
+		_, identity := c.part.labels[k]
 		if !identity && !(isNamespace && namespaceLabel(k)) && c.in.Keys.Refused(k) {
 			return o.violation(ruleMetadataKey, "%slabel key %s is reserved", where, k)
 		}

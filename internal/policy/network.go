@@ -15,8 +15,8 @@ import (
 // resolve DNS and reach addresses outside the internal ranges, and be reached from outside them
 // and from the organiser's namespaces, never from or to another instance or the node's metadata.
 func (c *checker) networkPolicy(o *object, np *networkingv1.NetworkPolicy) error {
-	if !exactSelector(&np.Spec.PodSelector, c.in.Selector) {
-		return o.violation(ruleSelector, "the podSelector must be exactly matchLabels %v", c.in.Selector)
+	if !exactSelector(&np.Spec.PodSelector, c.part.selector) {
+		return o.violation(ruleSelector, "the podSelector must be exactly matchLabels %v", c.part.selector)
 	}
 	types := np.Spec.PolicyTypes
 	if !slices.Contains(types, networkingv1.PolicyTypeIngress) || !slices.Contains(types, networkingv1.PolicyTypeEgress) {
@@ -28,6 +28,10 @@ func (c *checker) networkPolicy(o *object, np *networkingv1.NetworkPolicy) error
 		}
 	}
 	for i, r := range np.Spec.Ingress {
+		// Only the primary component is exposed: the others admit the instance's own pods.
+		if c.part != c.primary && (len(r.From) != 1 || !c.instancePeer(r.From[0])) {
+			return o.violation(ruleNetworkIngress, "ingress rule %d: component %s admits the instance's own pods only", i, c.part.component)
+		}
 		if err := c.ingressRule(r); err != nil {
 			return o.violation(ruleNetworkIngress, "ingress rule %d: %v", i, err)
 		}
@@ -50,8 +54,9 @@ func (c *checker) egressRule(r networkingv1.NetworkPolicyEgressRule) error {
 			if err := c.ipBlock(p.IPBlock); err != nil {
 				return err
 			}
+		case c.instancePeer(p):
 		default:
-			return fmt.Errorf("peer %d is neither the DNS peer nor an ipBlock", j)
+			return fmt.Errorf("peer %d is neither the DNS peer, an ipBlock nor the instance's own pods", j)
 		}
 	}
 	return nil
@@ -73,11 +78,19 @@ func (c *checker) ingressRule(r networkingv1.NetworkPolicyIngressRule) error {
 			if ns := p.NamespaceSelector.MatchLabels[nameLabel]; ns == c.in.Namespace {
 				return fmt.Errorf("namespace %q is the instance's own: the pods of every other instance there could connect", ns)
 			}
+		case c.instancePeer(p):
 		default:
-			return fmt.Errorf("peer %d is neither an ipBlock nor an allowed namespace", j)
+			return fmt.Errorf("peer %d is neither an ipBlock, an allowed namespace nor the instance's own pods", j)
 		}
 	}
 	return nil
+}
+
+// instancePeer reports whether p is exactly the instance's own pods, in the policy's namespace:
+// its components reaching each other.
+func (c *checker) instancePeer(p networkingv1.NetworkPolicyPeer) bool {
+	return len(c.in.InstancePods) > 0 && p.IPBlock == nil && p.NamespaceSelector == nil &&
+		exactSelector(p.PodSelector, c.in.InstancePods)
 }
 
 // nameLabel is the label the API server sets on every namespace to its name.

@@ -15,8 +15,12 @@ import (
 // service keeps the Service on the instance's pods and off the node's and the cloud's addresses
 // except as the organiser allows.
 func (c *checker) service(o *object, s *corev1.Service) error {
-	if !maps.Equal(s.Spec.Selector, c.in.Selector) {
-		return o.violation(ruleSelector, "the selector must be exactly %v", c.in.Selector)
+	if !maps.Equal(s.Spec.Selector, c.part.selector) {
+		return o.violation(ruleSelector, "the selector must be exactly %v", c.part.selector)
+	}
+	internal := s.Spec.Type == "" || s.Spec.Type == corev1.ServiceTypeClusterIP
+	if c.part != c.primary && !internal {
+		return o.violation(ruleService, "component %s: type %q; a component's Service is ClusterIP, for the instance's own pods", c.part.component, s.Spec.Type)
 	}
 	switch s.Spec.Type {
 	case "", corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
@@ -103,11 +107,11 @@ func (c *checker) namespaceObject(o *object, ns *corev1.Namespace) error {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		if _, identity := c.in.Labels[k]; !identity && !ownNamespaceLabels[k] {
+		if _, identity := c.part.labels[k]; !identity && !ownNamespaceLabels[k] {
 			return o.violation(ruleNamespaceMeta, "label %s: only the identity and Pod Security enforce labels", k)
 		}
 	}
-	if level := c.level(); labels["pod-security.kubernetes.io/enforce"] != string(level) {
+	if level := c.widestLevel(); labels["pod-security.kubernetes.io/enforce"] != string(level) {
 		return o.violation(ruleNamespace, "label pod-security.kubernetes.io/enforce must be %q", level)
 	}
 	if v, ok := labels["pod-security.kubernetes.io/enforce-version"]; ok && v != "latest" {

@@ -27,16 +27,18 @@ type kindSpec struct {
 	clusterScoped bool
 	// ownNamespace kinds only an instance with a namespace of its own may create.
 	ownNamespace bool
+	// perComponent kinds are rendered for each component, named ComponentObject.
+	perComponent bool
 }
 
 // kinds is the allowlist: nothing else may be rendered.
 var kinds = map[typeKey]kindSpec{
-	{"apps/v1", "Deployment"}:                 {newObject: newOf[appsv1.Deployment]},
-	{"v1", "Service"}:                         {newObject: newOf[corev1.Service]},
+	{"apps/v1", "Deployment"}:                 {newObject: newOf[appsv1.Deployment], perComponent: true},
+	{"v1", "Service"}:                         {newObject: newOf[corev1.Service], perComponent: true},
 	{"v1", "ServiceAccount"}:                  {newObject: newOf[corev1.ServiceAccount]},
 	{"v1", "Secret"}:                          {newObject: newOf[corev1.Secret]},
 	{"v1", "ConfigMap"}:                       {newObject: newOf[corev1.ConfigMap]},
-	{"networking.k8s.io/v1", "NetworkPolicy"}: {newObject: newOf[networkingv1.NetworkPolicy]},
+	{"networking.k8s.io/v1", "NetworkPolicy"}: {newObject: newOf[networkingv1.NetworkPolicy], perComponent: true},
 	{"networking.k8s.io/v1", "Ingress"}:       {newObject: newOf[networkingv1.Ingress]},
 	{"v1", "Namespace"}:                       {newObject: newOf[corev1.Namespace], clusterScoped: true, ownNamespace: true},
 	{"v1", "ResourceQuota"}:                   {newObject: newOf[corev1.ResourceQuota], ownNamespace: true},

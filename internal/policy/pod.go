@@ -32,8 +32,8 @@ func (c *checker) deployment(o *object, d *appsv1.Deployment) error {
 	if replicas > c.in.Limits.MaxReplicas {
 		return o.violation(ruleReplicas, "%d replicas, at most %d", replicas, c.in.Limits.MaxReplicas)
 	}
-	if !exactSelector(d.Spec.Selector, c.in.Selector) {
-		return o.violation(ruleSelector, "the selector must be exactly matchLabels %v", c.in.Selector)
+	if !exactSelector(d.Spec.Selector, c.part.selector) {
+		return o.violation(ruleSelector, "the selector must be exactly matchLabels %v", c.part.selector)
 	}
 	if err := c.keys(o, &d.Spec.Template.ObjectMeta, "pod template ", false); err != nil {
 		return err
@@ -71,12 +71,22 @@ func (c *checker) pod(o *object, t *corev1.PodTemplateSpec) error {
 // bind, in the pod's own network namespace, so that a non-root server can listen on port 80.
 const UnprivilegedPortSysctl = "net.ipv4.ip_unprivileged_port_start"
 
-// level is the Pod Security Standard level the instance's pods meet.
-func (c *checker) level() psaapi.Level {
-	if c.in.Security == nil {
-		return psaapi.LevelRestricted
+// level is the Pod Security Standard level the pods of the object being judged meet.
+func (c *checker) level() psaapi.Level { return c.part.level() }
+
+// widestLevel is the level a namespace holding every pod of the instance must allow.
+func (c *checker) widestLevel() psaapi.Level {
+	levels := []psaapi.Level{c.primary.level()}
+	for _, p := range c.parts {
+		levels = append(levels, p.level())
 	}
-	return c.in.Security.Level()
+	out := psaapi.LevelRestricted
+	for _, l := range levels {
+		if l == psaapi.LevelPrivileged || (l == psaapi.LevelBaseline && out == psaapi.LevelRestricted) {
+			out = l
+		}
+	}
+	return out
 }
 
 // securityContext requires the pod's and its container's security settings to be exactly
@@ -90,7 +100,7 @@ func (c *checker) securityContext(o *object, p *corev1.PodSpec) error {
 			}
 		}
 	}
-	want := c.in.Security
+	want := c.part.security
 	if want == nil {
 		return nil
 	}
@@ -214,7 +224,7 @@ func (c *checker) securityProfiles(o *object, t *corev1.PodTemplateSpec) error {
 		}
 	}
 	p := &t.Spec
-	if want := c.in.Security; want != nil && localProfile(want.Pod.SeccompProfile, want.Pod.AppArmorProfile) {
+	if want := c.part.security; want != nil && localProfile(want.Pod.SeccompProfile, want.Pod.AppArmorProfile) {
 		// The template names a Localhost profile the operator's flags allow; securityContext
 		// requires exactly it, on the pod and nowhere else.
 		return nil
@@ -260,7 +270,7 @@ func (c *checker) hostPorts(o *object, p *corev1.PodSpec) error {
 // rewriting the pod's name resolution: an instance is placed like every other
 // one, and cannot evict others, pick a weaker runtime or spoof hosts.
 func (c *checker) placement(o *object, p *corev1.PodSpec) error {
-	want := c.in.Security
+	want := c.part.security
 	if want == nil {
 		want = &security.Context{}
 	}
@@ -358,8 +368,8 @@ func (c *checker) resources(o *object, p *corev1.PodSpec) error {
 		}
 	}
 	var extended corev1.ResourceList
-	if c.in.Security != nil {
-		extended = c.in.Security.ExtendedResources
+	if c.part.security != nil {
+		extended = c.part.security.ExtendedResources
 	}
 	for _, ctr := range p.Containers {
 		for _, l := range []corev1.ResourceList{ctr.Resources.Limits, ctr.Resources.Requests} {

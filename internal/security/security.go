@@ -153,7 +153,24 @@ func (b Bounds) CheckTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	if err := b.Check(tmpl.Spec.Security); err != nil {
 		return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "security: ChallengeTemplate %s: %v", tmpl.Name, err)
 	}
+	for _, c := range tmpl.Spec.Components {
+		if err := b.Check(c.Security); err != nil {
+			return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "security: ChallengeTemplate %s: component %s: %v", tmpl.Name, c.Name, err)
+		}
+	}
 	return nil
+}
+
+// Widest is the profile granting most among contexts': what a namespace
+// holding all of an instance's pods must allow.
+func Widest(contexts ...Context) ctfv1alpha1.SecurityProfile {
+	out := ctfv1alpha1.ProfileRestricted
+	for _, c := range contexts {
+		if rank(c.Profile) > rank(out) {
+			out = c.Profile
+		}
+	}
+	return out
 }
 
 // checkPlacement allows the node labels, taints and extended resources the
@@ -218,6 +235,13 @@ func ForTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) Context {
 		return For(nil, false)
 	}
 	return For(tmpl.Spec.Security, PrivateFlag(tmpl.Spec.Flag))
+}
+
+// ForComponent is the Context of a template's component: its own section
+// (restricted when unset), never the template's. The flag is not mounted in
+// components.
+func ForComponent(c *ctfv1alpha1.Component) Context {
+	return For(c.Security, false)
 }
 
 // PrivateFlag reports whether a flag file is root's alone: mounted as a

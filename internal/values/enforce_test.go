@@ -62,7 +62,7 @@ func TestNamespaceBoundsAreEnforced(t *testing.T) {
 		HaveKeyWithValue("quota", HaveKeyWithValue("limits.cpu", "2")),
 		HaveKeyWithValue("limitRange", HaveKeyWithValue("default", HaveKeyWithValue("memory", DefaultMemoryLimit))),
 	)))
-	quota, limits, err := NamespaceBounds()
+	quota, limits, err := NamespaceBounds(0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(quota).To(HaveLen(len(NamespaceQuota)))
 	g.Expect(limits).To(HaveLen(1))

@@ -243,12 +243,13 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	flagValues := map[string]any{"enabled": false, "secretName": "", "mount": "File", "path": "/flag/flag.txt", "envName": "", "fileMode": DefaultFlagFileMode}
 	egress := []any{}
 	internetEgress := false
+	var components []ctfv1alpha1.Component
 	container := containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{}, Scratch: []scratchValues{}, MountTmp: true,
 		Files: []fileValues{}}
 	if tmpl != nil {
 		container = containerValues{Command: orEmptyList(tmpl.Spec.Command), Args: orEmptyList(tmpl.Spec.Args), WorkingDir: tmpl.Spec.WorkingDir,
 			Scratch: scratchFor(tmpl.Spec.Scratch), MountTmp: !tmpl.Spec.KeepImageTmp, Probes: probesFor(tmpl.Spec.Probes),
-			Files: filesFor(tmpl.Spec.Files)}
+			Files: filesFor("", tmpl.Spec.Files)}
 		if f := tmpl.Spec.Flag; f != nil {
 			flagValues = map[string]any{
 				"enabled": true, "secretName": FlagSecretName(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
@@ -264,6 +265,15 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 			egress = append(egress, rule)
 		}
 		internetEgress = tmpl.Spec.Policy != nil && tmpl.Spec.Policy.InternetEgress
+		components = tmpl.Spec.Components
+	}
+	componentValues, err := componentsFor(c.Name, components)
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := toMap(map[string]any{"hosts": hostValues(c.Name, components)})
+	if err != nil {
+		return nil, err
 	}
 	securityValues, err := toMap(securityValuesFor(podSecurity))
 	if err != nil {
@@ -279,6 +289,8 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"flag":        flagValues,
 		"secretEnv":   []any{}, // the values come from the Translator, which reads Secrets
 		"security":    securityValues,
+		"components":  componentValues,
+		"hosts":       hosts["hosts"],
 		"networkPolicy": map[string]any{
 			"internalCIDRs":         toAny(settings.EffectiveInternalCIDRs()),
 			"egress":                egress,
@@ -289,7 +301,8 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"expose": map[string]any{"host": InstanceHost(c, settings.IngressDomain)},
 		"namespacePerInstance": map[string]any{
 			"enabled": settings.NamespacePerInstance, "name": InstanceNamespace(c),
-			"quota": toAnyMap(NamespaceQuota), "limitRange": namespaceLimitValues(),
+			"quota": toAnyMap(namespaceQuota(1 + len(components))), "limitRange": namespaceLimitValues(),
+			"profile": string(widestProfile(podSecurity, components)),
 		},
 	})
 	return out, nil
@@ -335,10 +348,12 @@ type fileValues struct {
 // DefaultFileMode lets every user of the container read a template's file.
 const DefaultFileMode int32 = 0o444
 
-func filesFor(files []ctfv1alpha1.File) []fileValues {
+// filesFor keys each file by its index after prefix (a component's name and
+// a dot; none for the primary component) in the instance's one ConfigMap.
+func filesFor(prefix string, files []ctfv1alpha1.File) []fileValues {
 	out := make([]fileValues, 0, len(files))
 	for i, f := range files {
-		out = append(out, fileValues{Key: fmt.Sprintf("f%d", i), Path: f.Path, Content: f.Content, Mode: ptr.Deref(f.Mode, DefaultFileMode)})
+		out = append(out, fileValues{Key: fmt.Sprintf("%sf%d", prefix, i), Path: f.Path, Content: f.Content, Mode: ptr.Deref(f.Mode, DefaultFileMode)})
 	}
 	return out
 }
@@ -492,11 +507,33 @@ func (s Settings) EffectiveInternalCIDRs() []string {
 	return out
 }
 
-// NamespaceQuota is the ResourceQuota of an instance's namespace of its own.
+// NamespaceQuota is the ResourceQuota of an instance's namespace of its own,
+// for each of its components (the primary one included).
 var NamespaceQuota = map[string]string{
 	"pods": "4", "services": "2",
 	"requests.cpu": "1", "requests.memory": "1Gi",
 	"limits.cpu": "2", "limits.memory": "2Gi",
+}
+
+// namespaceQuota is NamespaceQuota for an instance of n components.
+func namespaceQuota(n int) map[string]string {
+	out := make(map[string]string, len(NamespaceQuota))
+	for k, v := range NamespaceQuota {
+		q := resource.MustParse(v)
+		q.Mul(int64(n))
+		out[k] = q.String()
+	}
+	return out
+}
+
+// widestProfile is the profile a namespace of the instance's own enforces:
+// the widest of its components'.
+func widestProfile(primary security.Context, components []ctfv1alpha1.Component) ctfv1alpha1.SecurityProfile {
+	contexts := []security.Context{primary}
+	for i := range components {
+		contexts = append(contexts, security.ForComponent(&components[i]))
+	}
+	return security.Widest(contexts...)
 }
 
 // namespaceLimits are the default limits and requests of the containers in
@@ -514,9 +551,10 @@ func namespaceLimitValues() map[string]any {
 
 // NamespaceBounds are the ResourceQuota hard limits and the LimitRange items
 // the operator renders into an instance's namespace of its own, as the gate
-// compares them.
-func NamespaceBounds() (corev1.ResourceList, []corev1.LimitRangeItem, error) {
-	quota, err := resourceList(NamespaceQuota)
+// compares them, for an instance with that many components besides its
+// primary one.
+func NamespaceBounds(components int) (corev1.ResourceList, []corev1.LimitRangeItem, error) {
+	quota, err := resourceList(namespaceQuota(1 + components))
 	if err != nil {
 		return nil, nil, fmt.Errorf("namespace quota: %w", err)
 	}

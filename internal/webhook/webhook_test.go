@@ -87,7 +87,7 @@ func TestNamespacePerInstance(t *testing.T) {
 	key := client.ObjectKey{Namespace: instanceNS, Name: "own"}
 	quota := &corev1.ResourceQuota{}
 	g.Expect(h.Client.Get(ctx, key, quota)).To(Succeed())
-	wantQuota, wantLimits, err := values.NamespaceBounds()
+	wantQuota, wantLimits, err := values.NamespaceBounds(0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(apiequality.Semantic.DeepEqual(quota.Spec.Hard, wantQuota)).To(BeTrue(), "the quota is exactly the operator's: %v", quota.Spec.Hard)
 	lr := &corev1.LimitRange{}

@@ -51,3 +51,77 @@ operator always lists some). */}}
       {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* Labels that select one component's pods ("root" is the chart's context,
+"c" the component's values): never the primary's, named "challenge". */}}
+{{- define "challenge.componentSelectorLabels" -}}
+app.kubernetes.io/name: {{ .c.name | quote }}
+app.kubernetes.io/instance: {{ .root.Release.Name | quote }}
+{{- end }}
+
+{{/* Labels on every object of a component: the instance's identity, with
+the component's name. */}}
+{{- define "challenge.componentLabels" -}}
+{{ include "challenge.componentSelectorLabels" . }}
+app.kubernetes.io/component: {{ .c.name | quote }}
+app.kubernetes.io/managed-by: Helm
+ctf.challenge-operator.io/instance: {{ .root.Release.Name | quote }}
+ctf.challenge-operator.io/instance-namespace: {{ .root.Release.Namespace | quote }}
+ctf.challenge-operator.io/participant: {{ required "participant is required" .root.Values.participant | quote }}
+ctf.challenge-operator.io/challenge: {{ default .root.Release.Name .root.Values.challenge | quote }}
+{{- end }}
+
+{{/* The peer that is every pod of the instance, whatever its component, in
+the NetworkPolicy's own namespace. */}}
+{{- define "challenge.instancePeer" -}}
+- podSelector:
+    matchLabels:
+      ctf.challenge-operator.io/instance: {{ .Release.Name | quote }}
+{{- end }}
+
+{{/* The instance's own address (type Ingress), after a container's other
+variables so that it wins. */}}
+{{- define "challenge.hostEnv" -}}
+- name: CHALLENGE_HOST
+  value: {{ .Values.expose.host | quote }}
+- name: CHALLENGE_URL
+  value: {{ printf "%s://%s/" (ternary "https" "http" (.Values.expose.https | default false)) .Values.expose.host | quote }}
+{{- end }}
+
+{{/* Where a component may connect ("root" is the chart's context, "internet"
+whether it may reach the internet): the cluster DNS, the template's named
+destinations, the instance's other components, and the internet if allowed. */}}
+{{- define "challenge.egress" -}}
+- ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
+  to:
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: {{ .root.Values.networkPolicy.dnsNamespace | quote }}
+      podSelector:
+        matchLabels:
+          k8s-app: kube-dns
+{{- range .root.Values.networkPolicy.egress }}
+- to:
+    - ipBlock:
+        cidr: {{ .cidr | quote }}
+  {{- with .ports }}
+  ports:
+    {{- range . }}
+    - port: {{ int .port }}
+      protocol: {{ .protocol | default "TCP" | quote }}
+    {{- end }}
+  {{- end }}
+{{- end }}
+{{- if .internet }}
+- to:
+    {{- include "challenge.outside" .root | trim | nindent 4 }}
+{{- end }}
+{{- if .root.Values.components }}
+- to:
+    {{- include "challenge.instancePeer" .root | nindent 4 }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,123 @@
+package values
+
+import (
+	"strings"
+
+	"k8s.io/utils/ptr"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/security"
+)
+
+// PrimaryHostVariable holds the primary component's host name in every
+// component's environment.
+const PrimaryHostVariable = "PRIMARY_HOST"
+
+// HostVariable is the variable holding a component's host name: REDIS_HOST
+// for "redis", ADMIN_BOT_HOST for "admin-bot".
+func HostVariable(component string) string {
+	return strings.ToUpper(strings.ReplaceAll(component, "-", "_")) + "_HOST"
+}
+
+// componentValues are one component as charts/challenge renders it: the same
+// keys as the primary component's values, so the chart's helpers and
+// lowPortSysctl read both alike.
+type componentValues struct {
+	containerValues
+	Name                   string                      `json:"name"`
+	ObjectName             string                      `json:"objectName"`
+	Image                  string                      `json:"image"`
+	Ports                  []ctfv1alpha1.ChallengePort `json:"ports"`
+	Env                    []ctfv1alpha1.EnvVar        `json:"env"`
+	Resources              *ctfv1alpha1.Resources      `json:"resources,omitempty"`
+	ReadOnlyRootFilesystem bool                        `json:"readOnlyRootFilesystem"`
+	InternetEgress         bool                        `json:"internetEgress"`
+	Security               securityValues              `json:"security"`
+}
+
+// hostValues are the <NAME>_HOST variables of an instance with components
+// (none without): the primary's, then each component's that has a Service.
+func hostValues(release string, components []ctfv1alpha1.Component) []ctfv1alpha1.EnvVar {
+	if len(components) == 0 {
+		return []ctfv1alpha1.EnvVar{}
+	}
+	out := []ctfv1alpha1.EnvVar{{Name: PrimaryHostVariable, Value: release}}
+	for _, c := range components {
+		if len(c.Ports) > 0 {
+			out = append(out, ctfv1alpha1.EnvVar{Name: HostVariable(c.Name), Value: policy.ComponentObject(release, c.Name)})
+		}
+	}
+	return out
+}
+
+// componentsFor returns the values of the template's components: each its
+// own container, security context, resource floor and low-port sysctl.
+func componentsFor(release string, components []ctfv1alpha1.Component) ([]any, error) {
+	hosts := hostValues(release, components)
+	out := make([]any, 0, len(components))
+	for i := range components {
+		c := &components[i]
+		sec := security.ForComponent(c)
+		v := componentValues{
+			containerValues: containerValues{Command: orEmptyList(c.Command), Args: orEmptyList(c.Args), WorkingDir: c.WorkingDir,
+				Scratch: scratchFor(c.Scratch), MountTmp: !c.KeepImageTmp, Probes: componentProbes(c), Files: filesFor(c.Name+".", c.Files)},
+			Name: c.Name, ObjectName: policy.ComponentObject(release, c.Name), Image: c.Image, Ports: orEmptyList(c.Ports),
+			Env: append(append([]ctfv1alpha1.EnvVar{}, hosts...), c.Env...), Resources: c.Resources,
+			ReadOnlyRootFilesystem: !c.WritableRootFilesystem, InternetEgress: c.InternetEgress, Security: securityValuesFor(sec),
+		}
+		m, err := toMap(v)
+		if err != nil {
+			return nil, err
+		}
+		lowPortSysctl(m)
+		m["resources"] = withExtendedResources(resourceFloor(m["resources"]), sec.ExtendedResources)
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// componentProbes are a component's probes; without a readiness probe, a
+// TCP probe on its first TCP port, as the chart gives the primary component.
+func componentProbes(c *ctfv1alpha1.Component) probeValues {
+	p := probesFor(c.Probes)
+	if p.Readiness != nil {
+		return p
+	}
+	for _, port := range c.Ports {
+		if port.Protocol == "" || port.Protocol == ctfv1alpha1.ProtocolTCP {
+			p.Readiness = probeFor(&ctfv1alpha1.Probe{TCP: &ctfv1alpha1.TCPProbe{Port: port.Name}, PeriodSeconds: ptr.To(DefaultReadinessPeriod)})
+			break
+		}
+	}
+	return p
+}
+
+// DefaultReadinessPeriod is how often a component's default readiness
+// probe checks its port, as the chart's readinessProbe.periodSeconds does
+// the primary's.
+const DefaultReadinessPeriod int32 = 2
+
+// ComponentSelectorLabels select the pods of an instance's component, as
+// charts/challenge writes them: never the primary component's, whose
+// app.kubernetes.io/name is "challenge", a name no component may take.
+func ComponentSelectorLabels(c *ctfv1alpha1.Challenge, component string) map[string]string {
+	return map[string]string{"app.kubernetes.io/name": component, "app.kubernetes.io/instance": c.Name}
+}
+
+// ComponentLabels are the identity labels of a component's objects: the
+// instance's, with the component's name.
+func ComponentLabels(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, component string) map[string]string {
+	l := IdentityLabels(c, tmpl)
+	l["app.kubernetes.io/name"] = component
+	l[lifecycle.ComponentLabel] = component
+	return l
+}
+
+// InstancePodLabels select every pod of an instance, whatever its component,
+// and no other instance's in its namespace: the peer its NetworkPolicies let
+// its components reach each other through.
+func InstancePodLabels(c *ctfv1alpha1.Challenge) map[string]string {
+	return map[string]string{"ctf.challenge-operator.io/instance": c.Name}
+}
