@@ -7,18 +7,18 @@ package v1alpha1
 // from nothing outside the instance. Every component of an instance, the
 // primary one included, finds the others through the environment:
 // <NAME>_HOST holds a component's host name (REDIS_HOST for "redis",
-// ADMIN_BOT_HOST for "admin-bot"), PRIMARY_HOST the primary one's.
+// WEB_BOT_HOST for "web-bot"), PRIMARY_HOST the primary one's.
 // +kubebuilder:validation:XValidation:rule="!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",message="a component's port names must be unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.port == p.port && q.protocol == p.protocol))",message="a component must not repeat a port and protocol"
 // +kubebuilder:validation:XValidation:rule="!has(self.probes) || ((!has(self.probes.readiness) || ((!has(self.probes.readiness.http) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.readiness.http.port))) && (!has(self.probes.readiness.tcp) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.readiness.tcp.port))))) && (!has(self.probes.startup) || ((!has(self.probes.startup.http) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.startup.http.port))) && (!has(self.probes.startup.tcp) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.startup.tcp.port))))) && (!has(self.probes.liveness) || ((!has(self.probes.liveness.http) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.liveness.http.port))) && (!has(self.probes.liveness.tcp) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.liveness.tcp.port))))))",message="a probe's port must name one of the component's ports"
 type Component struct {
-	// Name of the component: a DNS label of at most 8 characters, not
-	// "primary" or "challenge". Its objects are named
-	// "<instance>--<name>".
+	// Name of the component: a DNS label of at most 8 characters (so that
+	// "challenge", the primary component's, is never one), not "primary".
+	// Its objects are named "<instance>--<name>".
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=8
 	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
-	// +kubebuilder:validation:XValidation:rule="!(self in ['primary', 'challenge'])",message="primary and challenge name the instance's primary component"
+	// +kubebuilder:validation:XValidation:rule="self != 'primary'",message="primary names the instance's primary component (PRIMARY_HOST)"
 	Name string `json:"name"`
 
 	// Image of the component's container.

@@ -96,6 +96,22 @@ func hostileChallenges() []hostileChallenge {
 		{name: "label key injection", raw: setValue("podLabels", map[string]any{"a\nhostPID": "true"}), want: refused, field: "spec.values.podLabels"},
 		{name: "annotation key with a space", raw: setValue("podAnnotations", map[string]any{"a b": "c"}), want: refused, field: "spec.values.podAnnotations"},
 
+		// Components are the organiser's: no Challenge names one, nor its objects' separator.
+		{name: "a component smuggled through values", raw: setValue("components", []any{map[string]any{"name": "miner", "image": "evil.example/miner"}}),
+			want: refused, field: `unknown field "spec.values.components"`},
+		{name: "a component on the Challenge", raw: func(s map[string]any) {
+			s["components"] = []any{map[string]any{"name": "miner", "image": "evil.example/miner"}}
+		}, want: refused, field: `unknown field "spec.components"`},
+		{name: "component hosts forged through values", raw: setValue("hosts", []any{map[string]any{"name": "REDIS_HOST", "value": "victim"}}),
+			want: refused, field: `unknown field "spec.values.hosts"`},
+		{name: "a name that could be another instance's component", mutate: func(c *ctfv1alpha1.Challenge) { c.Name = "web--redis" },
+			want: refused, field: `metadata.name must not contain "--"`},
+
+		{name: "a component beyond the admin's flags", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Components = []ctfv1alpha1.Component{{Name: "bot", Image: "registry.example/ctf/bot:1",
+				Security: &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, Privileged: ptr.To(true)}}}
+		}, want: violation, field: "component bot: profile privileged is above --max-pod-security=baseline"},
+
 		// Enforced values cannot even be expressed: a strict client is told so.
 		{name: "flag forged through values", raw: setValue("flag", map[string]any{"enabled": true, "secretName": "victim-flag"}), want: refused, field: `unknown field "spec.values.flag"`},
 		{name: "participant through values", raw: setValue("participant", "victim"), want: refused, field: `unknown field "spec.values.participant"`},
@@ -437,6 +453,33 @@ func hostileTemplates() []struct {
 			t.Spec.Instancer = &ctfv1alpha1.InstancerAccess{Startable: true}
 			t.Spec.Lifetime = &ctfv1alpha1.LifetimePolicy{MaxRenewals: ptr.To(int32(3))}
 		}, "spec.lifetime.default or spec.lifetime.max is required when spec.instancer.startable is true"},
+		{"component named as the primary", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "primary", Image: "docker.io/library/redis:7"}}
+		}, "primary names the instance's primary component"},
+		{"component name too long for its objects' names", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "redis-cache", Image: "docker.io/library/redis:7"}}
+		}, "spec.components[0].name"},
+		{"two components of one name", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "a.example/db:1"}, {Name: "db", Image: "b.example/db:1"}}
+		}, "spec.components[1]"},
+		{"eight components", func(t *ctfv1alpha1.ChallengeTemplate) {
+			for i := range 8 {
+				t.Spec.Components = append(t.Spec.Components, ctfv1alpha1.Component{Name: fmt.Sprintf("c%d", i), Image: "a.example/c:1"})
+			}
+		}, "spec.components"},
+		{"component image injection", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "postgres" + injection}}
+		}, "spec.components[0].image"},
+		{"component env injection", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "a.example/db:1", Env: []ctfv1alpha1.EnvVar{{Name: "A", Value: injection}}}}
+		}, "spec.components[0].env[0].value"},
+		{"component probe on a port it does not have", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "a.example/db:1",
+				Probes: &ctfv1alpha1.Probes{Readiness: &ctfv1alpha1.Probe{TCP: &ctfv1alpha1.TCPProbe{Port: "pg"}}}}}
+		}, "a probe's port must name one of the component's ports"},
+		{"component root in restricted", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "a.example/db:1", Security: &ctfv1alpha1.Security{RunAsUser: ptr.To[int64](0)}}}
+		}, "runAsUser and runAsGroup 0 (root) need profile baseline or privileged"},
 		{"template scratch of 999999999999999E", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Values = &ctfv1alpha1.Values{TmpSizeLimit: q("999999999999999E")}
 		}, "spec.values.tmpSizeLimit"},

@@ -16,7 +16,7 @@ import (
 const PrimaryHostVariable = "PRIMARY_HOST"
 
 // HostVariable is the variable holding a component's host name: REDIS_HOST
-// for "redis", ADMIN_BOT_HOST for "admin-bot".
+// for "redis", WEB_BOT_HOST for "web-bot".
 func HostVariable(component string) string {
 	return strings.ToUpper(strings.ReplaceAll(component, "-", "_")) + "_HOST"
 }
