@@ -174,3 +174,34 @@ func TestPodsRefusedAtCreationAreAnError(t *testing.T) {
 	dep.Status.Conditions[0].Status = corev1.ConditionFalse
 	g.Expect(DeploymentProblems([]appsv1.Deployment{dep})).To(BeEmpty())
 }
+
+// TestPhaseNamesTheComponent: an instance is Running once every component
+// is; until then, and when one cannot start, the message names it.
+func TestPhaseNamesTheComponent(t *testing.T) {
+	redisRolling := Workload{Kind: "Deployment", Name: "web--redis", Component: "redis", Status: kstatus.InProgressStatus, Message: "Available: 0/1"}
+	redisReady := redisRolling
+	redisReady.Status = kstatus.CurrentStatus
+	base := Observation{Conditions: []metav1.Condition{deployed, notFailed}, Endpoints: ep, Components: []string{"redis"}}
+	tests := []struct {
+		name      string
+		workloads []Workload
+		problems  []PodProblem
+		want      Verdict
+	}{
+		{"its workload not seen yet", []Workload{ready}, nil,
+			Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, "component redis: waiting for its workload to appear"}},
+		{"not ready", []Workload{ready, redisRolling}, nil,
+			Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, "component redis: Deployment web--redis: Available: 0/1"}},
+		{"its image cannot be pulled", []Workload{ready, redisRolling}, []PodProblem{{Pod: "web--redis-5d4f-abcde", Component: "redis", Reason: "ImagePullBackOff", Message: "Back-off pulling image"}},
+			Verdict{ctfv1alpha1.PhaseError, "ImagePullBackOff", "component redis: pod web--redis-5d4f-abcde: Back-off pulling image"}},
+		{"every component ready", []Workload{ready, redisReady}, nil,
+			Verdict{ctfv1alpha1.PhaseRunning, ReasonReady, "the instance is ready at " + ep[0].Address}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := base
+			obs.Workloads, obs.PodProblems = tt.workloads, tt.problems
+			NewWithT(t).Expect(PhaseFor(obs)).To(Equal(tt.want))
+		})
+	}
+}

@@ -1,0 +1,190 @@
+package policy
+
+import (
+	"errors"
+	"maps"
+	"reflect"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/challenge-operator/challenge-operator/internal/security"
+)
+
+// redis is the component of the fixtures with one.
+const redis = "redis"
+
+// instancePods selects every pod of the fixture's instance.
+var instancePods = map[string]string{"ctf.challenge-operator.io/instance": release}
+
+func ownPods() networkingv1.NetworkPolicyPeer {
+	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: instancePods}}
+}
+
+// componentFixture is a valid release whose instance has a redis component beside its primary
+// one: its Deployment, Service and NetworkPolicy, admitting the instance's own pods only.
+type componentFixture struct {
+	*fixture
+	deploy *appsv1.Deployment
+	svc    *corev1.Service
+	np     *networkingv1.NetworkPolicy
+}
+
+func newComponentFixture(own bool) *componentFixture {
+	fx := newFixture(own, false)
+	labels := testLabels()
+	labels["app.kubernetes.io/name"] = redis
+	labels["app.kubernetes.io/component"] = redis
+	selector := map[string]string{"app.kubernetes.io/name": redis, "app.kubernetes.io/instance": release}
+	restricted := security.For(nil, false)
+	fx.in.Components = []Component{{Name: redis, Labels: labels, Selector: selector, Security: &restricted}}
+	fx.in.InstancePods = instancePods
+	name := ComponentObject(release, redis)
+	objMeta := func() metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: fx.in.Namespace, Labels: maps.Clone(labels)} }
+
+	cf := &componentFixture{fixture: fx}
+	cf.deploy = deployment()
+	cf.deploy.ObjectMeta = objMeta()
+	cf.deploy.Spec.Selector = &metav1.LabelSelector{MatchLabels: selector}
+	cf.deploy.Spec.Template.Labels = maps.Clone(labels)
+	cf.deploy.Spec.Template.Spec.SecurityContext = restricted.Pod
+	cf.deploy.Spec.Template.Spec.Containers[0].SecurityContext = restricted.Container
+	cf.svc = service()
+	cf.svc.ObjectMeta = objMeta()
+	cf.svc.Spec.Selector = selector
+	cf.np = &networkingv1.NetworkPolicy{
+		TypeMeta:   typeMeta("networking.k8s.io/v1", "NetworkPolicy"),
+		ObjectMeta: objMeta(),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: selector},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{tcp(6379)}, From: []networkingv1.NetworkPolicyPeer{ownPods()}}},
+			Egress: []networkingv1.NetworkPolicyEgressRule{
+				{Ports: []networkingv1.NetworkPolicyPort{udp(53), tcp(53)}, To: []networkingv1.NetworkPolicyPeer{dnsPeerObj()}},
+				{To: []networkingv1.NetworkPolicyPeer{ownPods()}},
+			},
+		},
+	}
+	// The primary component admits and reaches its components.
+	fx.np.Spec.Ingress = append(fx.np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{ownPods()}})
+	fx.egress(ownPods())
+	return cf
+}
+
+// render writes the release with the component's objects, but those set to nil.
+func (cf *componentFixture) render() []byte {
+	for _, obj := range []any{cf.deploy, cf.svc, cf.np} {
+		if !reflect.ValueOf(obj).IsNil() {
+			cf.extra = append(cf.extra, obj)
+		}
+	}
+	return cf.fixture.render()
+}
+
+func TestComponentsPass(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		g := NewWithT(t)
+		cf := newComponentFixture(own)
+		g.Expect(Check(cf.render(), cf.in)).To(Succeed(), "own namespace: %v", own)
+	}
+}
+
+// TestComponentsRefused: each component is held to its own identity, selector and security; only
+// the primary one is reached from outside the instance; every component's objects are required.
+func TestComponentsRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		rule  string
+		own   bool
+		apply func(*componentFixture)
+	}{
+		{"a component's Service of type NodePort", ruleService, false, func(cf *componentFixture) { cf.svc.Spec.Type = corev1.ServiceTypeNodePort }},
+		{"a component's Service of type LoadBalancer", ruleService, false, func(cf *componentFixture) {
+			cf.in.Limits.AllowLoadBalancer = true
+			cf.svc.Spec.Type = corev1.ServiceTypeLoadBalancer
+		}},
+		{"a component admitting the outside", ruleNetworkIngress, false, func(cf *componentFixture) {
+			cf.np.Spec.Ingress[0].From = append(cf.np.Spec.Ingress[0].From, networkingv1.NetworkPolicyPeer{IPBlock: outside()})
+		}},
+		{"a component admitting an organiser's namespace", ruleNetworkIngress, false, func(cf *componentFixture) {
+			cf.np.Spec.Ingress[0].From = []networkingv1.NetworkPolicyPeer{nsPeer(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"})}
+		}},
+		{"a component's Deployment left out", ruleRequired, false, func(cf *componentFixture) { cf.deploy = nil }},
+		{"a component's NetworkPolicy left out", ruleRequired, false, func(cf *componentFixture) { cf.np = nil }},
+		{"a component the template does not have", ruleName, false, func(cf *componentFixture) {
+			cf.extra = append(cf.extra, withName(cf.deploy.DeepCopy(), release+"--miner"))
+		}},
+		{"a component selecting the primary one's pods", ruleSelector, false, func(cf *componentFixture) {
+			cf.svc.Spec.Selector = testSelector()
+		}},
+		{"a component passing as the primary one", ruleLabels, false, func(cf *componentFixture) {
+			cf.deploy.Spec.Template.Labels["app.kubernetes.io/name"] = "challenge"
+		}},
+		{"a component running privileged beyond its section", ruleSecContext, false, func(cf *componentFixture) {
+			cf.in.Components[0].Security = ptr.To(security.For(nil, false))
+			cf.in.Components[0].Security.Profile = "privileged"
+			cf.deploy.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		}},
+		{"another instance's pods as a peer", ruleNetworkEgress, false, func(cf *componentFixture) {
+			cf.np.Spec.Egress[1].To = []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"ctf.challenge-operator.io/instance": "victim"}}}}
+		}},
+		{"the instance's pods in another namespace", ruleNetworkEgress, false, func(cf *componentFixture) {
+			cf.np.Spec.Egress[1].To[0].NamespaceSelector = &metav1.LabelSelector{}
+		}},
+		{"a namespace enforcing less than a component needs", ruleNamespace, true, func(cf *componentFixture) {
+			priv := security.For(nil, false)
+			priv.Profile = "privileged"
+			cf.in.Components[0].Security = &priv
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			cf := newComponentFixture(tt.own)
+			tt.apply(cf)
+			err := Check(cf.render(), cf.in)
+			var v *Violation
+			g.Expect(errors.As(err, &v)).To(BeTrue(), "want a Violation, got %v", err)
+			g.Expect(v.Rule).To(Equal(tt.rule), v.Error())
+		})
+	}
+}
+
+// TestInstancePodsNeedComponents: without components, no NetworkPolicy may name the instance's
+// pods as a peer: an instance of one component has no one to reach.
+func TestInstancePodsNeedComponents(t *testing.T) {
+	g := NewWithT(t)
+	fx := newFixture(false, false)
+	fx.egress(ownPods())
+	err := Check(fx.render(), fx.in)
+	var v *Violation
+	g.Expect(errors.As(err, &v)).To(BeTrue(), "want a Violation, got %v", err)
+	g.Expect(v.Rule).To(Equal(ruleNetworkEgress))
+}
+
+// TestRecordsOfComponents: a stored release record may list the objects of components of any
+// name (the template may have changed since) but never another instance's objects.
+func TestRecordsOfComponents(t *testing.T) {
+	g := NewWithT(t)
+	cf := newComponentFixture(false)
+	manifest := cf.render()
+	record := cf.in
+	record.Components, record.AnyComponent = nil, true
+	g.Expect(CheckIdentity(manifest, record)).To(Succeed())
+	record.AnyComponent = false
+	g.Expect(CheckIdentity(manifest, record)).To(MatchError(ContainSubstring(ruleName)), "without AnyComponent, a component's name is not the release's")
+	cf = newComponentFixture(false)
+	cf.deploy.Name = "victim--redis"
+	record.AnyComponent = true
+	g.Expect(CheckIdentity(cf.render(), record)).To(MatchError(ContainSubstring(ruleName)), "another instance's component")
+}
+
+func withName(d *appsv1.Deployment, name string) *appsv1.Deployment {
+	d.Name = name
+	return d
+}
