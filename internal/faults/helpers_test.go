@@ -74,7 +74,11 @@ func namespace(t *testing.T, name string) string {
 
 // challenge is a plain instance; i makes its name and participant unique.
 func challenge(ns string, i int) *ctfv1alpha1.Challenge {
-	return testharness.NewChallenge(ns, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i))
+	name, team := fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i)
+	if i%2 == 1 {
+		return testharness.FromTemplate(ns, name, team, pair)
+	}
+	return testharness.NewChallenge(ns, name, team)
 }
 
 // createAll creates the Challenges with a few writers at once, as a platform
@@ -207,7 +211,7 @@ func deleteAllAndCheck(t *testing.T, ns string, within time.Duration) time.Durat
 
 // expectOneReleaseEach checks every Challenge of ns has exactly one deployed
 // release, its latest revision, no release left pending, and exactly one
-// Deployment and one Service: nothing was installed twice.
+// Deployment and one Service per component: nothing was installed twice.
 func expectOneReleaseEach(t *testing.T, ns string) {
 	t.Helper()
 	g := NewWithT(t)
@@ -244,7 +248,11 @@ func expectOneReleaseEach(t *testing.T, ns string) {
 			g.Expect(k8s.List(ctx, kind, client.MatchingLabels{
 				"ctf.challenge-operator.io/instance-namespace": ns, "ctf.challenge-operator.io/instance": ch.Name,
 			})).To(Succeed())
-			g.Expect(apimeta.LenList(kind)).To(Equal(1), "%s: one %T", ch.Name, kind)
+			want := 1
+			if ch.Spec.Template == pair {
+				want = 2 // the web application's and its redis's
+			}
+			g.Expect(apimeta.LenList(kind)).To(Equal(want), "%s: one %T per component", ch.Name, kind)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -116,7 +117,24 @@ func setup(ctx context.Context, root string) error {
 		return err
 	}
 	watchesFile, err = testharness.WatchesFile()
-	return err
+	if err != nil {
+		return err
+	}
+	return k8s.Create(ctx, pairTemplate())
+}
+
+// pair is the template of every other Challenge of the suite: an instance of
+// two components, a web application and its redis, so that every fault also
+// meets instances whose objects are twice as many.
+const pair = "pair"
+
+func pairTemplate() *ctfv1alpha1.ChallengeTemplate {
+	return &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: pair}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/web:1",
+		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
+		Components: []ctfv1alpha1.Component{{Name: "redis", Image: "registry.example/ctf/redis:7",
+			Ports: []ctfv1alpha1.ChallengePort{{Name: "redis", Port: 6379, Protocol: ctfv1alpha1.ProtocolTCP}}}},
+	}}
 }
 
 // measurement is one fault's outcome, kept for docs/reliability.md.
