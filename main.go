@@ -15,8 +15,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/util/validation"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -70,6 +69,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(listValue{&o.operator.Values.Keys.Allowed}, "allow-metadata-keys", "Comma-separated reserved label/annotation keys, or prefixes ending in '/', that values may set anyway (e.g. service.beta.kubernetes.io/).")
 	fs.StringVar(&o.operator.Values.IngressDomain, "ingress-domain", "", "Domain under which every Ingress-exposed instance gets a host of its own (<name>-<hash>.<domain>); empty refuses Ingress exposure.")
 	fs.Var(listValue{&o.operator.Limits.IngressClasses}, "ingress-classes", "Comma-separated ingress classes instances may name; empty: only the cluster's default class.")
+	fs.Var(gatewaysValue{&o.operator.Values.Gateways}, "gateways", "Comma-separated Gateways (namespace/name) of the Gateway API that instances exposed by a TLSRoute or an HTTPRoute attach to, the first by default; empty refuses both. Their listeners serve *.<ingress-domain>.")
 	fs.Var(listValue{&o.operator.Limits.TLSSecrets}, "ingress-tls-secrets", "Comma-separated certificate Secrets an instance's Ingress may name in its tls entries; empty: only the ingress controller's default certificate.")
 	fs.Var(quantityValue{&o.operator.Limits.CPU}, "max-cpu", "Highest CPU limit of an instance's container, unless its template's policy says otherwise.")
 	fs.Var(quantityValue{&o.operator.Limits.Memory}, "max-memory", "Highest memory limit of an instance's container, unless its template's policy says otherwise.")
@@ -124,11 +124,8 @@ func main() {
 }
 
 func run(opts options) error {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
+	scheme, err := operator.NewScheme()
+	if err != nil {
 		return err
 	}
 	cfg := ctrl.GetConfigOrDie()
@@ -240,6 +237,36 @@ func (v listValue) Set(s string) error {
 		if w = strings.TrimSpace(w); w != "" {
 			*v.p = append(*v.p, w)
 		}
+	}
+	return nil
+}
+
+// gatewaysValue is a flag.Value for a list of Gateways, namespace/name.
+type gatewaysValue struct{ p *[]ctfv1alpha1.GatewayRef }
+
+func (v gatewaysValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	names := make([]string, len(*v.p))
+	for i, g := range *v.p {
+		names[i] = g.Namespace + "/" + g.Name
+	}
+	return strings.Join(names, ",")
+}
+
+func (v gatewaysValue) Set(s string) error {
+	var names []string
+	if err := (listValue{&names}).Set(s); err != nil {
+		return err
+	}
+	*v.p = nil
+	for _, n := range names {
+		ns, name, ok := strings.Cut(n, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return fmt.Errorf("%q is not namespace/name", n)
+		}
+		*v.p = append(*v.p, ctfv1alpha1.GatewayRef{Namespace: ns, Name: name})
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ const (
 )
 
 // ExposeType says how participants reach an instance.
-// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer;Ingress
+// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer;Ingress;TLSRoute;HTTPRoute
 type ExposeType string
 
 const (
@@ -26,8 +26,15 @@ const (
 	ExposeNodePort ExposeType = "NodePort"
 	// ExposeLoadBalancer asks the cloud for an external address.
 	ExposeLoadBalancer ExposeType = "LoadBalancer"
-	// ExposeIngress publishes the first port as HTTP on spec.expose.host.
+	// ExposeIngress publishes the first port as HTTP on the instance's own host.
 	ExposeIngress ExposeType = "Ingress"
+	// ExposeTLSRoute routes the first port's raw TCP, inside TLS, by SNI on a
+	// Gateway's shared TLS port to the instance's own host: participants
+	// connect with "ncat --ssl <host> <port>", and no node port is used.
+	ExposeTLSRoute ExposeType = "TLSRoute"
+	// ExposeHTTPRoute publishes the first port as HTTP on the instance's own
+	// host through a Gateway's HTTP listener (HTTPS with expose.tls).
+	ExposeHTTPRoute ExposeType = "HTTPRoute"
 )
 
 // Phase is the lifecycle stage of a Challenge instance as a CTF platform sees it.
@@ -100,16 +107,37 @@ type Expose struct {
 	// +optional
 	IngressClassName string `json:"ingressClassName,omitempty"`
 
-	// TLS serves the Ingress over HTTPS (type Ingress only), with the ingress
+	// TLS serves the Ingress over HTTPS (type Ingress), with the ingress
 	// controller's default certificate or the organiser's wildcard
-	// certificate Secret; URLs in status and CHALLENGE_URL are then https.
+	// certificate Secret, or attaches an HTTPRoute to its Gateway's HTTPS
+	// listener (type HTTPRoute); URLs in status and CHALLENGE_URL are then
+	// https.
 	// +optional
 	TLS *IngressTLS `json:"tls,omitempty"`
+
+	// Gateway is the Gateway a TLSRoute or HTTPRoute attaches to: one of the
+	// operator's --gateways, the first of them when unset.
+	// +optional
+	Gateway *GatewayRef `json:"gateway,omitempty"`
 
 	// Annotations for the Service (e.g. a cloud load balancer's settings) and
 	// the Ingress. Reserved keys are refused unless the operator allows them.
 	// +optional
 	Annotations Metadata `json:"annotations,omitempty"`
+}
+
+// GatewayRef names a Gateway of the Gateway API.
+type GatewayRef struct {
+	// Namespace of the Gateway.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+	// Name of the Gateway.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
 }
 
 // IngressTLS is how an instance's Ingress serves HTTPS.
@@ -214,9 +242,14 @@ type Endpoint struct {
 	Protocol Protocol `json:"protocol"`
 	// Address is host:port, ready to paste into nc.
 	Address string `json:"address"`
-	// URL is set for HTTP endpoints (Ingress).
+	// URL is set for HTTP endpoints (Ingress, HTTPRoute).
 	// +optional
 	URL string `json:"url,omitempty"`
+	// Connect is the command that connects to an endpoint that is not a
+	// plain TCP or UDP port: "ncat --ssl <host> <port>" for TCP inside TLS
+	// (TLSRoute).
+	// +optional
+	Connect string `json:"connect,omitempty"`
 }
 
 // DeployedRelease names the Helm release of the instance. The rendered

@@ -61,6 +61,9 @@ func builtinScopes() scopes {
 	add(true, "discovery.k8s.io", "endpointslices")
 	add(true, "events.k8s.io", "events")
 	add(false, "flowcontrol.apiserver.k8s.io", "flowschemas", "prioritylevelconfigurations")
+	// The Gateway API is not built in, but its kinds are the same in every cluster that has it.
+	add(true, "gateway.networking.k8s.io", "gateways", "grpcroutes", "httproutes", "referencegrants", "tcproutes", "tlsroutes", "udproutes")
+	add(false, "gateway.networking.k8s.io", "gatewayclasses")
 	add(true, "networking.k8s.io", "ingresses", "networkpolicies")
 	add(false, "networking.k8s.io", "ingressclasses", "ipaddresses", "servicecidrs")
 	add(false, "node.k8s.io", "runtimeclasses")

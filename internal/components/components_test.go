@@ -1,7 +1,9 @@
 // Package components_test runs instances made of several services on the real
-// control plane: a web application with its cache, its database, its admin
-// bot. The admin allows privileged templates in the gvisor runtime class, as
-// an organiser of a bot challenge would ask.
+// control plane (a web application with its cache, its database, its admin
+// bot) and instances reached through the Gateway API's routes, whose CRDs it
+// installs from the module the operator builds with. The admin allows
+// privileged templates in the gvisor runtime class, as an organiser of a bot
+// challenge would ask, and one Gateway, whose pods may connect to instances.
 package components_test
 
 import (
@@ -33,9 +35,9 @@ var h *testharness.Harness
 const sandbox = "gvisor"
 
 func TestMain(m *testing.M) {
-	os.Exit(testharness.Run(m, testharness.Options{AsServiceAccount: true, Operator: operator.Options{
+	os.Exit(testharness.Run(m, testharness.Options{AsServiceAccount: true, GatewayAPI: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
-		Values: values.Settings{Security: security.Bounds{
+		Values: values.Settings{Gateways: []ctfv1alpha1.GatewayRef{gateway}, IngressFromNamespaces: []string{gateway.Namespace}, Security: security.Bounds{
 			MaxProfile:            ctfv1alpha1.ProfilePrivileged,
 			SandboxRuntimeClasses: []string{sandbox},
 			AllowedCapabilities:   []string{"SYS_ADMIN"},
@@ -43,6 +45,9 @@ func TestMain(m *testing.M) {
 	}}, &h, func() {
 		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: sandbox}, Handler: "runsc"}
 		if err := h.Client.Create(context.Background(), rc); err != nil {
+			panic(err)
+		}
+		if err := createGateway(context.Background()); err != nil {
 			panic(err)
 		}
 	}))

@@ -34,6 +34,9 @@ type Observer struct {
 	NodeAddress string
 	// NamespacePerInstance says instances run in namespaces of their own.
 	NamespacePerInstance bool
+	// Gateways says instances may be exposed by Gateway API routes, whose
+	// kinds then exist.
+	Gateways bool
 }
 
 // namespace is where the instance's objects live.
@@ -123,6 +126,16 @@ func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]
 		}
 		in.NodeAddress = addr
 	case corev1.ServiceTypeClusterIP:
+		if o.Gateways {
+			route, err := o.route(ctx, ch, key)
+			if err != nil {
+				return nil, err
+			}
+			if route != nil {
+				in.Route = route
+				break
+			}
+		}
 		ing := &networkingv1.Ingress{}
 		err := o.Reader.Get(ctx, key, ing)
 		switch {

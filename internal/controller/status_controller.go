@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
@@ -30,6 +31,8 @@ type StatusReconciler struct {
 	// once: in a burst every instance's workloads change several times, and
 	// one worker made instances wait seconds to be reported Running.
 	MaxConcurrentReconciles int
+	// Gateways watches the Gateway API routes that expose instances too.
+	Gateways bool
 }
 
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=get;list;watch;update;patch
@@ -62,7 +65,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // SetupWithManager watches Challenges and the objects of their releases.
 func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("challenge-status").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		For(&ctfv1alpha1.Challenge{}).
@@ -72,8 +75,12 @@ func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
 		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
-		Complete(r)
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject))
+	if r.Gateways {
+		b = b.Watches(&gatewayv1.TLSRoute{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
+			Watches(&gatewayv1.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject))
+	}
+	return b.Complete(r)
 }
 
 // InstanceNamespaceLabel is set by charts/challenge to the Challenge's namespace.

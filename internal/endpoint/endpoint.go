@@ -20,6 +20,23 @@ type Inputs struct {
 	Service     *corev1.Service
 	Ingress     *networkingv1.Ingress
 	NodeAddress string
+	// Route is the instance's own host on a Gateway's listener, for an
+	// instance exposed by a TLSRoute or an HTTPRoute.
+	Route *Route
+}
+
+// Route is where a Gateway serves an instance's TLSRoute or HTTPRoute.
+type Route struct {
+	// Host is the route's hostname, the instance's own.
+	Host string
+	// Port is the port of the Gateway's listener the route attaches to; 0
+	// while it is not known.
+	Port int32
+	// TLS says the listener speaks TLS: TCP inside TLS for a TLSRoute,
+	// HTTPS for an HTTPRoute.
+	TLS bool
+	// HTTP says the route is an HTTPRoute.
+	HTTP bool
 }
 
 // For returns one endpoint per Service port, the primary port first, or nil
@@ -44,6 +61,8 @@ func For(in Inputs) []ctfv1alpha1.Endpoint {
 func forPort(in Inputs, p corev1.ServicePort, primary bool) (ctfv1alpha1.Endpoint, bool) {
 	svc := in.Service
 	switch {
+	case primary && in.Route != nil:
+		return routeEndpoint(in.Route, p)
 	case primary && in.Ingress != nil:
 		return ingressEndpoint(in.Ingress, p)
 	case svc.Spec.Type == corev1.ServiceTypeNodePort:
@@ -78,6 +97,35 @@ func ingressEndpoint(ing *networkingv1.Ingress, p corev1.ServicePort) (ctfv1alph
 	e.Protocol = ctfv1alpha1.ProtocolTCP
 	e.URL = fmt.Sprintf("%s://%s/", scheme, host)
 	return e, true
+}
+
+// routeEndpoint is the instance's own host on its Gateway's listener: a URL
+// for an HTTPRoute, an ncat --ssl command for TCP inside TLS.
+func routeEndpoint(r *Route, p corev1.ServicePort) (ctfv1alpha1.Endpoint, bool) {
+	if r.Host == "" || r.Port == 0 {
+		return ctfv1alpha1.Endpoint{}, false
+	}
+	e := build(p, r.Host, r.Port)
+	e.Protocol, e.URL = ctfv1alpha1.ProtocolTCP, ""
+	switch {
+	case r.HTTP:
+		scheme := "http"
+		if r.TLS {
+			scheme = "https"
+		}
+		e.URL = fmt.Sprintf("%s://%s/", scheme, hostPort(r.Host, r.Port, scheme))
+	case r.TLS:
+		e.Connect = fmt.Sprintf("ncat --ssl %s %d", r.Host, r.Port)
+	}
+	return e, true
+}
+
+// hostPort leaves out the scheme's own port, as a browser writes a URL.
+func hostPort(host string, port int32, scheme string) string {
+	if (scheme == "http" && port == 80) || (scheme == "https" && port == 443) {
+		return host
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
 func loadBalancerHost(svc *corev1.Service) string {

@@ -87,3 +87,28 @@ func TestNodeAddress(t *testing.T) {
 	g.Expect(NodeAddress([]corev1.Node{node(corev1.ConditionTrue, internal, external)})).To(Equal("203.0.113.9"))
 	g.Expect(NodeAddress([]corev1.Node{node(corev1.ConditionFalse, external), node(corev1.ConditionTrue, internal)})).To(Equal("10.0.0.5"))
 }
+
+// TestRouteEndpoints: a TLSRoute is reached with ncat --ssl on the Gateway's
+// port, an HTTPRoute by its URL (the scheme's own port left out); a route
+// whose listener is not known yet has no endpoint.
+func TestRouteEndpoints(t *testing.T) {
+	const host = "web-0123456789.ctf.example"
+	svc := service(corev1.ServiceTypeClusterIP, ncPort)
+	for _, tt := range []struct {
+		name  string
+		route Route
+		want  []ctfv1alpha1.Endpoint
+	}{
+		{"TCP inside TLS", Route{Host: host, Port: 443, TLS: true}, []ctfv1alpha1.Endpoint{{Name: "nc", Host: host, Port: 443, Protocol: "TCP",
+			Address: host + ":443", Connect: "ncat --ssl " + host + " 443"}}},
+		{"HTTPS on 443", Route{Host: host, Port: 443, TLS: true, HTTP: true}, []ctfv1alpha1.Endpoint{{Name: "nc", Host: host, Port: 443, Protocol: "TCP",
+			Address: host + ":443", URL: "https://" + host + "/"}}},
+		{"HTTP on 8080", Route{Host: host, Port: 8080, HTTP: true}, []ctfv1alpha1.Endpoint{{Name: "nc", Host: host, Port: 8080, Protocol: "TCP",
+			Address: host + ":8080", URL: "http://" + host + ":8080/"}}},
+		{"no listener yet", Route{Host: host, TLS: true}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(For(Inputs{Service: svc, Route: &tt.route})).To(Equal(tt.want))
+		})
+	}
+}

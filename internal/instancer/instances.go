@@ -74,10 +74,14 @@ func instanceView(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate
 }
 
 // connectString is what a participant pastes: the URL of an HTTP endpoint,
-// else an nc command (with -u for UDP).
+// the endpoint's own command (ncat --ssl for TCP inside TLS), else an nc
+// command (with -u for UDP).
 func connectString(e *ctfv1alpha1.Endpoint) string {
 	if e.URL != "" {
 		return e.URL
+	}
+	if e.Connect != "" {
+		return e.Connect
 	}
 	if e.Protocol == ctfv1alpha1.ProtocolUDP {
 		return fmt.Sprintf("nc -u %s %d", e.Host, e.Port)

@@ -93,3 +93,13 @@ func TestStartBodiesAreReadOneWayOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectString: what a team pastes, for each kind of endpoint.
+func TestConnectString(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(connectString(&ctfv1alpha1.Endpoint{Host: "h.ctf.example", Port: 443, URL: "https://h.ctf.example/"})).To(Equal("https://h.ctf.example/"))
+	g.Expect(connectString(&ctfv1alpha1.Endpoint{Host: "h.ctf.example", Port: 443, Protocol: "TCP", Connect: "ncat --ssl h.ctf.example 443"})).
+		To(Equal("ncat --ssl h.ctf.example 443"), "TCP inside TLS")
+	g.Expect(connectString(&ctfv1alpha1.Endpoint{Host: "203.0.113.7", Port: 31337, Protocol: "TCP"})).To(Equal("nc 203.0.113.7 31337"))
+	g.Expect(connectString(&ctfv1alpha1.Endpoint{Host: "203.0.113.7", Port: 30053, Protocol: "UDP"})).To(Equal("nc -u 203.0.113.7 30053"))
+}

@@ -112,6 +112,14 @@ func hostileChallenges() []hostileChallenge {
 				Security: &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, Privileged: ptr.To(true)}}}
 		}, want: violation, field: "component bot: profile privileged is above --max-pod-security=baseline"},
 
+		// A route only on a Gateway the admin lists.
+		{name: "gateway name injection", mutate: func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeTLSRoute, Gateway: &ctfv1alpha1.GatewayRef{Namespace: "gateways", Name: "ctf" + injection}}
+		}, want: refused, field: "spec.expose.gateway.name"},
+		{name: "a route without --gateways", mutate: func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeTLSRoute}
+		}, want: violation, field: "expose.type TLSRoute needs a Gateway of the operator's --gateways, which lists none"},
+
 		// Enforced values cannot even be expressed: a strict client is told so.
 		{name: "flag forged through values", raw: setValue("flag", map[string]any{"enabled": true, "secretName": "victim-flag"}), want: refused, field: `unknown field "spec.values.flag"`},
 		{name: "participant through values", raw: setValue("participant", "victim"), want: refused, field: `unknown field "spec.values.participant"`},

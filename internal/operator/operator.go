@@ -25,10 +25,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
@@ -75,7 +77,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Reader: mgr.GetClient(),
 		Live:   mgr.GetAPIReader(),
 		Observer: &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress,
-			NamespacePerInstance: opts.Values.NamespacePerInstance},
+			NamespacePerInstance: opts.Values.NamespacePerInstance, Gateways: len(opts.Values.Gateways) > 0},
 		Recorder: recorder,
 	}
 	metrics.Register(mgr.GetClient())
@@ -89,7 +91,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
-	actions.Leftovers = leftovers(mgr.GetClient(), opts.Values.NamespacePerInstance)
+	actions.Leftovers = leftovers(mgr.GetClient(), opts.Values.NamespacePerInstance, len(opts.Values.Gateways) > 0)
 	actions.RenderInputs = renderInputs(mgr.GetClient(), gate.limits)
 	actions.CheckRecord = gate.checkRecord
 	quota := &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
@@ -135,7 +137,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
 		}
 	}
-	statusReconciler := &controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer, MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
+	statusReconciler := &controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		Gateways: len(opts.Values.Gateways) > 0}
 	if err := statusReconciler.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -268,6 +271,10 @@ func gateLimits(opts Options) policy.Limits {
 	}
 	l.IngressFromNamespaces = opts.Values.IngressFromNamespaces
 	l.IngressDomain = opts.Values.IngressDomain
+	l.Gateways = nil
+	for _, g := range opts.Values.Gateways {
+		l.Gateways = append(l.Gateways, types.NamespacedName{Namespace: g.Namespace, Name: g.Name})
+	}
 	l.DNSNamespace = opts.Values.EffectiveDNSNamespace()
 	return l
 }
@@ -309,7 +316,7 @@ var errObjectsLeft = errors.New("waiting for the instance's objects to be gone")
 // an object of theirs with an instance's labels. Only objects in the
 // instance's namespace count, and only the Namespace of the instance's
 // derived name is deleted.
-func leftovers(cl client.Client, namespacePerInstance bool) func(context.Context, client.Object) error {
+func leftovers(cl client.Client, namespacePerInstance, gateways bool) func(context.Context, client.Object) error {
 	return func(ctx context.Context, obj client.Object) error {
 		sel := client.MatchingLabels{controller.InstanceLabel: obj.GetName(), controller.InstanceNamespaceLabel: obj.GetNamespace()}
 		where := client.InNamespace(obj.GetNamespace())
@@ -326,6 +333,9 @@ func leftovers(cl client.Client, namespacePerInstance bool) func(context.Context
 		}
 		lists := []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}, &corev1.ServiceList{},
 			&networkingv1.IngressList{}, &networkingv1.NetworkPolicyList{}, &corev1.ServiceAccountList{}}
+		if gateways {
+			lists = append(lists, &gatewayv1.TLSRouteList{}, &gatewayv1.HTTPRouteList{})
+		}
 		for _, list := range lists {
 			if err := cl.List(ctx, list, sel, where); err != nil {
 				return fmt.Errorf("listing what remains of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)

@@ -30,6 +30,26 @@ type harmless struct {
 	apply        func(*fixture)
 }
 
+// withRoute adds a valid route of kind (TLSRoute, HTTPRoute) to the instance's own host on the
+// allowed Gateway, after edit changes its spec.
+func withRoute(kind string, edit func(spec map[string]any)) func(*fixture) {
+	return func(fx *fixture) {
+		spec := map[string]any{
+			"parentRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "gateways", "name": "ctf"}},
+			"hostnames":  []any{host},
+			"rules":      []any{map[string]any{"backendRefs": []any{map[string]any{"name": release, "port": 1337}}}},
+		}
+		if edit != nil {
+			edit(spec)
+		}
+		fx.extra = append(fx.extra, map[string]any{
+			"apiVersion": "gateway.networking.k8s.io/v1", "kind": kind,
+			"metadata": map[string]any{"name": release, "namespace": namespace, "labels": testLabels()},
+			"spec":     spec,
+		})
+	}
+}
+
 func raw(doc string) func(*fixture) {
 	return func(fx *fixture) { fx.extra = append(fx.extra, doc) }
 }
@@ -402,6 +422,32 @@ var breakings = []breaking{
 		fx.ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: "bank-tls"}}
 	}},
 
+	// gateway-route
+	{name: "a TLSRoute on a Gateway nobody allowed", rule: "gateway-route", apply: withRoute("TLSRoute", func(r map[string]any) {
+		r["parentRefs"] = []any{map[string]any{"namespace": "kube-system", "name": "internal"}}
+	})},
+	{name: "a TLSRoute on two Gateways", rule: "gateway-route", apply: withRoute("TLSRoute", func(r map[string]any) {
+		r["parentRefs"] = append(r["parentRefs"].([]any), map[string]any{"namespace": "kube-system", "name": "internal"})
+	})},
+	{name: "a TLSRoute on the cluster's default Gateways", rule: "gateway-route", apply: withRoute("TLSRoute", func(r map[string]any) {
+		r["useDefaultGateways"] = "All"
+	})},
+	{name: "a TLSRoute to another instance's Service", rule: "gateway-route", apply: withRoute("TLSRoute", func(r map[string]any) {
+		r["rules"] = []any{map[string]any{"backendRefs": []any{map[string]any{"name": "web-team2", "port": 1337}}}}
+	})},
+	{name: "a TLSRoute to a Service of another namespace", rule: "gateway-route", apply: withRoute("TLSRoute", func(r map[string]any) {
+		r["rules"] = []any{map[string]any{"backendRefs": []any{map[string]any{"name": release, "namespace": "kube-system", "port": 443}}}}
+	})},
+	{name: "a TLSRoute for another instance's host", rule: "ingress-host", apply: withRoute("TLSRoute", func(r map[string]any) {
+		r["hostnames"] = []any{"web-team2.ctf.example"}
+	})},
+	{name: "a TLSRoute for every host", rule: "ingress-host", apply: withRoute("TLSRoute", func(r map[string]any) { delete(r, "hostnames") })},
+	{name: "an HTTPRoute mirroring requests elsewhere", rule: "gateway-route", apply: withRoute("HTTPRoute", func(r map[string]any) {
+		r["rules"] = []any{map[string]any{"filters": []any{map[string]any{"type": "RequestMirror",
+			"requestMirror": map[string]any{"backendRef": map[string]any{"name": "collector", "port": 80}}}},
+			"backendRefs": []any{map[string]any{"name": release, "port": 8080}}}}
+	})},
+
 	// network-policy, network-egress, network-ingress
 	{name: "a NetworkPolicy without Egress", rule: "network-policy", apply: func(fx *fixture) {
 		fx.np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
@@ -565,6 +611,8 @@ var breakings = []breaking{
 
 var harmlessChanges = []harmless{
 	{name: "the valid release"},
+	{name: "with a TLSRoute", apply: withRoute("TLSRoute", nil)},
+	{name: "with an HTTPRoute", apply: withRoute("HTTPRoute", nil)},
 	{name: "with a namespace of its own", own: true},
 	{name: "with an Ingress", ingress: true},
 	{name: "with both", own: true, ingress: true},

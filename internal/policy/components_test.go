@@ -45,7 +45,9 @@ func newComponentFixture(own bool) *componentFixture {
 	fx.in.Components = []Component{{Name: redis, Labels: labels, Selector: selector, Security: &restricted}}
 	fx.in.InstancePods = instancePods
 	name := ComponentObject(release, redis)
-	objMeta := func() metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: fx.in.Namespace, Labels: maps.Clone(labels)} }
+	objMeta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: fx.in.Namespace, Labels: maps.Clone(labels)}
+	}
 
 	cf := &componentFixture{fixture: fx}
 	cf.deploy = deployment()

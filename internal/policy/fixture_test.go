@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -66,6 +67,7 @@ func testInstance() Instance {
 			IngressDomain:         "ctf.example",
 			IngressClasses:        []string{"nginx"},
 			TLSSecrets:            []string{"wildcard-tls"},
+			Gateways:              []types.NamespacedName{{Namespace: "gateways", Name: "ctf"}},
 			InternalCIDRs:         prefixes(internalCIDRs...),
 			IngressFromNamespaces: []string{"ingress-nginx"},
 		},

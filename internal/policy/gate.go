@@ -25,7 +25,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	psaapi "k8s.io/pod-security-admission/api"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
@@ -124,6 +126,8 @@ type Limits struct {
 	// cluster's default class. A class is a controller, and some serve only inside the cluster or
 	// another audience, so an instance may not pick one the admin did not list.
 	IngressClasses []string
+	// Gateways are the Gateways a TLSRoute or HTTPRoute may attach to; none allows no route.
+	Gateways []types.NamespacedName
 	// TLSSecrets are the certificate Secrets (in the Ingress's namespace) an Ingress's tls entries
 	// may name; an entry naming none gets the ingress controller's default certificate. Without
 	// the list, an instance could serve another site's certificate kept beside it.
@@ -194,6 +198,7 @@ const (
 	ruleProbeHost      = "probe-host"
 	ruleIngressClass   = "ingress-class"
 	ruleIngressTLS     = "ingress-tls"
+	ruleGatewayRoute   = "gateway-route"
 	ruleNetworkPolicy  = "network-policy"
 	ruleNetworkEgress  = "network-egress"
 	ruleNetworkIngress = "network-ingress"
@@ -465,6 +470,10 @@ func (c *checker) spec(o *object) error {
 		return c.networkPolicy(o, obj)
 	case *networkingv1.Ingress:
 		return c.ingress(o, obj)
+	case *gatewayv1.TLSRoute:
+		return c.tlsRoute(o, obj)
+	case *gatewayv1.HTTPRoute:
+		return c.httpRoute(o, obj)
 	case *corev1.ResourceQuota:
 		return c.resourceQuota(o, obj)
 	case *corev1.LimitRange:

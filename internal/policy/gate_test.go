@@ -48,7 +48,7 @@ func TestEveryRuleIsTested(t *testing.T) {
 		ruleParse, ruleKind, ruleName, ruleDuplicate, ruleNamespace, ruleLabels, ruleMetadataKey,
 		ruleHelmAnnotation, ruleFinalizers, ruleRequired, ruleHostNamespace, ruleHostPort, rulePodSecurity,
 		ruleServiceAccount, ruleContainers, ruleVolume, ruleSecretRef, ruleResources, ruleReplicas,
-		ruleSelector, ruleService, ruleIngress, ruleIngressHost, ruleIngressClass, ruleIngressTLS, ruleSecContext, ruleProbeHost, ruleNetworkPolicy, ruleNetworkEgress,
+		ruleSelector, ruleService, ruleIngress, ruleIngressHost, ruleIngressClass, ruleIngressTLS, ruleGatewayRoute, ruleSecContext, ruleProbeHost, ruleNetworkPolicy, ruleNetworkEgress,
 		ruleNetworkIngress, ruleSecret, rulePlacement, ruleImageRegistry, ruleProfile, ruleRootGroup,
 		ruleGrace, ruleSchedulingGate, ruleClusterIP, ruleSourceRanges, ruleQuota, ruleLimitRange, ruleNamespaceMeta,
 	}

@@ -12,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	yamlutil "k8s.io/apimachinery/pkg/util/yaml"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -33,16 +34,18 @@ type kindSpec struct {
 
 // kinds is the allowlist: nothing else may be rendered.
 var kinds = map[typeKey]kindSpec{
-	{"apps/v1", "Deployment"}:                 {newObject: newOf[appsv1.Deployment], perComponent: true},
-	{"v1", "Service"}:                         {newObject: newOf[corev1.Service], perComponent: true},
-	{"v1", "ServiceAccount"}:                  {newObject: newOf[corev1.ServiceAccount]},
-	{"v1", "Secret"}:                          {newObject: newOf[corev1.Secret]},
-	{"v1", "ConfigMap"}:                       {newObject: newOf[corev1.ConfigMap]},
-	{"networking.k8s.io/v1", "NetworkPolicy"}: {newObject: newOf[networkingv1.NetworkPolicy], perComponent: true},
-	{"networking.k8s.io/v1", "Ingress"}:       {newObject: newOf[networkingv1.Ingress]},
-	{"v1", "Namespace"}:                       {newObject: newOf[corev1.Namespace], clusterScoped: true, ownNamespace: true},
-	{"v1", "ResourceQuota"}:                   {newObject: newOf[corev1.ResourceQuota], ownNamespace: true},
-	{"v1", "LimitRange"}:                      {newObject: newOf[corev1.LimitRange], ownNamespace: true},
+	{"apps/v1", "Deployment"}:                     {newObject: newOf[appsv1.Deployment], perComponent: true},
+	{"v1", "Service"}:                             {newObject: newOf[corev1.Service], perComponent: true},
+	{"v1", "ServiceAccount"}:                      {newObject: newOf[corev1.ServiceAccount]},
+	{"v1", "Secret"}:                              {newObject: newOf[corev1.Secret]},
+	{"v1", "ConfigMap"}:                           {newObject: newOf[corev1.ConfigMap]},
+	{"networking.k8s.io/v1", "NetworkPolicy"}:     {newObject: newOf[networkingv1.NetworkPolicy], perComponent: true},
+	{"networking.k8s.io/v1", "Ingress"}:           {newObject: newOf[networkingv1.Ingress]},
+	{"gateway.networking.k8s.io/v1", "TLSRoute"}:  {newObject: newOf[gatewayv1.TLSRoute]},
+	{"gateway.networking.k8s.io/v1", "HTTPRoute"}: {newObject: newOf[gatewayv1.HTTPRoute]},
+	{"v1", "Namespace"}:                           {newObject: newOf[corev1.Namespace], clusterScoped: true, ownNamespace: true},
+	{"v1", "ResourceQuota"}:                       {newObject: newOf[corev1.ResourceQuota], ownNamespace: true},
+	{"v1", "LimitRange"}:                          {newObject: newOf[corev1.LimitRange], ownNamespace: true},
 }
 
 // newOf returns a new, empty typed object of an allowlisted kind.

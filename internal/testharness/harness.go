@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -19,9 +20,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -75,11 +74,26 @@ type Options struct {
 	AsServiceAccount bool
 	// ValidatingWebhooks are installed and served by the operator.
 	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+	// GatewayAPI installs the Gateway API's standard CRDs, from its Go module.
+	GatewayAPI bool
 	// AfterTests, when set, runs once the tests are done, before the operator
 	// and the control plane stop (a process the package started ends there:
 	// an API server with open watches takes its full timeout to stop); an
 	// error fails the run.
 	AfterTests func() error
+}
+
+// GatewayAPICRDs is the directory of the Gateway API's standard CRDs in the
+// module the operator builds with, so the tests install exactly the API its
+// types describe.
+func GatewayAPICRDs() (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
+	cmd.Dir = testcluster.RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating the Gateway API module: %w", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
 }
 
 // Run starts the cluster and the operator, runs the tests and stops both.
@@ -89,8 +103,17 @@ func Run(m *testing.M, opts Options, h **Harness, ready func()) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	root := testcluster.RepoRoot()
+	crds := []string{filepath.Join(root, "config", "crd", "bases")}
+	if opts.GatewayAPI {
+		dir, err := GatewayAPICRDs()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		crds = append(crds, dir)
+	}
 	cluster, err := testcluster.Start(ctx, testcluster.Options{
-		CRDDirectoryPaths:  []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDDirectoryPaths:  crds,
 		ValidatingWebhooks: opts.ValidatingWebhooks,
 	})
 	if err != nil {
@@ -172,11 +195,8 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
+	scheme, err := operator.NewScheme()
+	if err != nil {
 		return nil, err
 	}
 	host, port, certDir := h.Cluster.Webhook()

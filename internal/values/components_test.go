@@ -33,7 +33,9 @@ func TestComponentValues(t *testing.T) {
 				Security: &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, RuntimeClassName: "gvisor"}},
 		},
 	}}
-	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) { *s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"} })
+	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) {
+		*s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"}
+	})
 	got, err := Compose(c, tmpl, Settings{NamespacePerInstance: true, Security: security.Bounds{MaxProfile: ctfv1alpha1.ProfilePrivileged, SandboxRuntimeClasses: []string{"gvisor"}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	hosts := []any{map[string]any{"name": "PRIMARY_HOST", "value": c.Name}, map[string]any{"name": "REDIS_HOST", "value": c.Name + "--redis"}}

@@ -53,9 +53,13 @@ type Settings struct {
 	FlagSecretNamespaces []string
 	// Keys are the label and annotation keys values may set.
 	Keys policy.Keys
-	// IngressDomain is the domain under which each Ingress-exposed instance
-	// gets a host of its own (InstanceHost); "" means no Ingress.
+	// IngressDomain is the domain under which each instance exposed by an
+	// Ingress or a Gateway route gets a host of its own (InstanceHost); ""
+	// means neither.
 	IngressDomain string
+	// Gateways are the Gateways TLSRoutes and HTTPRoutes may attach to, the
+	// first by default; none means no route.
+	Gateways []ctfv1alpha1.GatewayRef
 	// Security bounds what templates may grant their instances.
 	Security security.Bounds
 }
@@ -217,7 +221,10 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 	if exp, ok := vals["expose"].(map[string]any); ok {
 		// An empty tls ({}: the controller's default certificate) may not survive
 		// the merge of values, which drops empty objects; say it in so many words.
-		exp["https"] = wantsTLS(c, tmpl)
+		exp["https"] = WantsTLS(c, tmpl)
+		if err := settings.gateway(exp); err != nil {
+			return nil, err
+		}
 	}
 	lowPortSysctl(vals)
 	vals["resources"] = withExtendedResources(resourceFloor(vals["resources"]), podSecurity.ExtendedResources)
@@ -308,9 +315,42 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	return out, nil
 }
 
-// wantsTLS reports whether any layer of c's values asks its Ingress to serve
-// HTTPS.
-func wantsTLS(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) bool {
+// gateway sets the Gateway a route attaches to, for the route types: the
+// one the values name if the operator's --gateways list it, else the first
+// of them.
+func (s Settings) gateway(expose map[string]any) error {
+	typ, _ := expose["type"].(string)
+	if typ != string(ctfv1alpha1.ExposeTLSRoute) && typ != string(ctfv1alpha1.ExposeHTTPRoute) {
+		delete(expose, "gateway")
+		return nil
+	}
+	if len(s.Gateways) == 0 {
+		return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "gateway: expose.type %s needs a Gateway of the operator's --gateways, which lists none", typ)
+	}
+	want := s.Gateways[0]
+	if named, ok := expose["gateway"].(map[string]any); ok {
+		ns, _ := named["namespace"].(string)
+		name, _ := named["name"].(string)
+		want = ctfv1alpha1.GatewayRef{Namespace: ns, Name: name}
+		if !slices.Contains(s.Gateways, want) {
+			return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "gateway: Gateway %s/%s is not one of --gateways (%s)", ns, name, describeGateways(s.Gateways))
+		}
+	}
+	expose["gateway"] = map[string]any{"namespace": want.Namespace, "name": want.Name}
+	return nil
+}
+
+func describeGateways(gws []ctfv1alpha1.GatewayRef) string {
+	names := make([]string, len(gws))
+	for i, g := range gws {
+		names[i] = g.Namespace + "/" + g.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// WantsTLS reports whether any layer of c's values asks its Ingress or
+// HTTPRoute to serve HTTPS.
+func WantsTLS(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) bool {
 	exposes := []*ctfv1alpha1.Expose{c.Spec.Expose}
 	if c.Spec.Values != nil {
 		exposes = append(exposes, c.Spec.Values.Expose)

@@ -19,7 +19,12 @@ ctf.challenge-operator.io/challenge: {{ default .Release.Name .Values.challenge 
 
 {{/* The Service type for an exposure type: an Ingress fronts a ClusterIP Service. */}}
 {{- define "challenge.serviceType" -}}
-{{- if eq .Values.expose.type "Ingress" }}ClusterIP{{ else }}{{ .Values.expose.type }}{{ end }}
+{{- if has .Values.expose.type (list "Ingress" "TLSRoute" "HTTPRoute") }}ClusterIP{{ else }}{{ .Values.expose.type }}{{ end }}
+{{- end }}
+
+{{/* Whether the instance has a host of its own: "true" or "". */}}
+{{- define "challenge.hasHost" -}}
+{{- if and (has .Values.expose.type (list "Ingress" "TLSRoute" "HTTPRoute")) .Values.expose.host }}true{{ end }}
 {{- end }}
 
 {{/* The namespace the instance's objects live in. */}}
@@ -79,13 +84,15 @@ the NetworkPolicy's own namespace. */}}
       ctf.challenge-operator.io/instance: {{ .Release.Name | quote }}
 {{- end }}
 
-{{/* The instance's own address (type Ingress), after a container's other
-variables so that it wins. */}}
+{{/* The instance's own address (challenge.hasHost), after a container's
+other variables so that it wins: its host, and its URL when it serves HTTP. */}}
 {{- define "challenge.hostEnv" -}}
 - name: CHALLENGE_HOST
   value: {{ .Values.expose.host | quote }}
+{{- if ne .Values.expose.type "TLSRoute" }}
 - name: CHALLENGE_URL
   value: {{ printf "%s://%s/" (ternary "https" "http" (.Values.expose.https | default false)) .Values.expose.host | quote }}
+{{- end }}
 {{- end }}
 
 {{/* Where a component may connect ("root" is the chart's context, "internet"

@@ -1,0 +1,105 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/endpoint"
+	"github.com/challenge-operator/challenge-operator/internal/values"
+)
+
+// route reads the instance's TLSRoute or HTTPRoute named key, if it has
+// one, and where its Gateway serves it; nil without a route.
+func (o *Observer) route(ctx context.Context, ch *ctfv1alpha1.Challenge, key client.ObjectKey) (*endpoint.Route, error) {
+	var spec gatewayv1.CommonRouteSpec
+	var hostnames []gatewayv1.Hostname
+	r := &endpoint.Route{TLS: true}
+	tls := &gatewayv1.TLSRoute{}
+	err := o.Reader.Get(ctx, key, tls)
+	switch {
+	case err == nil:
+		spec, hostnames = tls.Spec.CommonRouteSpec, tls.Spec.Hostnames
+	case apierrors.IsNotFound(err):
+		http := &gatewayv1.HTTPRoute{}
+		if err := o.Reader.Get(ctx, key, http); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		spec, hostnames, r.HTTP = http.Spec.CommonRouteSpec, http.Spec.Hostnames, true
+		// HTTPS when the values ask for it, as CHALLENGE_URL says.
+		if r.TLS, err = o.wantsTLS(ctx, ch); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("reading TLSRoute %s: %w", key, err)
+	}
+	if len(hostnames) == 0 || len(spec.ParentRefs) == 0 {
+		return r, nil
+	}
+	r.Host = string(hostnames[0])
+	parent := spec.ParentRefs[0]
+	gwKey := client.ObjectKey{Namespace: key.Namespace, Name: string(parent.Name)}
+	if parent.Namespace != nil {
+		gwKey.Namespace = string(*parent.Namespace)
+	}
+	gw := &gatewayv1.Gateway{}
+	if err := o.Reader.Get(ctx, gwKey, gw); err != nil {
+		// A Gateway not (yet) there leaves the endpoint pending.
+		return r, client.IgnoreNotFound(err)
+	}
+	if l, ok := listenerFor(gw, r, parent.SectionName); ok {
+		r.Port = int32(l.Port)
+	}
+	return r, nil
+}
+
+// wantsTLS reports whether the Challenge's values, or its template's, ask
+// for HTTPS.
+func (o *Observer) wantsTLS(ctx context.Context, ch *ctfv1alpha1.Challenge) (bool, error) {
+	var tmpl *ctfv1alpha1.ChallengeTemplate
+	if ch.Spec.Template != "" {
+		tmpl = &ctfv1alpha1.ChallengeTemplate{}
+		if err := o.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+	}
+	return values.WantsTLS(ch, tmpl), nil
+}
+
+// listenerFor picks the Gateway's listener that serves the route's host: of
+// the section it names, if any, the first of the route's protocol (TLS for a
+// TLSRoute, HTTP or HTTPS for an HTTPRoute) whose hostname covers the host.
+func listenerFor(gw *gatewayv1.Gateway, r *endpoint.Route, section *gatewayv1.SectionName) (gatewayv1.Listener, bool) {
+	proto := gatewayv1.TLSProtocolType
+	switch {
+	case r.HTTP && r.TLS:
+		proto = gatewayv1.HTTPSProtocolType
+	case r.HTTP:
+		proto = gatewayv1.HTTPProtocolType
+	}
+	for _, l := range gw.Spec.Listeners {
+		named := section == nil || l.Name == *section
+		if named && l.Protocol == proto && covers(l.Hostname, r.Host) {
+			return l, true
+		}
+	}
+	return gatewayv1.Listener{}, false
+}
+
+// covers reports whether a listener's hostname (none: every host; a
+// wildcard: one label or more under it) matches host.
+func covers(listener *gatewayv1.Hostname, host string) bool {
+	if listener == nil || *listener == "" {
+		return true
+	}
+	l := string(*listener)
+	if suffix, ok := strings.CutPrefix(l, "*"); ok {
+		return strings.HasSuffix(host, suffix) && len(host) > len(suffix)
+	}
+	return l == host
+}
