@@ -69,6 +69,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(listValue{&o.operator.Values.Keys.Allowed}, "allow-metadata-keys", "Comma-separated reserved label/annotation keys, or prefixes ending in '/', that values may set anyway (e.g. service.beta.kubernetes.io/).")
 	fs.StringVar(&o.operator.Values.IngressDomain, "ingress-domain", "", "Domain under which every Ingress-exposed instance gets a host of its own (<name>-<hash>.<domain>); empty refuses Ingress exposure.")
 	fs.Var(listValue{&o.operator.Limits.IngressClasses}, "ingress-classes", "Comma-separated ingress classes instances may name; empty: only the cluster's default class.")
+	fs.Var(listValue{&o.operator.Values.SharedServiceNamespaces}, "shared-service-namespaces", "Comma-separated namespaces whose Services templates may let their instances reach (sharedServices: a shared admin bot, a checker); default: the operator's own, from POD_NAMESPACE.")
 	fs.Var(gatewaysValue{&o.operator.Values.Gateways}, "gateways", "Comma-separated Gateways (namespace/name) of the Gateway API that instances exposed by a TLSRoute or an HTTPRoute attach to, the first by default; empty refuses both. Their listeners serve *.<ingress-domain>.")
 	fs.Var(listValue{&o.operator.Limits.TLSSecrets}, "ingress-tls-secrets", "Comma-separated certificate Secrets an instance's Ingress may name in its tls entries; empty: only the ingress controller's default certificate.")
 	fs.Var(quantityValue{&o.operator.Limits.CPU}, "max-cpu", "Highest CPU limit of an instance's container, unless its template's policy says otherwise.")
@@ -115,6 +116,9 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
 	if len(opts.operator.Values.FlagSecretNamespaces) == 0 && os.Getenv("POD_NAMESPACE") != "" {
 		opts.operator.Values.FlagSecretNamespaces = []string{os.Getenv("POD_NAMESPACE")}
+	}
+	if len(opts.operator.Values.SharedServiceNamespaces) == 0 && os.Getenv("POD_NAMESPACE") != "" {
+		opts.operator.Values.SharedServiceNamespaces = []string{os.Getenv("POD_NAMESPACE")}
 	}
 
 	if err := run(opts); err != nil {

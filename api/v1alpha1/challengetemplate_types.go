@@ -144,6 +144,20 @@ type EgressRule struct {
 	Ports []ChallengePort `json:"ports,omitempty"`
 }
 
+// ServiceRef names a Service.
+type ServiceRef struct {
+	// Namespace of the Service.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+	// Name of the Service.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+}
+
 // ChallengeTemplateSpec is a catalogue entry: everything an instance of the
 // challenge needs, written once by the organiser.
 // +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",message="spec.ports names must be unique"
@@ -266,6 +280,17 @@ type ChallengeTemplateSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Egress []EgressRule `json:"egress,omitempty"`
+
+	// SharedServices are Services every instance may reach, on their ports
+	// only: a shared admin bot or checker in the organiser's namespace (one
+	// of the operator's --shared-service-namespaces), named by namespace and
+	// Service rather than by address range.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	// +optional
+	SharedServices []ServiceRef `json:"sharedServices,omitempty"`
 
 	// Values are Helm values for charts/challenge, above the chart's defaults
 	// and below everything a Challenge sets.

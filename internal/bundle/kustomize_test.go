@@ -155,7 +155,7 @@ func resources(rules []rbacv1.PolicyRule) []string {
 // TestInstallModesBuild builds each install mode with krusty and checks
 // which rights the manager gets where.
 func TestInstallModesBuild(t *testing.T) {
-	rendered := uniqueSorted(append(renderedResources(t, withoutNamespacePerInstance()), "secrets"))
+	rendered := uniqueSorted(append(renderedEveryExposure(t, withoutNamespacePerInstance()), "secrets"))
 	clusterScoped := []string{"challengetemplates.ctf.challenge-operator.io",
 		"challengetemplates/status.ctf.challenge-operator.io", "nodes"}
 	const ns = "challenge-operator-system"

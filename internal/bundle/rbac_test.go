@@ -35,6 +35,24 @@ var everyFeature = map[string]any{
 		"container": map[string]any{"allowPrivilegeEscalation": false}},
 }
 
+// exposures are the ways charts/challenge exposes an instance with objects of their own.
+var exposures = []map[string]any{
+	{"type": "Ingress", "host": "web.ctf.example"},
+	{"type": "TLSRoute", "host": "web.ctf.example", "gateway": map[string]any{"namespace": "gateways", "name": "ctf"}},
+	{"type": "HTTPRoute", "host": "web.ctf.example", "gateway": map[string]any{"namespace": "gateways", "name": "ctf"}},
+}
+
+// renderedEveryExposure is renderedResources of vals under each exposure.
+func renderedEveryExposure(t *testing.T, vals map[string]any) []string {
+	var out []string
+	for _, e := range exposures {
+		v := maps.Clone(vals)
+		v["expose"] = e
+		out = append(out, renderedResources(t, v)...)
+	}
+	return uniqueSorted(out)
+}
+
 // withoutNamespacePerInstance is everyFeature as an install without
 // --namespace-per-instance renders it.
 func withoutNamespacePerInstance() map[string]any {
@@ -120,11 +138,12 @@ var operatorOwnNeeds = map[string][]string{
 	"challenges/finalizers.ctf.challenge-operator.io":     {"update"},
 	"challengetemplates.ctf.challenge-operator.io":        {"get", "list", "watch"},
 	"challengetemplates/status.ctf.challenge-operator.io": {"get", "patch", "update"},
-	"nodes":                {"get", "list", "watch"},
-	"pods":                 {"get", "list", "watch"},
-	"replicasets.apps":     {"list", "watch"}, // a teardown waits for them
-	"events":               {"create", "patch"},
-	"events.events.k8s.io": {"create", "patch"},
+	"nodes":                              {"get", "list", "watch"},
+	"pods":                               {"get", "list", "watch"},
+	"replicasets.apps":                   {"list", "watch"},        // a teardown waits for them
+	"gateways.gateway.networking.k8s.io": {"get", "list", "watch"}, // where a route's listener is
+	"events":                             {"create", "patch"},
+	"events.events.k8s.io":               {"create", "patch"},
 }
 
 // TestRolesCoverExactlyWhatTheChartRenders checks the generated ClusterRoles:
@@ -147,16 +166,17 @@ func TestRolesCoverExactlyWhatTheChartRenders(t *testing.T) {
 		g.Expect(other).NotTo(HaveKey(kind), "manager-role has no right on %s", kind)
 	}
 	g.Expect(other).To(Equal(operatorOwnNeeds), "the operator's own needs, and nothing more")
-	g.Expect(sortedKeys(managed)).To(Equal(uniqueSorted(append(renderedResources(t, withoutNamespacePerInstance()), "secrets"))),
+	g.Expect(sortedKeys(managed)).To(Equal(uniqueSorted(append(renderedEveryExposure(t, withoutNamespacePerInstance()), "secrets"))),
 		"manager-role: full control of exactly what the chart renders without a namespace per instance")
 
 	extraManaged, extraOther := classify(g, perInstance.Rules)
 	g.Expect(extraOther).To(BeEmpty())
 	g.Expect(sortedKeys(extraManaged)).To(Equal(namespacePerInstanceKinds), "namespace-per-instance-role: those kinds only")
 
-	want := append(renderedResources(t, everyFeature), "secrets") // Helm's release storage
+	want := append(renderedEveryExposure(t, everyFeature), "secrets") // Helm's release storage
 	g.Expect(want).To(ContainElements("deployments.apps", "services", "networkpolicies.networking.k8s.io",
-		"ingresses.networking.k8s.io", "serviceaccounts", "secrets", "namespaces", "resourcequotas", "limitranges"))
+		"ingresses.networking.k8s.io", "serviceaccounts", "secrets", "namespaces", "resourcequotas", "limitranges",
+		"tlsroutes.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io"))
 	maps.Copy(managed, extraManaged)
 	g.Expect(sortedKeys(managed)).To(Equal(uniqueSorted(want)), "together: full control of exactly the rendered kinds")
 }
@@ -261,7 +281,7 @@ func TestCSVPermissionsAreScoped(t *testing.T) {
 		g.Expect(cluster).To(BeEmpty(), "permissions name namespaced resources only")
 	}
 	managed, other := classify(g, permitted)
-	g.Expect(sortedKeys(managed)).To(ContainElements(uniqueSorted(append(renderedResources(t, withoutNamespacePerInstance()), "secrets"))),
+	g.Expect(sortedKeys(managed)).To(ContainElements(uniqueSorted(append(renderedEveryExposure(t, withoutNamespacePerInstance()), "secrets"))),
 		"permissions: full control of what the chart renders")
 	g.Expect(other).To(HaveKey("challenges.ctf.challenge-operator.io"))
 

@@ -22,6 +22,9 @@ const (
 	// ReasonSecretEnvInvalid means a value of the template's secretEnv cannot
 	// be rendered; the message names its Secret and key, never its value.
 	ReasonSecretEnvInvalid = "SecretEnvInvalid"
+	// ReasonSharedServiceNotFound: a Service the template lets instances
+	// reach does not exist (yet); the operator retries until it does.
+	ReasonSharedServiceNotFound = "SharedServiceNotFound"
 )
 
 // ReasonedError is an error with the CamelCase reason the phase should carry.
@@ -49,7 +52,7 @@ func IsReason(err error, reason string) bool {
 // that happens to start with a capitalised word is taken for one.
 var specReasons = map[string]bool{
 	ReasonTemplateNotFound: true, ReasonValueNotAllowed: true, ReasonLifetimeTooLong: true, ReasonQuotaExceeded: true,
-	ReasonPolicyViolation: true, ReasonFlagInvalid: true, ReasonSecretEnvInvalid: true,
+	ReasonPolicyViolation: true, ReasonFlagInvalid: true, ReasonSecretEnvInvalid: true, ReasonSharedServiceNotFound: true,
 }
 
 var reasonPrefix = regexp.MustCompile(`^([A-Z][A-Za-z]+): (?s)(.*)$`)

@@ -46,7 +46,7 @@ func RenderForGate(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	for _, m := range manifests {
 		manifest = append(manifest, []byte("---\n"+m.Content+"\n")...)
 	}
-	gt := &gate{reader: noIngresses{}, limits: gateLimits(opts), security: opts.Values.Security, namespacePerInstance: opts.Values.NamespacePerInstance}
+	gt := &gate{reader: noIngresses{}, organiserReader: noIngresses{}, limits: gateLimits(opts), security: opts.Values.Security, namespacePerInstance: opts.Values.NamespacePerInstance}
 	in, err := gt.instance(context.Background(), ch, tmpl)
 	return manifest, in, err
 }

@@ -39,6 +39,10 @@ type gate struct {
 	security security.Bounds
 	// namespacePerInstance renders each instance into a namespace of its own.
 	namespacePerInstance bool
+	// sharedNamespaces are where the Services templates let instances reach may be.
+	sharedNamespaces []string
+	// organiserReader reads those Services, uncached: the cache holds instances' objects only.
+	organiserReader client.Reader
 }
 
 // provider is the helm-operator-plugins post-renderer provider.
@@ -106,6 +110,13 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 		in.Components = components(ch, tmpl)
 		if len(in.Components) > 0 {
 			in.InstancePods = values.InstancePodLabels(ch)
+		}
+		shared, err := values.SharedServices(ctx, g.organiserReader, tmpl, g.sharedNamespaces)
+		if err != nil {
+			return policy.Instance{}, err
+		}
+		for _, s := range shared {
+			in.SharedServices = append(in.SharedServices, policy.SharedPeer{Namespace: s.Namespace, Selector: s.Selector})
 		}
 	}
 	if g.namespacePerInstance {

@@ -86,7 +86,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
 	}
 	gate := &gate{reader: mgr.GetClient(), limits: gateLimits(opts), keys: opts.Values.Keys, security: opts.Values.Security,
-		namespacePerInstance: opts.Values.NamespacePerInstance}
+		namespacePerInstance: opts.Values.NamespacePerInstance, sharedNamespaces: opts.Values.SharedServiceNamespaces,
+		organiserReader: mgr.GetAPIReader()}
 	actions, err := action.NewClientGetter(actionConfig, recorder, helmclient.AppendPostRenderers(gate.provider()))
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
@@ -117,10 +118,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		actions: actions,
 		preHook: controller.MarkReleasingHook(writer),
 		translator: renderingTranslator{writer: writer, Translator: values.Translator{
-			Reader:       mgr.GetClient(),
-			SecretReader: mgr.GetAPIReader(),
-			Quota:        quota,
-			Settings:     opts.Values,
+			Reader:          mgr.GetClient(),
+			OrganiserReader: mgr.GetAPIReader(),
+			Quota:           quota,
+			Settings:        opts.Values,
 		}},
 		extraWatches: extraWatches(mgr, actions.InstallFailing),
 		recorder:     mgr.GetEventRecorderFor(HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder

@@ -190,3 +190,41 @@ func withName(d *appsv1.Deployment, name string) *appsv1.Deployment {
 	d.Name = name
 	return d
 }
+
+// TestSharedServicePeers: an egress rule may name the pods of a shared Service exactly, in its
+// namespace and with ports, and no other pods of another namespace.
+func TestSharedServicePeers(t *testing.T) {
+	checker := networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "ctf-organiser"}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "checker"}},
+	}
+	for _, tt := range []struct {
+		name  string
+		rule  networkingv1.NetworkPolicyEgressRule
+		allow bool
+	}{
+		{"the shared Service's pods on its ports", networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{checker}, Ports: []networkingv1.NetworkPolicyPort{tcp(80)}}, true},
+		{"on every port", networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{checker}}, false},
+		{"every pod of its namespace", networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: checker.NamespaceSelector}}, Ports: []networkingv1.NetworkPolicyPort{tcp(80)}}, false},
+		{"other pods of its namespace", networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: checker.NamespaceSelector,
+			PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "vault"}}}}, Ports: []networkingv1.NetworkPolicyPort{tcp(80)}}, false},
+		{"its selector in another namespace", networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}}, PodSelector: checker.PodSelector}},
+			Ports: []networkingv1.NetworkPolicyPort{tcp(80)}}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			fx := newFixture(false, false)
+			fx.in.SharedServices = []SharedPeer{{Namespace: "ctf-organiser", Selector: map[string]string{"app": "checker"}}}
+			fx.np.Spec.Egress = append(fx.np.Spec.Egress, tt.rule)
+			err := Check(fx.render(), fx.in)
+			if tt.allow {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			var v *Violation
+			g.Expect(errors.As(err, &v)).To(BeTrue(), "want a Violation, got %v", err)
+			g.Expect(v.Rule).To(Equal(ruleNetworkEgress))
+		})
+	}
+}

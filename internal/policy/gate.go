@@ -81,10 +81,19 @@ type Instance struct {
 	// AnyComponent accepts the objects of components of any name: a stored release record, judged
 	// by CheckIdentity for whose its objects are, whatever components its template has now.
 	AnyComponent bool
+	// SharedServices are the organiser's Services the instance may reach: the only pods of
+	// another namespace an egress rule may name, on the ports it lists.
+	SharedServices []SharedPeer
 	// InstancePods are labels every pod of the instance carries, and no other instance's: the one
 	// pod selector a NetworkPolicy may name, as a peer in its own namespace, so the instance's
 	// components reach each other; nil allows none.
 	InstancePods map[string]string
+}
+
+// SharedPeer is the pods of a shared Service: its namespace and its selector.
+type SharedPeer struct {
+	Namespace string
+	Selector  map[string]string
 }
 
 // Component is a workload of an instance beside its primary one.

@@ -55,8 +55,12 @@ func (c *checker) egressRule(r networkingv1.NetworkPolicyEgressRule) error {
 				return err
 			}
 		case c.instancePeer(p):
+		case c.sharedPeer(p):
+			if len(r.Ports) == 0 {
+				return fmt.Errorf("a shared Service is reached on its ports only")
+			}
 		default:
-			return fmt.Errorf("peer %d is neither the DNS peer, an ipBlock nor the instance's own pods", j)
+			return fmt.Errorf("peer %d is neither the DNS peer, an ipBlock, the instance's own pods nor a shared Service", j)
 		}
 	}
 	return nil
@@ -91,6 +95,13 @@ func (c *checker) ingressRule(r networkingv1.NetworkPolicyIngressRule) error {
 func (c *checker) instancePeer(p networkingv1.NetworkPolicyPeer) bool {
 	return len(c.in.InstancePods) > 0 && p.IPBlock == nil && p.NamespaceSelector == nil &&
 		exactSelector(p.PodSelector, c.in.InstancePods)
+}
+
+// sharedPeer reports whether p is exactly the pods of one of the instance's shared Services.
+func (c *checker) sharedPeer(p networkingv1.NetworkPolicyPeer) bool {
+	return p.IPBlock == nil && slices.ContainsFunc(c.in.SharedServices, func(s SharedPeer) bool {
+		return exactSelector(p.NamespaceSelector, map[string]string{nameLabel: s.Namespace}) && len(s.Selector) > 0 && exactSelector(p.PodSelector, s.Selector)
+	})
 }
 
 // nameLabel is the label the API server sets on every namespace to its name.

@@ -226,6 +226,9 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 	if len(opts.Operator.Values.FlagSecretNamespaces) == 0 {
 		opts.Operator.Values.FlagSecretNamespaces = []string{OrganiserNamespace}
 	}
+	if len(opts.Operator.Values.SharedServiceNamespaces) == 0 {
+		opts.Operator.Values.SharedServiceNamespaces = []string{OrganiserNamespace}
+	}
 	if opts.Operator.Values.IngressDomain == "" {
 		opts.Operator.Values.IngressDomain = IngressDomain
 	}

@@ -60,6 +60,9 @@ type Settings struct {
 	// Gateways are the Gateways TLSRoutes and HTTPRoutes may attach to, the
 	// first by default; none means no route.
 	Gateways []ctfv1alpha1.GatewayRef
+	// SharedServiceNamespaces are the namespaces whose Services templates may
+	// let their instances reach (SharedServices).
+	SharedServiceNamespaces []string
 	// Security bounds what templates may grant their instances.
 	Security security.Bounds
 }
@@ -82,8 +85,10 @@ const (
 type Translator struct {
 	// Reader reads ChallengeTemplates and Challenges, usually the manager's cache.
 	Reader client.Reader
-	// SecretReader reads the Secrets flags come from, uncached.
-	SecretReader client.Reader
+	// OrganiserReader reads the organiser's objects, uncached: the Secrets
+	// flags come from and the shared Services (the cache holds instances'
+	// objects only).
+	OrganiserReader client.Reader
 	// Quota decides whether a Challenge may be installed.
 	Quota *Quota
 	// Settings are enforced on every instance.
@@ -131,13 +136,16 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 	if err := t.secretEnv(ctx, tmpl, vals); err != nil {
 		return nil, err
 	}
+	if err := t.sharedServices(ctx, tmpl, vals); err != nil {
+		return nil, err
+	}
 	if tmpl.Spec.Flag == nil {
 		return vals, nil
 	}
 	if err := t.Settings.checkFlagSecret(tmpl); err != nil {
 		return nil, err
 	}
-	value, err := flag.Resolve(ctx, t.SecretReader, tmpl, c.Spec.Participant)
+	value, err := flag.Resolve(ctx, t.OrganiserReader, tmpl, c.Spec.Participant)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +164,7 @@ func (t Translator) secretEnv(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTe
 			return err
 		}
 	}
-	values, err := flag.ResolveEnv(ctx, t.SecretReader, tmpl)
+	values, err := flag.ResolveEnv(ctx, t.OrganiserReader, tmpl)
 	if err != nil {
 		return err
 	}
@@ -165,6 +173,21 @@ func (t Translator) secretEnv(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTe
 		env[i] = map[string]any{"name": tmpl.Spec.SecretEnv[i].Name, "value": v}
 	}
 	vals["secretEnv"] = env
+	return nil
+}
+
+// sharedServices writes the peers of the Services tmpl lets its instances
+// reach into the NetworkPolicy values.
+func (t Translator) sharedServices(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, vals chartutil.Values) error {
+	shared, err := SharedServices(ctx, t.OrganiserReader, tmpl, t.Settings.SharedServiceNamespaces)
+	if err != nil || len(shared) == 0 {
+		return err
+	}
+	m, err := toMap(map[string]any{"sharedServices": shared})
+	if err != nil {
+		return err
+	}
+	vals["networkPolicy"].(map[string]any)["sharedServices"] = m["sharedServices"]
 	return nil
 }
 
@@ -304,6 +327,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 			"allowInternetEgress":   internetEgress,
 			"ingressFromNamespaces": toAny(settings.IngressFromNamespaces),
 			"dnsNamespace":          settings.EffectiveDNSNamespace(),
+			"sharedServices":        []any{}, // the Translator reads them from the Services
 		},
 		"expose": map[string]any{"host": InstanceHost(c, settings.IngressDomain)},
 		"namespacePerInstance": map[string]any{

@@ -97,7 +97,8 @@ other variables so that it wins: its host, and its URL when it serves HTTP. */}}
 
 {{/* Where a component may connect ("root" is the chart's context, "internet"
 whether it may reach the internet): the cluster DNS, the template's named
-destinations, the instance's other components, and the internet if allowed. */}}
+destinations and shared Services, the instance's other components, and the
+internet if allowed. */}}
 {{- define "challenge.egress" -}}
 - ports:
     - port: 53
@@ -122,6 +123,27 @@ destinations, the instance's other components, and the internet if allowed. */}}
       protocol: {{ .protocol | default "TCP" | quote }}
     {{- end }}
   {{- end }}
+{{- end }}
+{{- range .root.Values.networkPolicy.sharedServices }}
+# A Service of the organiser's: its pods, on its ports.
+- to:
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: {{ .namespace | quote }}
+      podSelector:
+        matchLabels:
+          {{- range $k, $v := .selector }}
+          {{ $k | quote }}: {{ $v | quote }}
+          {{- end }}
+  ports:
+    {{- range .ports }}
+    {{- if kindIs "string" .port }}
+    - port: {{ .port | quote }}
+    {{- else }}
+    - port: {{ int .port }}
+    {{- end }}
+      protocol: {{ .protocol | quote }}
+    {{- end }}
 {{- end }}
 {{- if .internet }}
 - to:
