@@ -197,8 +197,15 @@ func TestCooldownAfterStopAndStartsPerMinute(t *testing.T) {
 	g.Expect(call(t, tok, "DELETE", instancePath(tmpls[0]), nil, nil)).To(Equal(http.StatusAccepted))
 	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: instancer.InstanceName(tmpls[0], team)}}, timeout, "the stopped instance goes")
 
+	// Until the instancer's cache sees it gone, a start says "stopping" (and
+	// starts nothing); then the cooldown refuses it.
 	var e apiError
-	g.Expect(call(t, tok, "POST", "/api/v1/instances", map[string]string{"template": tmpls[0]}, &e)).To(Equal(http.StatusTooManyRequests))
+	g.Eventually(func(g Gomega) {
+		e = apiError{}
+		code := call(t, tok, "POST", "/api/v1/instances", map[string]string{"template": tmpls[0]}, &e)
+		g.Expect(e.Code).NotTo(Equal("stopping"))
+		g.Expect(code).To(Equal(http.StatusTooManyRequests))
+	}, timeout, interval).Should(Succeed())
 	g.Expect(e.Code).To(Equal("cooldown"))
 
 	// The first start took one of the bucket's three.

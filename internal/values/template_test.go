@@ -64,6 +64,7 @@ func TestComposePrecedenceWithTemplate(t *testing.T) {
 		"allowInternetEgress":   false,
 		"ingressFromNamespaces": []any{},
 		"dnsNamespace":          "kube-system",
+		"sharedServices":        []any{},
 	}))
 }
 
