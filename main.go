@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -28,6 +29,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/security"
+	"github.com/challenge-operator/challenge-operator/internal/templatecmd"
 	"github.com/challenge-operator/challenge-operator/internal/tokencmd"
 )
 
@@ -99,6 +101,12 @@ func main() {
 		case "token":
 			if err := tokencmd.Run(os.Args[2:], os.Stdout); err != nil {
 				fmt.Fprintln(os.Stderr, "challenge-operator token:", err)
+				os.Exit(2)
+			}
+			return
+		case "template":
+			if err := templatecmd.Run(context.Background(), os.Args[2:], os.Stdout, os.Stderr); err != nil {
+				fmt.Fprintln(os.Stderr, "challenge-operator template:", err)
 				os.Exit(2)
 			}
 			return

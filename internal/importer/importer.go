@@ -1,0 +1,145 @@
+// Package importer turns challenge definitions organisers already have (a
+// docker-compose file, a kCTF challenge.yaml) into a ChallengeTemplate. What
+// has no counterpart in a template is never dropped in silence: the Report
+// says, one line each, what was not carried and what was carried differently.
+package importer
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// Result is an imported template and what the import could not carry as it was.
+type Result struct {
+	Template *ctfv1alpha1.ChallengeTemplate
+	Report   Report
+}
+
+// Report lists, line by line, what an import left out and what it changed.
+type Report struct {
+	// NotCarried are what the template cannot say: host paths, host
+	// networking, build contexts.
+	NotCarried []string
+	// Changed are what the template says differently, or what the organiser
+	// must decide (an exposure, a sandbox runtime class).
+	Changed []string
+}
+
+func (r *Report) notCarried(format string, args ...any) {
+	r.NotCarried = append(r.NotCarried, fmt.Sprintf(format, args...))
+}
+
+func (r *Report) changed(format string, args ...any) {
+	r.Changed = append(r.Changed, fmt.Sprintf(format, args...))
+}
+
+// Lines are the report as a person reads it, "not carried" first.
+func (r Report) Lines() []string {
+	out := make([]string, 0, len(r.NotCarried)+len(r.Changed))
+	for _, l := range r.NotCarried {
+		out = append(out, "not carried: "+l)
+	}
+	for _, l := range r.Changed {
+		out = append(out, "changed: "+l)
+	}
+	return out
+}
+
+// YAML writes the template as kubectl apply reads it.
+func (r Result) YAML() ([]byte, error) {
+	t := r.Template.DeepCopy()
+	t.APIVersion, t.Kind = ctfv1alpha1.GroupVersion.String(), "ChallengeTemplate"
+	b, err := yaml.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	// Neither a status nor a creation time belongs in what is applied.
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+	return yaml.Marshal(m)
+}
+
+func newTemplate(name string) *ctfv1alpha1.ChallengeTemplate {
+	return &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// dnsLabel makes s a DNS label starting with a letter of at most max
+// characters, or "" when nothing of it is left.
+func dnsLabel(s string, max int) string {
+	s = strings.ToLower(s)
+	s = nonLabel.ReplaceAllString(s, "-")
+	s = strings.TrimLeft(s, "-0123456789")
+	if len(s) > max {
+		s = s[:max]
+	}
+	return strings.Trim(s, "-")
+}
+
+var nonLabel = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// baselineCapabilities are those the baseline Pod Security Standard allows adding.
+var baselineCapabilities = map[string]bool{
+	"AUDIT_WRITE": true, "CHOWN": true, "DAC_OVERRIDE": true, "FOWNER": true, "FSETID": true, "KILL": true, "MKNOD": true,
+	"NET_BIND_SERVICE": true, "SETFCAP": true, "SETGID": true, "SETPCAP": true, "SETUID": true, "SYS_CHROOT": true,
+}
+
+// securityFor maps a container's user, capabilities and privilege onto the
+// profiles: restricted unless it runs as root or adds capabilities beyond
+// NET_BIND_SERVICE, baseline for the standard set, privileged beyond it.
+func securityFor(who string, root bool, user, group *int64, capAdd []string, privileged bool, r *Report) *ctfv1alpha1.Security {
+	sec := &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileRestricted, RunAsUser: user, RunAsGroup: group}
+	var caps []ctfv1alpha1.Capability
+	for _, c := range capAdd {
+		c = strings.TrimPrefix(strings.ToUpper(c), "CAP_")
+		if c == "ALL" {
+			privileged = true
+			continue
+		}
+		caps = append(caps, ctfv1alpha1.Capability(c))
+		switch {
+		case c == "NET_BIND_SERVICE":
+		case baselineCapabilities[c]:
+			sec.Profile = higher(sec.Profile, ctfv1alpha1.ProfileBaseline)
+		default:
+			sec.Profile = ctfv1alpha1.ProfilePrivileged
+		}
+	}
+	if len(caps) > 0 {
+		sec.Capabilities = &ctfv1alpha1.Capabilities{Add: caps}
+	}
+	if root {
+		sec.Profile = higher(sec.Profile, ctfv1alpha1.ProfileBaseline)
+		sec.RunAsUser, sec.RunAsGroup = ptr.To[int64](0), ptr.To[int64](0)
+	}
+	if privileged {
+		sec.Profile, sec.Privileged = ctfv1alpha1.ProfilePrivileged, ptr.To(true)
+	}
+	if sec.Profile == ctfv1alpha1.ProfilePrivileged {
+		r.changed("%s: runs privileged: set security.runtimeClassName to one of the operator's --sandbox-runtime-classes (--max-pod-security=privileged)", who)
+	}
+	if sec.Profile == ctfv1alpha1.ProfileRestricted && sec.RunAsUser == nil && sec.RunAsGroup == nil && sec.Capabilities == nil {
+		return nil
+	}
+	return sec
+}
+
+func higher(a, b ctfv1alpha1.SecurityProfile) ctfv1alpha1.SecurityProfile {
+	order := map[ctfv1alpha1.SecurityProfile]int{ctfv1alpha1.ProfileRestricted: 0, ctfv1alpha1.ProfileBaseline: 1, ctfv1alpha1.ProfilePrivileged: 2}
+	if order[b] > order[a] {
+		return b
+	}
+	return a
+}

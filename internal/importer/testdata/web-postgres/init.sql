@@ -1,0 +1,2 @@
+CREATE TABLE users (name text PRIMARY KEY, password text NOT NULL);
+INSERT INTO users VALUES ('admin', 'it''s a secret');
