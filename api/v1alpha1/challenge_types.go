@@ -250,6 +250,10 @@ type Endpoint struct {
 	// (TLSRoute).
 	// +optional
 	Connect string `json:"connect,omitempty"`
+	// Component names the exposed component the endpoint reaches; empty for
+	// the primary one.
+	// +optional
+	Component string `json:"component,omitempty"`
 }
 
 // DeployedRelease names the Helm release of the instance. The rendered

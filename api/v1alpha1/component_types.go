@@ -3,12 +3,13 @@ package v1alpha1
 // Component is one more service of every instance beside its primary one
 // (the template's own image and ports): a database, a cache, an admin bot.
 // It runs as its own Deployment with a Service of its own when it has ports,
-// reachable from the instance's other components on those ports only and
-// from nothing outside the instance. Every component of an instance, the
+// reachable from the instance's other components on those ports only and,
+// unless it is exposed, from nothing outside the instance. Every component of an instance, the
 // primary one included, finds the others through the environment:
 // <NAME>_HOST holds a component's host name (REDIS_HOST for "redis",
 // WEB_BOT_HOST for "web-bot"), PRIMARY_HOST the primary one's.
 // +kubebuilder:validation:XValidation:rule="!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",message="a component's port names must be unique"
+// +kubebuilder:validation:XValidation:rule="!has(self.expose) || !has(self.expose.type) || self.expose.type == 'ClusterIP' || (has(self.ports) && size(self.ports) > 0)",message="an exposed component needs a port"
 // +kubebuilder:validation:XValidation:rule="!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.port == p.port && q.protocol == p.protocol))",message="a component must not repeat a port and protocol"
 // +kubebuilder:validation:XValidation:rule="!has(self.probes) || ((!has(self.probes.readiness) || ((!has(self.probes.readiness.http) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.readiness.http.port))) && (!has(self.probes.readiness.tcp) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.readiness.tcp.port))))) && (!has(self.probes.startup) || ((!has(self.probes.startup.http) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.startup.http.port))) && (!has(self.probes.startup.tcp) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.startup.tcp.port))))) && (!has(self.probes.liveness) || ((!has(self.probes.liveness.http) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.liveness.http.port))) && (!has(self.probes.liveness.tcp) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.liveness.tcp.port))))))",message="a probe's port must name one of the component's ports"
 type Component struct {
@@ -95,6 +96,13 @@ type Component struct {
 	// Restricted when unset, whatever the template's own section says.
 	// +optional
 	Security *Security `json:"security,omitempty"`
+
+	// Expose makes the component's first port reachable from outside the
+	// instance as the primary component's are (a second service teams
+	// connect to): its own host under --ingress-domain for Ingress and the
+	// routes; internal (ClusterIP) when unset.
+	// +optional
+	Expose *Expose `json:"expose,omitempty"`
 
 	// InternetEgress lets the component reach the internet (everything
 	// outside the internal ranges), as policy.internetEgress does the

@@ -132,3 +132,39 @@ func TestRouteOnAGatewayNobodyAllowed(t *testing.T) {
 	g.Expect(h.Client.List(ctx, &routes, client.InNamespace(ns))).To(Succeed())
 	g.Expect(routes.Items).To(BeEmpty(), "nothing applied")
 }
+
+// TestAnExposedComponent: a web application and a shell teams also connect
+// to, over TCP inside TLS: the shell has its own host, route and endpoint,
+// admits the outside (the Gateway's proxies among it) on its port, and the
+// status lists both endpoints, the web's first.
+func TestAnExposedComponent(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	h.Template(t, "web-shell", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		webApp(s)
+		s.Components = []ctfv1alpha1.Component{{Name: "shell", Image: "ghcr.io/example/shell:1", Ports: ports("ssh", 2222),
+			Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeTLSRoute}}}
+	})
+	ns := h.Namespace(t, nil)
+	ch := testharness.FromTemplate(ns, "web-shell", "team-a", "web-shell")
+	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	g.Expect(got.Status.Endpoints).To(HaveLen(2))
+	web, shell := got.Status.Endpoints[0], got.Status.Endpoints[1]
+	g.Expect(*got.Status.Endpoint).To(Equal(web), "the primary component's first")
+	g.Expect(web.URL).To(HavePrefix("https://web-shell-"))
+	g.Expect(shell.Component).To(Equal("shell"))
+	g.Expect(shell.Host).To(MatchRegexp(`^web-shell-shell-[0-9a-f]{10}\.%s$`, testharness.IngressDomain), "a host of its own")
+	g.Expect(shell.Connect).To(Equal("ncat --ssl " + shell.Host + " 443"))
+
+	route := &gatewayv1.TLSRoute{}
+	g.Expect(h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-shell--shell"}, route)).To(Succeed())
+	g.Expect(route.Spec.Hostnames).To(Equal([]gatewayv1.Hostname{gatewayv1.Hostname(shell.Host)}))
+	g.Expect(route.Spec.Rules[0].BackendRefs).To(HaveExactElements(HaveField("Name", gatewayv1.ObjectName("web-shell--shell"))))
+	np := networkPolicy(g, got, "web-shell--shell")
+	g.Expect(np.Spec.Ingress).To(HaveLen(2))
+	g.Expect(np.Spec.Ingress[0].From).To(ContainElement(HaveField("NamespaceSelector.MatchLabels", HaveKeyWithValue("kubernetes.io/metadata.name", gateway.Namespace))),
+		"the Gateway's proxies connect")
+	g.Expect(np.Spec.Ingress[0].From).To(ContainElement(HaveField("IPBlock.CIDR", "0.0.0.0/0")), "and the outside")
+}

@@ -20,6 +20,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
@@ -110,8 +111,41 @@ func workloadOf(kind string, obj client.Object) (lifecycle.Workload, error) {
 	return lifecycle.Workload{Kind: kind, Name: obj.GetName(), Component: obj.GetLabels()[lifecycle.ComponentLabel], Status: res.Status, Message: res.Message}, nil
 }
 
+// endpoints are where participants connect: the primary component's every
+// port, then every exposed component's; nil while one of them has no
+// address yet.
 func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]ctfv1alpha1.Endpoint, error) {
-	key := client.ObjectKey{Namespace: o.namespace(ch), Name: ch.Name}
+	out, err := o.serviceEndpoints(ctx, ch, ch.Name, func() (bool, error) { return o.wantsTLS(ctx, ch) })
+	if err != nil || out == nil || ch.Spec.Template == "" {
+		return out, err
+	}
+	tmpl := &ctfv1alpha1.ChallengeTemplate{}
+	if err := o.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
+		return out, client.IgnoreNotFound(err)
+	}
+	for i := range tmpl.Spec.Components {
+		c := &tmpl.Spec.Components[i]
+		if !values.Exposed(c) {
+			continue
+		}
+		https := c.Expose.TLS != nil
+		eps, err := o.serviceEndpoints(ctx, ch, policy.ComponentObject(ch.Name, c.Name), func() (bool, error) { return https, nil })
+		if err != nil || eps == nil {
+			return nil, err
+		}
+		for _, e := range eps {
+			e.Component = c.Name
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// serviceEndpoints are the endpoints of the Service name and its Ingress or
+// route, of the same name; https says whether an HTTPRoute is served on
+// its Gateway's HTTPS listener.
+func (o *Observer) serviceEndpoints(ctx context.Context, ch *ctfv1alpha1.Challenge, name string, https func() (bool, error)) ([]ctfv1alpha1.Endpoint, error) {
+	key := client.ObjectKey{Namespace: o.namespace(ch), Name: name}
 	var in endpoint.Inputs
 	svc := &corev1.Service{}
 	if err := o.Reader.Get(ctx, key, svc); err != nil {
@@ -127,7 +161,7 @@ func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]
 		in.NodeAddress = addr
 	case corev1.ServiceTypeClusterIP:
 		if o.Gateways {
-			route, err := o.route(ctx, ch, key)
+			route, err := o.route(ctx, key, https)
 			if err != nil {
 				return nil, err
 			}

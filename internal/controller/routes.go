@@ -14,9 +14,9 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
-// route reads the instance's TLSRoute or HTTPRoute named key, if it has
-// one, and where its Gateway serves it; nil without a route.
-func (o *Observer) route(ctx context.Context, ch *ctfv1alpha1.Challenge, key client.ObjectKey) (*endpoint.Route, error) {
+// route reads the TLSRoute or HTTPRoute named key, if there is one, and
+// where its Gateway serves it; nil without a route.
+func (o *Observer) route(ctx context.Context, key client.ObjectKey, https func() (bool, error)) (*endpoint.Route, error) {
 	var spec gatewayv1.CommonRouteSpec
 	var hostnames []gatewayv1.Hostname
 	r := &endpoint.Route{TLS: true}
@@ -32,7 +32,7 @@ func (o *Observer) route(ctx context.Context, ch *ctfv1alpha1.Challenge, key cli
 		}
 		spec, hostnames, r.HTTP = http.Spec.CommonRouteSpec, http.Spec.Hostnames, true
 		// HTTPS when the values ask for it, as CHALLENGE_URL says.
-		if r.TLS, err = o.wantsTLS(ctx, ch); err != nil {
+		if r.TLS, err = https(); err != nil {
 			return nil, err
 		}
 	default:

@@ -107,7 +107,7 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 	}
 	in.OwnerAnnotations = ownerAnnotations(ch)
 	if tmpl != nil {
-		in.Components = components(ch, tmpl)
+		in.Components = components(ch, tmpl, limits.IngressDomain)
 		if len(in.Components) > 0 {
 			in.InstancePods = values.InstancePodLabels(ch)
 		}
@@ -132,13 +132,13 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 }
 
 // components says what each of tmpl's components in ch may be.
-func components(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) []policy.Component {
+func components(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, domain string) []policy.Component {
 	out := make([]policy.Component, 0, len(tmpl.Spec.Components))
 	for i := range tmpl.Spec.Components {
 		c := &tmpl.Spec.Components[i]
 		sec := security.ForComponent(c)
 		out = append(out, policy.Component{Name: c.Name, Labels: values.ComponentLabels(ch, tmpl, c.Name),
-			Selector: values.ComponentSelectorLabels(ch, c.Name), Security: &sec})
+			Selector: values.ComponentSelectorLabels(ch, c.Name), Security: &sec, Exposed: values.Exposed(c), Host: values.ComponentHost(ch, c.Name, domain)})
 	}
 	return out
 }

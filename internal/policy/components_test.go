@@ -228,3 +228,61 @@ func TestSharedServicePeers(t *testing.T) {
 		})
 	}
 }
+
+// TestExposedComponents: a component its template exposes may have a Service of another type, admit
+// the outside and have an Ingress of its own host leading to its own Service; one not exposed none
+// of these.
+func TestExposedComponents(t *testing.T) {
+	const redisHost = "web-team1-redis-0123456789.ctf.example"
+	ingress := func(host, backend string) *networkingv1.Ingress {
+		ing := ingressObj()
+		ing.Name, ing.Labels = ComponentObject(release, redis), maps.Clone(newComponentFixture(false).in.Components[0].Labels)
+		ing.Spec.Rules[0].Host = host
+		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = backend
+		return ing
+	}
+	expose := func(cf *componentFixture) {
+		cf.in.Components[0].Exposed, cf.in.Components[0].Host = true, redisHost
+		cf.svc.Spec.Type = corev1.ServiceTypeNodePort
+		cf.np.Spec.Ingress = append(cf.np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{IPBlock: outside()}}})
+	}
+	for _, tt := range []struct {
+		name  string
+		apply func(*componentFixture)
+		rule  string // "" passes
+	}{
+		{"exposed, with its own Ingress", func(cf *componentFixture) {
+			expose(cf)
+			cf.extra = append(cf.extra, ingress(redisHost, ComponentObject(release, redis)))
+		}, ""},
+		{"an Ingress for a component not exposed", func(cf *componentFixture) {
+			cf.extra = append(cf.extra, ingress(redisHost, ComponentObject(release, redis)))
+		}, ruleIngress},
+		{"exposed, on the primary component's host", func(cf *componentFixture) {
+			expose(cf)
+			cf.extra = append(cf.extra, ingress(host, ComponentObject(release, redis)))
+		}, ruleIngressHost},
+		{"exposed, leading to the primary component", func(cf *componentFixture) {
+			expose(cf)
+			cf.extra = append(cf.extra, ingress(redisHost, release))
+		}, ruleIngress},
+		{"a component not exposed admitting the outside", func(cf *componentFixture) {
+			cf.np.Spec.Ingress = append(cf.np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{IPBlock: outside()}}})
+		}, ruleNetworkIngress},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			cf := newComponentFixture(false)
+			cf.withIngress = false
+			tt.apply(cf)
+			err := Check(cf.render(), cf.in)
+			if tt.rule == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			var v *Violation
+			g.Expect(errors.As(err, &v)).To(BeTrue(), "want a Violation, got %v", err)
+			g.Expect(v.Rule).To(Equal(tt.rule), v.Error())
+		})
+	}
+}

@@ -107,6 +107,11 @@ type Component struct {
 	Selector map[string]string
 	// Security is exactly what its pod runs with; nil holds it to the restricted standard.
 	Security *security.Context
+	// Exposed lets its Service be of another type than ClusterIP, its NetworkPolicy admit the
+	// outside as the primary component's does, and an Ingress or a route lead to it.
+	Exposed bool
+	// Host is its own host, the only one its Ingress or route may name.
+	Host string
 }
 
 // ComponentObject names the objects of an instance's component: "<release>--<component>". No
@@ -330,6 +335,9 @@ type checker struct {
 // part is what the objects of one component must be: the primary one's or another's.
 type part struct {
 	component string // "" for the primary one
+	name      string // its objects' name
+	exposed   bool
+	host      string
 	labels    map[string]string
 	selector  map[string]string
 	security  *security.Context
@@ -360,12 +368,14 @@ func newChecker(in Instance) (*checker, error) {
 		return nil, fmt.Errorf("policy: allowed CIDRs: %w", err)
 	}
 	c := &checker{in: in, forbidden: forbidden, allowed: allowed, seen: map[string]bool{}, parts: map[string]*part{}}
-	c.primary = &part{labels: in.Labels, selector: in.Selector, security: in.Security}
+	c.primary = &part{name: in.Release, exposed: true, host: in.Host, labels: in.Labels, selector: in.Selector, security: in.Security}
 	for _, comp := range in.Components {
 		if len(comp.Labels) == 0 || len(comp.Selector) == 0 {
 			return nil, fmt.Errorf("policy: component %q needs identity labels and a selector", comp.Name)
 		}
-		c.parts[ComponentObject(in.Release, comp.Name)] = &part{component: comp.Name, labels: comp.Labels, selector: comp.Selector, security: comp.Security}
+		name := ComponentObject(in.Release, comp.Name)
+		c.parts[name] = &part{component: comp.Name, name: name, exposed: comp.Exposed, host: comp.Host, labels: comp.Labels, selector: comp.Selector,
+			security: comp.Security}
 	}
 	c.domain = strings.ToLower(strings.TrimSuffix(in.Limits.IngressDomain, "."))
 	c.dnsNS = in.Limits.DNSNamespace

@@ -19,8 +19,8 @@ func (c *checker) service(o *object, s *corev1.Service) error {
 		return o.violation(ruleSelector, "the selector must be exactly %v", c.part.selector)
 	}
 	internal := s.Spec.Type == "" || s.Spec.Type == corev1.ServiceTypeClusterIP
-	if c.part != c.primary && !internal {
-		return o.violation(ruleService, "component %s: type %q; a component's Service is ClusterIP, for the instance's own pods", c.part.component, s.Spec.Type)
+	if !c.part.exposed && !internal {
+		return o.violation(ruleService, "component %s: type %q; a component its template does not expose has a ClusterIP Service, for the instance's own pods", c.part.component, s.Spec.Type)
 	}
 	switch s.Spec.Type {
 	case "", corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
@@ -125,6 +125,9 @@ func (c *checker) ingress(o *object, ing *networkingv1.Ingress) error {
 	if c.domain == "" {
 		return o.violation(ruleIngress, "no Ingress is allowed")
 	}
+	if !c.part.exposed {
+		return o.violation(ruleIngress, "component %s is not exposed", c.part.component)
+	}
 	if ing.Spec.DefaultBackend != nil {
 		return o.violation(ruleIngress, "a defaultBackend catches every host")
 	}
@@ -162,8 +165,8 @@ func (c *checker) backends(o *object, http *networkingv1.HTTPIngressRuleValue) e
 	}
 	for _, p := range http.Paths {
 		b := p.Backend
-		if b.Resource != nil || b.Service == nil || b.Service.Name != c.in.Release {
-			return o.violation(ruleIngress, "path %q must lead to service %q", p.Path, c.in.Release)
+		if b.Resource != nil || b.Service == nil || b.Service.Name != c.part.name {
+			return o.violation(ruleIngress, "path %q must lead to service %q", p.Path, c.part.name)
 		}
 	}
 	return nil
@@ -181,8 +184,8 @@ func (c *checker) host(o *object, h string) error {
 	if !strings.HasSuffix(h, "."+c.domain) {
 		return o.violation(ruleIngressHost, "host %q is not under %q", h, c.domain)
 	}
-	if c.in.Host != "" && h != c.in.Host {
-		return o.violation(ruleIngressHost, "host %q is not the instance's own, %q", h, c.in.Host)
+	if c.part.host != "" && h != c.part.host {
+		return o.violation(ruleIngressHost, "host %q is not the instance's own, %q", h, c.part.host)
 	}
 	if c.in.HostTaken != nil && c.in.HostTaken(h) {
 		return o.violation(ruleIngressHost, "host %q is taken by another instance", h)

@@ -41,6 +41,9 @@ func (c *checker) route(o *object, spec gatewayv1.CommonRouteSpec, hostnames []g
 	if c.domain == "" {
 		return o.violation(ruleGatewayRoute, "no route is allowed without a domain for instances' hosts")
 	}
+	if !c.part.exposed {
+		return o.violation(ruleGatewayRoute, "component %s is not exposed", c.part.component)
+	}
 	if spec.UseDefaultGateways != "" && spec.UseDefaultGateways != gatewayv1.GatewayDefaultScopeNone {
 		return o.violation(ruleGatewayRoute, "useDefaultGateways: the route names its Gateway")
 	}
@@ -67,8 +70,8 @@ func (c *checker) route(o *object, spec gatewayv1.CommonRouteSpec, hostnames []g
 	for _, b := range backends {
 		service := (b.Group == nil || *b.Group == "") && (b.Kind == nil || *b.Kind == "Service")
 		own := b.Namespace == nil || string(*b.Namespace) == c.in.Namespace
-		if !service || !own || string(b.Name) != c.in.Release {
-			return o.violation(ruleGatewayRoute, "a backend must be service %q", c.in.Release)
+		if !service || !own || string(b.Name) != c.part.name {
+			return o.violation(ruleGatewayRoute, "a backend must be service %q", c.part.name)
 		}
 	}
 	return nil

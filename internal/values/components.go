@@ -1,6 +1,7 @@
 package values
 
 import (
+	"fmt"
 	"strings"
 
 	"k8s.io/utils/ptr"
@@ -35,6 +36,7 @@ type componentValues struct {
 	ReadOnlyRootFilesystem bool                        `json:"readOnlyRootFilesystem"`
 	InternetEgress         bool                        `json:"internetEgress"`
 	Security               securityValues              `json:"security"`
+	Expose                 map[string]any              `json:"expose"`
 }
 
 // hostValues are the <NAME>_HOST variables of an instance with components
@@ -53,19 +55,26 @@ func hostValues(release string, components []ctfv1alpha1.Component) []ctfv1alpha
 }
 
 // componentsFor returns the values of the template's components: each its
-// own container, security context, resource floor and low-port sysctl.
-func componentsFor(release string, components []ctfv1alpha1.Component) ([]any, error) {
+// own container, security context, resource floor, low-port sysctl and
+// exposure.
+func componentsFor(c *ctfv1alpha1.Challenge, components []ctfv1alpha1.Component, settings Settings) ([]any, error) {
+	release := c.Name
 	hosts := hostValues(release, components)
 	out := make([]any, 0, len(components))
 	for i := range components {
-		c := &components[i]
-		sec := security.ForComponent(c)
+		comp := &components[i]
+		sec := security.ForComponent(comp)
+		expose, err := componentExpose(c, comp, settings)
+		if err != nil {
+			return nil, err
+		}
 		v := componentValues{
-			containerValues: containerValues{Command: orEmptyList(c.Command), Args: orEmptyList(c.Args), WorkingDir: c.WorkingDir,
-				Scratch: scratchFor(c.Scratch), MountTmp: !c.KeepImageTmp, Probes: componentProbes(c), Files: filesFor(c.Name+".", c.Files)},
-			Name: c.Name, ObjectName: policy.ComponentObject(release, c.Name), Image: c.Image, Ports: orEmptyList(c.Ports),
-			Env: append(append([]ctfv1alpha1.EnvVar{}, hosts...), c.Env...), Resources: c.Resources,
-			ReadOnlyRootFilesystem: !c.WritableRootFilesystem, InternetEgress: c.InternetEgress, Security: securityValuesFor(sec),
+			containerValues: containerValues{Command: orEmptyList(comp.Command), Args: orEmptyList(comp.Args), WorkingDir: comp.WorkingDir,
+				Scratch: scratchFor(comp.Scratch), MountTmp: !comp.KeepImageTmp, Probes: componentProbes(comp), Files: filesFor(comp.Name+".", comp.Files)},
+			Name: comp.Name, ObjectName: policy.ComponentObject(release, comp.Name), Image: comp.Image, Ports: orEmptyList(comp.Ports),
+			Env: append(append([]ctfv1alpha1.EnvVar{}, hosts...), comp.Env...), Resources: comp.Resources,
+			ReadOnlyRootFilesystem: !comp.WritableRootFilesystem, InternetEgress: comp.InternetEgress, Security: securityValuesFor(sec),
+			Expose: expose,
 		}
 		m, err := toMap(v)
 		if err != nil {
@@ -76,6 +85,46 @@ func componentsFor(release string, components []ctfv1alpha1.Component) ([]any, e
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// componentExpose is how a component is reached: internal (ClusterIP)
+// unless its template exposes it, then with a host of its own
+// (ComponentHost) and the Gateway its route attaches to.
+func componentExpose(c *ctfv1alpha1.Challenge, comp *ctfv1alpha1.Component, settings Settings) (map[string]any, error) {
+	expose := map[string]any{"type": string(ctfv1alpha1.ExposeClusterIP)}
+	if comp.Expose != nil {
+		m, err := toMap(comp.Expose)
+		if err != nil {
+			return nil, err
+		}
+		merge(expose, m)
+	}
+	expose["host"] = ComponentHost(c, comp.Name, settings.IngressDomain)
+	expose["https"] = comp.Expose != nil && comp.Expose.TLS != nil
+	if err := settings.gateway(expose); err != nil {
+		return nil, fmt.Errorf("component %s: %w", comp.Name, err)
+	}
+	return expose, nil
+}
+
+// Exposed reports whether a component is reached from outside its instance.
+func Exposed(comp *ctfv1alpha1.Component) bool {
+	return comp.Expose != nil && comp.Expose.Type != "" && comp.Expose.Type != ctfv1alpha1.ExposeClusterIP
+}
+
+// ComponentHost is the host of an instance's exposed component under domain
+// ("" without one): "<name>-<component>-<hash>.<domain>", one DNS label, the
+// component's name kept whole however long the instance's is.
+func ComponentHost(c *ctfv1alpha1.Challenge, component, domain string) string {
+	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	if domain == "" {
+		return ""
+	}
+	name := c.Name
+	if room := 52 - len(component) - 1; len(name) > room {
+		name = strings.TrimRight(name[:room], "-")
+	}
+	return identityLabel(c, name+"-"+component) + "." + domain
 }
 
 // componentProbes are a component's probes; without a readiness probe, a

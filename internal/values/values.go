@@ -297,7 +297,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		internetEgress = tmpl.Spec.Policy != nil && tmpl.Spec.Policy.InternetEgress
 		components = tmpl.Spec.Components
 	}
-	componentValues, err := componentsFor(c.Name, components)
+	componentValues, err := componentsFor(c, components, settings)
 	if err != nil {
 		return nil, err
 	}

@@ -154,3 +154,83 @@ internet if allowed. */}}
     {{- include "challenge.instancePeer" .root | nindent 4 }}
 {{- end }}
 {{- end }}
+
+{{/* The Ingress of a component exposed by one ("root" is the chart's
+context, "name" its objects' name, "labels" their labels, "expose" and
+"ports" its values): its own host, to its first port. */}}
+{{- define "challenge.ingress" -}}
+{{- if eq .expose.type "Ingress" }}
+{{- $primary := first .ports }}
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: {{ .name | quote }}
+  namespace: {{ include "challenge.namespace" .root | quote }}
+  labels:
+    {{- .labels | nindent 4 }}
+  {{- with .expose.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  {{- with .expose.ingressClassName }}
+  ingressClassName: {{ . | quote }}
+  {{- end }}
+  {{- if .expose.https }}
+  tls:
+    - hosts:
+        - {{ .expose.host | quote }}
+      {{- with (.expose.tls | default dict).secretName }}
+      secretName: {{ . | quote }}
+      {{- end }}
+  {{- end }}
+  rules:
+    - host: {{ required "an Ingress needs the operator's --ingress-domain: each instance gets a host of its own under it" .expose.host | quote }}
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend:
+              service:
+                name: {{ .name | quote }}
+                port:
+                  name: {{ $primary.name | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The TLSRoute or HTTPRoute of a component exposed by one (the context
+of challenge.ingress): its own host on a Gateway the operator's --gateways
+list, raw TCP inside TLS routed by SNI (TLSRoute) or HTTP (HTTPRoute), to its
+first port. */}}
+{{- define "challenge.route" -}}
+{{- if has .expose.type (list "TLSRoute" "HTTPRoute") }}
+{{- $primary := first .ports }}
+apiVersion: gateway.networking.k8s.io/v1
+{{- if eq .expose.type "TLSRoute" }}
+kind: TLSRoute
+{{- else }}
+kind: HTTPRoute
+{{- end }}
+metadata:
+  name: {{ .name | quote }}
+  namespace: {{ include "challenge.namespace" .root | quote }}
+  labels:
+    {{- .labels | nindent 4 }}
+  {{- with .expose.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  parentRefs:
+    - group: gateway.networking.k8s.io
+      kind: Gateway
+      namespace: {{ required "a route needs the operator's --gateways" .expose.gateway.namespace | quote }}
+      name: {{ .expose.gateway.name | quote }}
+  hostnames:
+    - {{ required "a route needs the operator's --ingress-domain: each instance gets a host of its own under it" .expose.host | quote }}
+  rules:
+    - backendRefs:
+        - name: {{ .name | quote }}
+          port: {{ int $primary.port }}
+{{- end }}
+{{- end }}
