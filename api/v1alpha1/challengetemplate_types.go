@@ -195,49 +195,9 @@ type ChallengeTemplateSpec struct {
 	// +optional
 	SecretEnv []SecretEnvVar `json:"secretEnv,omitempty"`
 
-	// Command replaces the image's entrypoint, e.g. to run a kCTF image's
-	// server without the privileged jail its entrypoint starts.
-	// +kubebuilder:validation:MaxItems=64
-	// +optional
-	Command []Argument `json:"command,omitempty"`
-
-	// Args replace the image's command arguments.
-	// +kubebuilder:validation:MaxItems=64
-	// +optional
-	Args []Argument `json:"args,omitempty"`
-
-	// WorkingDir is the container's working directory.
-	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/[^\p{Cc}\p{Zl}\p{Zp}]*$`
-	// +optional
-	WorkingDir string `json:"workingDir,omitempty"`
-
-	// Probes tell when an instance is ready, started and alive; without a
-	// readiness probe, a TCP probe on the primary port (values.readinessProbe).
-	// +optional
-	Probes *Probes `json:"probes,omitempty"`
-
-	// Files are configuration files the template carries (an nginx.conf, a
-	// jail's config), mounted read-only into the container at their paths.
-	// +kubebuilder:validation:MaxItems=8
-	// +kubebuilder:validation:XValidation:rule="self.all(f, self.exists_one(g, g.path == f.path))",message="file paths must be unique"
-	// +optional
-	Files []File `json:"files,omitempty"`
-
-	// Scratch are writable directories besides /tmp (a cache, an upload
-	// directory), each an emptyDir with a size limit within the operator's
-	// ephemeral-storage ceiling; a memory-backed one counts against the
-	// container's memory.
-	// +kubebuilder:validation:MaxItems=8
-	// +kubebuilder:validation:XValidation:rule="self.all(m, self.exists_one(n, n.path == m.path))",message="scratch paths must be unique"
-	// +optional
-	Scratch []ScratchMount `json:"scratch,omitempty"`
-
-	// KeepImageTmp leaves the image's own /tmp in place (its files, and
-	// read-only with a read-only root filesystem) instead of a writable
-	// scratch directory over it.
-	// +optional
-	KeepImageTmp bool `json:"keepImageTmp,omitempty"`
+	// Container is the primary component's command line, probes, files and
+	// writable directories.
+	Container `json:",inline"`
 
 	// Security is what instances may do on their node: restricted unless
 	// the organiser says otherwise here, within the operator's flags.

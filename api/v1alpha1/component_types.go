@@ -45,44 +45,9 @@ type Component struct {
 	// +optional
 	Resources *Resources `json:"resources,omitempty"`
 
-	// Command replaces the image's entrypoint.
-	// +kubebuilder:validation:MaxItems=64
-	// +optional
-	Command []Argument `json:"command,omitempty"`
-
-	// Args replace the image's command arguments.
-	// +kubebuilder:validation:MaxItems=64
-	// +optional
-	Args []Argument `json:"args,omitempty"`
-
-	// WorkingDir is the container's working directory.
-	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/[^\p{Cc}\p{Zl}\p{Zp}]*$`
-	// +optional
-	WorkingDir string `json:"workingDir,omitempty"`
-
-	// Probes tell when the component is ready, started and alive; without a
-	// readiness probe, a TCP probe on its first TCP port, if it has one.
-	// +optional
-	Probes *Probes `json:"probes,omitempty"`
-
-	// Files are mounted read-only into the component's container (an init
-	// SQL script, a configuration file).
-	// +kubebuilder:validation:MaxItems=8
-	// +kubebuilder:validation:XValidation:rule="self.all(f, self.exists_one(g, g.path == f.path))",message="file paths must be unique"
-	// +optional
-	Files []File `json:"files,omitempty"`
-
-	// Scratch are writable directories besides /tmp (a database's data
-	// directory).
-	// +kubebuilder:validation:MaxItems=8
-	// +kubebuilder:validation:XValidation:rule="self.all(m, self.exists_one(n, n.path == m.path))",message="scratch paths must be unique"
-	// +optional
-	Scratch []ScratchMount `json:"scratch,omitempty"`
-
-	// KeepImageTmp leaves the image's own /tmp in place.
-	// +optional
-	KeepImageTmp bool `json:"keepImageTmp,omitempty"`
+	// Container is the component's command line, probes, files and
+	// writable directories.
+	Container `json:",inline"`
 
 	// WritableRootFilesystem lets the container write anywhere in its own
 	// filesystem (within the ephemeral-storage limit), for images that
@@ -109,4 +74,54 @@ type Component struct {
 	// primary component: an admin bot fetching a team's page.
 	// +optional
 	InternetEgress bool `json:"internetEgress,omitempty"`
+}
+
+// Container is a container's command line, probes, files and writable
+// directories: the primary component's and every other component's.
+type Container struct {
+	// Command replaces the image's entrypoint, e.g. to run a kCTF image's
+	// server without the privileged jail its entrypoint starts.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Command []Argument `json:"command,omitempty"`
+
+	// Args replace the image's command arguments.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Args []Argument `json:"args,omitempty"`
+
+	// WorkingDir is the container's working directory.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\p{Cc}\p{Zl}\p{Zp}]*$`
+	// +optional
+	WorkingDir string `json:"workingDir,omitempty"`
+
+	// Probes tell when the container is ready, started and alive; without a
+	// readiness probe, a TCP probe on its first TCP port (for the primary
+	// component, values.readinessProbe).
+	// +optional
+	Probes *Probes `json:"probes,omitempty"`
+
+	// Files are configuration files the template carries (an nginx.conf, a
+	// jail's config, an init SQL script), mounted read-only into the
+	// container at their paths.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(f, self.exists_one(g, g.path == f.path))",message="file paths must be unique"
+	// +optional
+	Files []File `json:"files,omitempty"`
+
+	// Scratch are writable directories besides /tmp (a cache, an upload or
+	// data directory), each an emptyDir with a size limit within the
+	// operator's ephemeral-storage ceiling; a memory-backed one counts
+	// against the container's memory.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(m, self.exists_one(n, n.path == m.path))",message="scratch paths must be unique"
+	// +optional
+	Scratch []ScratchMount `json:"scratch,omitempty"`
+
+	// KeepImageTmp leaves the image's own /tmp in place (its files, and
+	// read-only with a read-only root filesystem) instead of a writable
+	// scratch directory over it.
+	// +optional
+	KeepImageTmp bool `json:"keepImageTmp,omitempty"`
 }

@@ -83,7 +83,7 @@ var shapes = []shape{
 	{
 		name: "web and redis",
 		components: []ctfv1alpha1.Component{{Name: "redis", Image: "docker.io/library/redis:7", Ports: ports("redis", 6379),
-			Scratch: []ctfv1alpha1.ScratchMount{{Path: "/data"}}}},
+			Container: ctfv1alpha1.Container{Scratch: []ctfv1alpha1.ScratchMount{{Path: "/data"}}}}},
 		env: []ctfv1alpha1.EnvVar{{Name: "REDIS_URL", Value: "redis://$(REDIS_HOST):6379/0"}},
 		check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
 			web := deployment(g, ch, ch.Name)
@@ -104,10 +104,12 @@ var shapes = []shape{
 	{
 		name: "web and postgres with its init SQL",
 		components: []ctfv1alpha1.Component{{Name: "postgres", Image: "docker.io/library/postgres:16", Ports: ports("pg", 5432),
-			Env:   []ctfv1alpha1.EnvVar{{Name: "POSTGRES_PASSWORD", Value: "postgres"}, {Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"}},
-			Files: []ctfv1alpha1.File{{Path: "/docker-entrypoint-initdb.d/init.sql", Content: initSQL}},
-			Scratch: []ctfv1alpha1.ScratchMount{{Path: "/var/lib/postgresql/data", SizeLimit: ptr.To(ctfv1alpha1.Quantity("128Mi"))},
-				{Path: "/var/run/postgresql", Memory: true}},
+			Env: []ctfv1alpha1.EnvVar{{Name: "POSTGRES_PASSWORD", Value: "postgres"}, {Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"}},
+			Container: ctfv1alpha1.Container{
+				Files: []ctfv1alpha1.File{{Path: "/docker-entrypoint-initdb.d/init.sql", Content: initSQL}},
+				Scratch: []ctfv1alpha1.ScratchMount{{Path: "/var/lib/postgresql/data", SizeLimit: ptr.To(ctfv1alpha1.Quantity("128Mi"))},
+					{Path: "/var/run/postgresql", Memory: true}},
+			},
 			Security: &ctfv1alpha1.Security{RunAsUser: ptr.To[int64](999), RunAsGroup: ptr.To[int64](999)}}},
 		env: []ctfv1alpha1.EnvVar{{Name: "DATABASE_URL", Value: "postgres://postgres:postgres@$(POSTGRES_HOST):5432/postgres"}},
 		check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
@@ -127,7 +129,7 @@ var shapes = []shape{
 			Env: []ctfv1alpha1.EnvVar{{Name: "TARGET", Value: "http://$(PRIMARY_HOST):8080/"}},
 			Security: &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, RuntimeClassName: sandbox,
 				Capabilities: &ctfv1alpha1.Capabilities{Add: []ctfv1alpha1.Capability{"SYS_ADMIN"}}, SeccompProfile: &ctfv1alpha1.Confinement{Type: ctfv1alpha1.ConfinementUnconfined}},
-			Scratch: []ctfv1alpha1.ScratchMount{{Path: "/dev/shm", Memory: true}}}},
+			Container: ctfv1alpha1.Container{Scratch: []ctfv1alpha1.ScratchMount{{Path: "/dev/shm", Memory: true}}}}},
 		check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
 			bot := deployment(g, ch, ch.Name+"--bot")
 			pod := bot.Spec.Template.Spec

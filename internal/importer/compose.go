@@ -116,15 +116,11 @@ func (c *composeImport) run(name string) (Result, error) {
 
 // container is what a primary component and another have alike.
 type container struct {
+	ctfv1alpha1.Container
 	image          string
 	ports          []ctfv1alpha1.ChallengePort
 	env            []ctfv1alpha1.EnvVar
-	command, args  []ctfv1alpha1.Argument
-	workingDir     string
 	resources      *ctfv1alpha1.Resources
-	probes         *ctfv1alpha1.Probes
-	files          []ctfv1alpha1.File
-	scratch        []ctfv1alpha1.ScratchMount
 	security       *ctfv1alpha1.Security
 	writableRootFS bool
 	published      []string
@@ -132,8 +128,8 @@ type container struct {
 
 func (c *composeImport) primaryService(spec *ctfv1alpha1.ChallengeTemplateSpec, svc types.ServiceConfig) {
 	ctr := c.container(svc)
-	spec.Image, spec.Ports, spec.Env, spec.Command, spec.Args, spec.WorkingDir = ctr.image, ctr.ports, ctr.env, ctr.command, ctr.args, ctr.workingDir
-	spec.Resources, spec.Probes, spec.Files, spec.Scratch, spec.Security = ctr.resources, ctr.probes, ctr.files, ctr.scratch, ctr.security
+	spec.Image, spec.Ports, spec.Env, spec.Container = ctr.image, ctr.ports, ctr.env, ctr.Container
+	spec.Resources, spec.Security = ctr.resources, ctr.security
 	if ctr.writableRootFS {
 		spec.Values = &ctfv1alpha1.Values{ReadOnlyRootFilesystem: ptr.To(false)}
 	}
@@ -154,13 +150,13 @@ func (c *composeImport) component(svc types.ServiceConfig) ctfv1alpha1.Component
 			svc.Name, strings.Join(ctr.published, ", "), c.primary)
 	}
 	return ctfv1alpha1.Component{Name: c.names[svc.Name], Image: ctr.image, Ports: ctr.ports, Env: ctr.env, Resources: ctr.resources,
-		Command: ctr.command, Args: ctr.args, WorkingDir: ctr.workingDir, Probes: ctr.probes, Files: ctr.files, Scratch: ctr.scratch,
-		WritableRootFilesystem: ctr.writableRootFS, Security: ctr.security}
+		Container: ctr.Container, WritableRootFilesystem: ctr.writableRootFS, Security: ctr.security}
 }
 
 func (c *composeImport) container(svc types.ServiceConfig) container {
 	who := "service " + svc.Name
-	ctr := container{image: svc.Image, workingDir: svc.WorkingDir, writableRootFS: !svc.ReadOnly}
+	ctr := container{image: svc.Image, writableRootFS: !svc.ReadOnly}
+	ctr.WorkingDir = svc.WorkingDir
 	if svc.Build != nil {
 		if ctr.image == "" {
 			// The name docker compose gives the image it builds.
@@ -170,13 +166,13 @@ func (c *composeImport) container(svc types.ServiceConfig) container {
 	}
 	ctr.ports, ctr.published = c.ports(svc)
 	ctr.env = c.env(svc)
-	ctr.command, ctr.args = arguments(svc.Entrypoint), arguments(svc.Command)
+	ctr.Command, ctr.Args = arguments(svc.Entrypoint), arguments(svc.Command)
 	ctr.resources = resources(svc)
-	ctr.probes = c.probes(svc)
-	ctr.files, ctr.scratch = c.mounts(svc)
-	if svc.ShmSize > 0 && !slices.ContainsFunc(ctr.scratch, func(m ctfv1alpha1.ScratchMount) bool { return m.Path == "/dev/shm" }) && len(ctr.scratch) < 8 {
+	ctr.Probes = c.probes(svc)
+	ctr.Files, ctr.Scratch = c.mounts(svc)
+	if svc.ShmSize > 0 && !slices.ContainsFunc(ctr.Scratch, func(m ctfv1alpha1.ScratchMount) bool { return m.Path == "/dev/shm" }) && len(ctr.Scratch) < 8 {
 		size := ctfv1alpha1.Quantity(resource.NewQuantity(int64(svc.ShmSize), resource.BinarySI).String())
-		ctr.scratch = append(ctr.scratch, ctfv1alpha1.ScratchMount{Path: "/dev/shm", Memory: true, SizeLimit: &size})
+		ctr.Scratch = append(ctr.Scratch, ctfv1alpha1.ScratchMount{Path: "/dev/shm", Memory: true, SizeLimit: &size})
 	}
 	root, user, group := c.user(svc)
 	ctr.security = securityFor(who, root, user, group, svc.CapAdd, svc.Privileged, &c.report)

@@ -483,7 +483,7 @@ func hostileTemplates() []struct {
 		}, "spec.components[0].env[0].value"},
 		{"component probe on a port it does not have", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "a.example/db:1",
-				Probes: &ctfv1alpha1.Probes{Readiness: &ctfv1alpha1.Probe{TCP: &ctfv1alpha1.TCPProbe{Port: "pg"}}}}}
+				Container: ctfv1alpha1.Container{Probes: &ctfv1alpha1.Probes{Readiness: &ctfv1alpha1.Probe{TCP: &ctfv1alpha1.TCPProbe{Port: "pg"}}}}}}
 		}, "a probe's port must name one of the component's ports"},
 		{"component root in restricted", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "a.example/db:1", Security: &ctfv1alpha1.Security{RunAsUser: ptr.To[int64](0)}}}

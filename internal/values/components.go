@@ -69,9 +69,8 @@ func componentsFor(c *ctfv1alpha1.Challenge, components []ctfv1alpha1.Component,
 			return nil, err
 		}
 		v := componentValues{
-			containerValues: containerValues{Command: orEmptyList(comp.Command), Args: orEmptyList(comp.Args), WorkingDir: comp.WorkingDir,
-				Scratch: scratchFor(comp.Scratch), MountTmp: !comp.KeepImageTmp, Probes: componentProbes(comp), Files: filesFor(comp.Name+".", comp.Files)},
-			Name: comp.Name, ObjectName: policy.ComponentObject(release, comp.Name), Image: comp.Image, Ports: orEmptyList(comp.Ports),
+			containerValues: containerValuesFor(&comp.Container, comp.Name+".", componentProbes(comp)),
+			Name:            comp.Name, ObjectName: policy.ComponentObject(release, comp.Name), Image: comp.Image, Ports: orEmptyList(comp.Ports),
 			Env: append(append([]ctfv1alpha1.EnvVar{}, hosts...), comp.Env...), Resources: comp.Resources,
 			ReadOnlyRootFilesystem: !comp.WritableRootFilesystem, InternetEgress: comp.InternetEgress, Security: securityValuesFor(sec),
 			Expose: expose,

@@ -30,7 +30,7 @@ func TestComponentValues(t *testing.T) {
 		Components: []ctfv1alpha1.Component{
 			{Name: "redis", Image: "redis:7", Ports: []ctfv1alpha1.ChallengePort{{Name: "redis", Port: 6379}},
 				Env: []ctfv1alpha1.EnvVar{{Name: "A", Value: "$(PRIMARY_HOST)"}}},
-			{Name: "bot", Image: "bot:1", Files: []ctfv1alpha1.File{{Path: "/etc/bot.conf", Content: "x"}},
+			{Name: "bot", Image: "bot:1", Container: ctfv1alpha1.Container{Files: []ctfv1alpha1.File{{Path: "/etc/bot.conf", Content: "x"}}},
 				Security: &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, RuntimeClassName: "gvisor"}},
 		},
 	}}

@@ -277,9 +277,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	container := containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{}, Scratch: []scratchValues{}, MountTmp: true,
 		Files: []fileValues{}}
 	if tmpl != nil {
-		container = containerValues{Command: orEmptyList(tmpl.Spec.Command), Args: orEmptyList(tmpl.Spec.Args), WorkingDir: tmpl.Spec.WorkingDir,
-			Scratch: scratchFor(tmpl.Spec.Scratch), MountTmp: !tmpl.Spec.KeepImageTmp, Probes: probesFor(tmpl.Spec.Probes),
-			Files: filesFor("", tmpl.Spec.Files)}
+		container = containerValuesFor(&tmpl.Spec.Container, "", probesFor(tmpl.Spec.Probes))
 		if f := tmpl.Spec.Flag; f != nil {
 			flagValues = map[string]any{
 				"enabled": true, "secretName": FlagSecretName(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
@@ -398,6 +396,13 @@ type containerValues struct {
 	MountTmp   bool                   `json:"mountTmp"`
 	Probes     probeValues            `json:"probes"`
 	Files      []fileValues           `json:"files"`
+}
+
+// containerValuesFor are ctr's values, its files keyed after filePrefix
+// (filesFor) and probes as given.
+func containerValuesFor(ctr *ctfv1alpha1.Container, filePrefix string, probes probeValues) containerValues {
+	return containerValues{Command: orEmptyList(ctr.Command), Args: orEmptyList(ctr.Args), WorkingDir: ctr.WorkingDir,
+		Scratch: scratchFor(ctr.Scratch), MountTmp: !ctr.KeepImageTmp, Probes: probes, Files: filesFor(filePrefix, ctr.Files)}
 }
 
 // fileValues are one file the template carries, as the chart writes it into
