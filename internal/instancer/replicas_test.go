@@ -58,7 +58,9 @@ func TestLimitsHoldAcrossReplicasAndRestarts(t *testing.T) {
 	g.Expect(callAt(t, api.URL, tok, "DELETE", instancePath(tmpls[1]), nil, nil)).To(Equal(http.StatusAccepted))
 	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: instancer.InstanceName(tmpls[1], team)}},
 		timeout, "the stopped instance goes")
-	g.Expect(start(api2, tmpls[1])).To(Equal(coolingDown))
+	// Until that replica's cache sees the instance gone, a start there says
+	// "stopping" (and starts nothing); then the cooldown refuses it.
+	g.Eventually(func() answer { return start(api2, tmpls[1]) }, timeout, interval).Should(Equal(coolingDown))
 
 	// Both replicas crash and come back with empty memories.
 	api.restart(t)
