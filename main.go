@@ -150,7 +150,7 @@ func run(opts options) error {
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "challenge-operator.ctf.challenge-operator.io",
 		LeaderElectionNamespace: opts.leaderElectionNS,
-		Cache:                   operator.CacheOptions(watchNamespaces()),
+		Cache:                   operator.CacheOptions(watchNamespaces(), len(opts.operator.Values.Gateways) > 0),
 		// A panic in any reconciler (the Helm one's hooks, translator and
 		// policy gate included) fails that reconcile only, and is counted in
 		// controller_runtime_reconcile_panics_total{controller}.

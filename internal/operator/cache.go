@@ -8,14 +8,17 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 )
 
 // CacheOptions limit the manager's cache to the given namespaces (all when
 // empty) and, for the kinds a release renders, to objects of instances, so
-// the operator never holds every Deployment or Secret of the cluster in memory.
-func CacheOptions(namespaces []string) cache.Options {
+// the operator never holds every Deployment or Secret of the cluster in memory;
+// with gateways, the Gateway API's routes are among those kinds (its CRDs
+// then exist).
+func CacheOptions(namespaces []string, gateways bool) cache.Options {
 	instances := labels.NewSelector().Add(mustRequirement(controller.InstanceLabel, selection.Exists))
 	helmReleases := labels.SelectorFromSet(labels.Set{"owner": "helm"})
 	opts := cache.Options{
@@ -28,6 +31,11 @@ func CacheOptions(namespaces []string) cache.Options {
 	}
 	for _, obj := range append(releaseKinds(true), &corev1.Pod{}, &appsv1.ReplicaSet{}) {
 		opts.ByObject[obj] = cache.ByObject{Label: instances, Transform: withoutPodSpecs}
+	}
+	if gateways {
+		for _, obj := range []client.Object{&gatewayv1.TLSRoute{}, &gatewayv1.HTTPRoute{}} {
+			opts.ByObject[obj] = cache.ByObject{Label: instances, Transform: stripManagedFields}
+		}
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

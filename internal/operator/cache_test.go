@@ -8,6 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 )
 
 // TestCachedWorkloadsKeepWhatTheStatusReads: the cache drops pod specs and
@@ -39,4 +43,22 @@ func TestCachedWorkloadsKeepWhatTheStatusReads(t *testing.T) {
 	svc, err := withoutPodSpecs(&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(svc.(*corev1.Service).Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
+}
+
+// TestRoutesAreCachedByInstanceOnlyWithGateways: the routes are held like
+// the other kinds a release renders, by the instance label, and only where
+// --gateways names Gateways (elsewhere their CRDs may not exist).
+func TestRoutesAreCachedByInstanceOnlyWithGateways(t *testing.T) {
+	g := NewWithT(t)
+	hasRoutes := func(opts cache.Options) bool {
+		for obj, by := range opts.ByObject {
+			if _, ok := obj.(*gatewayv1.TLSRoute); ok {
+				g.Expect(by.Label.String()).To(Equal(controller.InstanceLabel))
+				return true
+			}
+		}
+		return false
+	}
+	g.Expect(hasRoutes(CacheOptions(nil, true))).To(BeTrue())
+	g.Expect(hasRoutes(CacheOptions(nil, false))).To(BeFalse())
 }

@@ -210,7 +210,7 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  operator.CacheOptions(nil),
+		Cache:                  operator.CacheOptions(nil, len(opts.Operator.Values.Gateways) > 0),
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir}),
 		// Restart runs a second manager in this process, with the same controller names.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
