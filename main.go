@@ -60,6 +60,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Requests per second the operator may send to the API server.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Requests the operator may send at once above kube-api-qps.")
 	o.operator.MaxInstancesPerParticipant = operator.DefaultMaxInstancesPerParticipant
+	fs.Var(int32Value{&o.operator.MaxInstances}, "max-instances", "Live instances the cluster may hold, all templates and teams together; the others are Queued and installed in creation order as instances go. 0 means no bound.")
 	fs.Var(int32Value{&o.operator.MaxInstancesPerParticipant}, "max-instances-per-participant", "Active instances one participant may have, unless the template says otherwise; 0 means no limit.")
 	fs.Var(cidrsValue{&o.operator.Values.InternalCIDRs}, "internal-cidrs", "Comma-separated pod, service and other ranges instances may not reach, added to the private, link-local, loopback, unique-local and metadata ranges of IPv4 and IPv6 that always apply.")
 	fs.BoolVar(&o.operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")

@@ -38,12 +38,17 @@ const (
 )
 
 // Phase is the lifecycle stage of a Challenge instance as a CTF platform sees it.
-// +kubebuilder:validation:Enum=None;Pending;Running;Error;Deleted
+// +kubebuilder:validation:Enum=None;Queued;Pending;Running;Error;Deleted
 type Phase string
 
 const (
 	// PhaseNone means accepted, nothing installed yet.
 	PhaseNone Phase = "None"
+	// PhaseQueued means the instance waits for capacity (the operator's
+	// --max-instances or its template's maxInstances): it is installed, in
+	// creation order, once the instances ahead of it are; status.queuePosition
+	// says where it stands.
+	PhaseQueued Phase = "Queued"
 	// PhasePending means the release is being installed or its workloads are not yet ready.
 	PhasePending Phase = "Pending"
 	// PhaseRunning means every workload is ready and the endpoint is known.
@@ -316,6 +321,12 @@ type ChallengeStatus struct {
 	// +optional
 	FlagSecretName string `json:"flagSecretName,omitempty"`
 
+	// QueuePosition is, in phase Queued, how many instances are installed
+	// before this one, itself included: 1 is next.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	QueuePosition *int32 `json:"queuePosition,omitempty"`
+
 	// StartedAt is when the release was first installed.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
@@ -346,6 +357,7 @@ type ChallengeStatus struct {
 // +kubebuilder:resource:shortName=chal,categories=ctf
 // +kubebuilder:printcolumn:name="Participant",type=string,JSONPath=`.spec.participant`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Queue",type=integer,JSONPath=`.status.queuePosition`,priority=1
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint.address`
 // +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expiresAt`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1

@@ -232,6 +232,13 @@ type ChallengeTemplateSpec struct {
 	// +optional
 	MaxInstancesPerParticipant *int32 `json:"maxInstancesPerParticipant,omitempty"`
 
+	// MaxInstances caps the template's live instances, all teams together;
+	// the others are Queued, installed in creation order as instances go.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	MaxInstances *int32 `json:"maxInstances,omitempty"`
+
 	// Flag is the instance's flag.
 	// +optional
 	Flag *FlagSpec `json:"flag,omitempty"`

@@ -193,6 +193,11 @@ func (in *ChallengeStatus) DeepCopyInto(out *ChallengeStatus) {
 		in, out := &in.LastRenewalRequest, &out.LastRenewalRequest
 		*out = (*in).DeepCopy()
 	}
+	if in.QueuePosition != nil {
+		in, out := &in.QueuePosition, &out.QueuePosition
+		*out = new(int32)
+		**out = **in
+	}
 	if in.StartedAt != nil {
 		in, out := &in.StartedAt, &out.StartedAt
 		*out = (*in).DeepCopy()
@@ -337,6 +342,11 @@ func (in *ChallengeTemplateSpec) DeepCopyInto(out *ChallengeTemplateSpec) {
 	}
 	if in.MaxInstancesPerParticipant != nil {
 		in, out := &in.MaxInstancesPerParticipant, &out.MaxInstancesPerParticipant
+		*out = new(int32)
+		**out = **in
+	}
+	if in.MaxInstances != nil {
+		in, out := &in.MaxInstances, &out.MaxInstances
 		*out = new(int32)
 		**out = **in
 	}

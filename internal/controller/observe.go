@@ -38,6 +38,8 @@ type Observer struct {
 	// Gateways says instances may be exposed by Gateway API routes, whose
 	// kinds then exist.
 	Gateways bool
+	// Queue places instances waiting for capacity; nil for none.
+	Queue *values.Queue
 }
 
 // namespace is where the instance's objects live.
@@ -57,6 +59,9 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 		RenewedAt:  ch.Spec.RenewedAt,
 	}
 	if err := o.lifetime(ctx, ch, &obs); err != nil {
+		return obs, err
+	}
+	if err := o.queuePosition(ctx, ch, &obs); err != nil {
 		return obs, err
 	}
 	deployments, err := o.deployments(ctx, ch)
@@ -180,6 +185,23 @@ func (o *Observer) serviceEndpoints(ctx context.Context, ch *ctfv1alpha1.Challen
 		}
 	}
 	return endpoint.For(in), nil
+}
+
+// queuePosition places an instance not installed yet in the queue for capacity.
+func (o *Observer) queuePosition(ctx context.Context, ch *ctfv1alpha1.Challenge, obs *lifecycle.Observation) error {
+	if o.Queue == nil || lifecycle.Installed(&ch.Status) || !ch.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	var tmpl *ctfv1alpha1.ChallengeTemplate
+	if ch.Spec.Template != "" {
+		tmpl = &ctfv1alpha1.ChallengeTemplate{}
+		if err := o.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	var err error
+	obs.QueuePosition, err = o.Queue.Position(ctx, ch, tmpl)
+	return err
 }
 
 // lifetime reads the instance's lifetime and renewal limit, from the

@@ -22,7 +22,7 @@ type Template struct {
 type Instance struct {
 	Template string `json:"template"`
 	Name     string `json:"name"`
-	// Phase is None, Pending, Running, Error or Deleted.
+	// Phase is None, Queued, Pending, Running, Error or Deleted.
 	Phase   string `json:"phase"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
@@ -31,6 +31,8 @@ type Instance struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	// RenewalsLeft is absent when renewals are not limited.
 	RenewalsLeft *int32 `json:"renewalsLeft,omitempty"`
+	// QueuePosition is, while Queued, the instance's place: 1 is next.
+	QueuePosition *int32 `json:"queuePosition,omitempty"`
 }
 
 func templateView(t *ctfv1alpha1.ChallengeTemplate) Template {
@@ -59,6 +61,9 @@ func instanceView(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate
 		v.Phase, v.Reason = string(lifecycle.Deleting.Phase), lifecycle.Deleting.Reason
 	}
 	v.Message = participantMessage(ctfv1alpha1.Phase(v.Phase), v.Reason)
+	if st.Phase == ctfv1alpha1.PhaseQueued && !deleting {
+		v.QueuePosition = st.QueuePosition
+	}
 	if e := st.Endpoint; e != nil && st.Phase == ctfv1alpha1.PhaseRunning && !deleting {
 		v.Connect = connectString(e)
 	}
@@ -96,6 +101,8 @@ func participantMessage(phase ctfv1alpha1.Phase, reason string) string {
 	switch phase {
 	case ctfv1alpha1.PhaseRunning:
 		return "Your instance is ready."
+	case ctfv1alpha1.PhaseQueued:
+		return "Your instance is queued: it starts when others end."
 	case ctfv1alpha1.PhasePending:
 		return "Your instance is starting."
 	case ctfv1alpha1.PhaseDeleted:

@@ -25,6 +25,8 @@ const (
 	// ReasonSharedServiceNotFound: a Service the template lets instances
 	// reach does not exist (yet); the operator retries until it does.
 	ReasonSharedServiceNotFound = "SharedServiceNotFound"
+	// ReasonQueued means the instance waits for capacity (phase Queued).
+	ReasonQueued = "Queued"
 )
 
 // ReasonedError is an error with the CamelCase reason the phase should carry.
@@ -53,6 +55,7 @@ func IsReason(err error, reason string) bool {
 var specReasons = map[string]bool{
 	ReasonTemplateNotFound: true, ReasonValueNotAllowed: true, ReasonLifetimeTooLong: true, ReasonQuotaExceeded: true,
 	ReasonPolicyViolation: true, ReasonFlagInvalid: true, ReasonSecretEnvInvalid: true, ReasonSharedServiceNotFound: true,
+	ReasonQueued: true,
 }
 
 var reasonPrefix = regexp.MustCompile(`^([A-Z][A-Za-z]+): (?s)(.*)$`)

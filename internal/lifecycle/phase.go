@@ -69,6 +69,9 @@ type Observation struct {
 	Conditions []metav1.Condition
 	// Workloads are the release's objects that have a readiness of their own.
 	Workloads []Workload
+	// QueuePosition is the instance's place in the queue for capacity (1 is
+	// next), 0 when it is not queued.
+	QueuePosition int32
 	// Components are the instance's components besides its primary one,
 	// each of which has a workload once the release is applied.
 	Components []string
@@ -123,6 +126,9 @@ func PhaseFor(o Observation) Verdict {
 	for _, t := range []string{ConditionReleaseFailed, ConditionIrreconcilable} {
 		if c := meta.FindStatusCondition(o.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
 			if reason, msg, ok := splitReason(c.Message); ok {
+				if reason == ReasonQueued {
+					return Verdict{ctfv1alpha1.PhaseQueued, reason, msg}
+				}
 				return Verdict{ctfv1alpha1.PhaseError, reason, msg}
 			}
 			return Verdict{ctfv1alpha1.PhaseError, c.Reason, c.Message}

@@ -205,3 +205,20 @@ func TestPhaseNamesTheComponent(t *testing.T) {
 		})
 	}
 }
+
+// TestQueuedIsNotAnError: an instance waiting for capacity is Queued, with
+// its position, Reconciling rather than Stalled; the position goes with the
+// phase.
+func TestQueuedIsNotAnError(t *testing.T) {
+	g := NewWithT(t)
+	queued := cond(ConditionReleaseFailed, metav1.ConditionTrue, "ReconcileError", "terminal error: Queued: position 2: waiting for capacity")
+	obs := Observation{Conditions: []metav1.Condition{undeployed, queued}, QueuePosition: 2}
+	g.Expect(PhaseFor(obs)).To(Equal(Verdict{ctfv1alpha1.PhaseQueued, ReasonQueued, "position 2: waiting for capacity"}))
+	var st ctfv1alpha1.ChallengeStatus
+	Apply(&st, 1, obs, metav1.Now())
+	g.Expect(st.QueuePosition).To(HaveValue(BeEquivalentTo(2)))
+	g.Expect(meta.IsStatusConditionTrue(st.Conditions, ConditionReconciling)).To(BeTrue())
+	g.Expect(meta.FindStatusCondition(st.Conditions, ConditionStalled)).To(BeNil())
+	Apply(&st, 1, Observation{Conditions: []metav1.Condition{deployed, notFailed}, Workloads: []Workload{ready}, Endpoints: ep}, metav1.Now())
+	g.Expect(st.QueuePosition).To(BeNil(), "admitted: no position")
+}

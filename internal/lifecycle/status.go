@@ -43,6 +43,10 @@ func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observat
 		st.ReadyAt = &now
 	}
 	st.FlagSecretName = o.FlagSecretName
+	st.QueuePosition = nil
+	if v.Phase == ctfv1alpha1.PhaseQueued && o.QueuePosition > 0 {
+		st.QueuePosition = &o.QueuePosition
+	}
 	applyExpiry(st, o, observedGeneration, now)
 }
 
@@ -70,7 +74,7 @@ func readyCondition(v Verdict, generation int64) metav1.Condition {
 
 // kstatus's conditions: what Flux, Argo CD and `kubectl wait` read.
 const (
-	// ConditionReconciling is True while the instance is on its way (None, Pending).
+	// ConditionReconciling is True while the instance is on its way (None, Queued, Pending).
 	ConditionReconciling = "Reconciling"
 	// ConditionStalled is True while the instance is in Error: waiting will not help.
 	ConditionStalled = "Stalled"
@@ -78,7 +82,7 @@ const (
 
 // setKstatusConditions follows kstatus's conventions, so that tools that wait
 // on a Challenge fail fast on Error instead of timing out: Stalled while in
-// Error, Reconciling while None or Pending, neither once Running (or Deleted,
+// Error, Reconciling while None, Queued or Pending, neither once Running (or Deleted,
 // which kstatus reads from the deletion timestamp).
 func setKstatusConditions(conds *[]metav1.Condition, v Verdict, generation int64) {
 	meta.RemoveStatusCondition(conds, ConditionReconciling)
@@ -87,7 +91,7 @@ func setKstatusConditions(conds *[]metav1.Condition, v Verdict, generation int64
 	switch v.Phase {
 	case ctfv1alpha1.PhaseError:
 		t = ConditionStalled
-	case ctfv1alpha1.PhaseNone, ctfv1alpha1.PhasePending:
+	case ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseQueued, ctfv1alpha1.PhasePending:
 		t = ConditionReconciling
 	default:
 		return

@@ -58,7 +58,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	counts := map[ctfv1alpha1.Phase]int{}
-	for _, p := range []ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhasePending, ctfv1alpha1.PhaseRunning, ctfv1alpha1.PhaseError, ctfv1alpha1.PhaseDeleted} {
+	for _, p := range []ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseQueued, ctfv1alpha1.PhasePending, ctfv1alpha1.PhaseRunning, ctfv1alpha1.PhaseError, ctfv1alpha1.PhaseDeleted} {
 		counts[p] = 0
 	}
 	for i := range list.Items {

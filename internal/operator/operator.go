@@ -52,6 +52,9 @@ type Options struct {
 	// MaxInstancesPerParticipant is the operator-wide cap on one participant's
 	// active instances; a template's own limit wins; 0 means none.
 	MaxInstancesPerParticipant int32
+	// MaxInstances bounds the cluster's live instances, a template's
+	// maxInstances its own; the others are Queued; 0 means no bound.
+	MaxInstances int32
 	// Values are enforced on every instance.
 	Values values.Settings
 	// Limits are the ceilings and allowances the post-render gate holds every
@@ -72,12 +75,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	recorder := mgr.GetEventRecorder("challenge-operator")
+	queue := &values.Queue{Reader: mgr.GetClient(), MaxInstances: opts.MaxInstances}
 	writer := &controller.StatusWriter{
 		Client: mgr.GetClient(),
 		Reader: mgr.GetClient(),
 		Live:   mgr.GetAPIReader(),
 		Observer: &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress,
-			NamespacePerInstance: opts.Values.NamespacePerInstance, Gateways: len(opts.Values.Gateways) > 0},
+			NamespacePerInstance: opts.Values.NamespacePerInstance, Gateways: len(opts.Values.Gateways) > 0, Queue: queue},
 		Recorder: recorder,
 	}
 	metrics.Register(mgr.GetClient())
@@ -121,6 +125,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Reader:          mgr.GetClient(),
 			OrganiserReader: mgr.GetAPIReader(),
 			Quota:           quota,
+			Queue:           queue,
 			Settings:        opts.Values,
 		}},
 		extraWatches: extraWatches(mgr, actions.InstallFailing),

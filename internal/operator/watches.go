@@ -68,6 +68,13 @@ func extraWatches(mgr ctrl.Manager, installFailing func(string) bool) reconciler
 		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, siblings, leaving)); err != nil {
 			return err
 		}
+		// An instance leaving frees capacity: the queued ones move up.
+		queued := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *ctfv1alpha1.Challenge) []reconcile.Request {
+			return queuedRequests(ctx, cl)
+		})
+		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, queued, leaving)); err != nil {
+			return err
+		}
 		// A release record deleted by hand is re-created by the next
 		// reconcile, which the deletion itself must trigger.
 		// Only their metadata is held: a release record carries the whole
@@ -80,6 +87,22 @@ func extraWatches(mgr ctrl.Manager, installFailing func(string) bool) reconciler
 		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		return c.Watch(source.Kind(mgr.GetCache(), secrets, release, deletions[*metav1.PartialObjectMetadata](), named))
 	}
+}
+
+// queuedRequests lists the Challenges waiting for capacity.
+func queuedRequests(ctx context.Context, cl client.Reader) []reconcile.Request {
+	var list ctfv1alpha1.ChallengeList
+	if err := cl.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing queued Challenges")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if ch := &list.Items[i]; ch.Status.Phase == ctfv1alpha1.PhaseQueued {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ch)})
+		}
+	}
+	return out
 }
 
 // challengeRequests lists Challenges matching sel; notInstalled keeps only

@@ -91,6 +91,8 @@ type Translator struct {
 	OrganiserReader client.Reader
 	// Quota decides whether a Challenge may be installed.
 	Quota *Quota
+	// Queue holds a Challenge back while live instances are at their bound.
+	Queue *Queue
 	// Settings are enforced on every instance.
 	Settings Settings
 }
@@ -124,8 +126,13 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 			return nil, fmt.Errorf("reading ChallengeTemplate %q: %w", c.Spec.Template, err)
 		}
 	}
-	if t.Quota != nil && !lifecycle.Installed(&c.Status) {
-		if err := t.Quota.Check(ctx, &c, tmpl); err != nil {
+	if !lifecycle.Installed(&c.Status) {
+		if t.Quota != nil {
+			if err := t.Quota.Check(ctx, &c, tmpl); err != nil {
+				return nil, err
+			}
+		}
+		if err := t.Queue.Check(ctx, &c, tmpl); err != nil {
 			return nil, err
 		}
 	}

@@ -88,6 +88,7 @@ function card(template) {
     phase.textContent = instance.phase === "Absent" ? "Not started" : instance.phase;
     let detail = "";
     if (instance.phase === "Pending" && instance.reason) detail = "(" + instance.reason + ")";
+    if (instance.phase === "Queued") detail = instance.queuePosition ? "position " + instance.queuePosition + " in the queue" : "in the queue";
     if (instance.phase === "Error") detail = instance.message || instance.reason || "";
     if (instance.phase === "Deleted") detail = "stopping…";
     $(".detail").textContent = detail;

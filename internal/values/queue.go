@@ -1,0 +1,96 @@
+package values
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+)
+
+// Queue bounds live instances: at most MaxInstances in the cluster (the
+// operator's --max-instances) and a template's maxInstances of it. A
+// Challenge beyond them waits, Queued, and is installed in creation order
+// as instances go: deleting and re-creating one puts it at the back.
+type Queue struct {
+	// Reader lists Challenges, usually the manager's cache.
+	Reader client.Reader
+	// MaxInstances bounds the cluster's live instances; 0 means no bound.
+	MaxInstances int32
+}
+
+// Position is c's place in the queue, 1 being next, or 0 when it may be
+// installed now.
+func (q *Queue) Position(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (int32, error) {
+	if q == nil || (q.MaxInstances == 0 && (tmpl == nil || tmpl.Spec.MaxInstances == nil)) {
+		return 0, nil
+	}
+	var list ctfv1alpha1.ChallengeList
+	if err := q.Reader.List(ctx, &list); err != nil {
+		return 0, fmt.Errorf("listing Challenges for the queue: %w", err)
+	}
+	return QueuePosition(c, tmpl, list.Items, q.MaxInstances), nil
+}
+
+// Check returns a Queued error while c must wait.
+func (q *Queue) Check(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) error {
+	pos, err := q.Position(ctx, c, tmpl)
+	if err != nil || pos == 0 {
+		return err
+	}
+	return lifecycle.Errorf(lifecycle.ReasonQueued, "position %d: waiting for capacity (--max-instances %d, the template's maxInstances %s)",
+		pos, q.MaxInstances, describeLimit(tmpl))
+}
+
+func describeLimit(tmpl *ctfv1alpha1.ChallengeTemplate) string {
+	if tmpl == nil || tmpl.Spec.MaxInstances == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*tmpl.Spec.MaxInstances)
+}
+
+// QueuePosition decides c's place from every Challenge (c may be among
+// them): for each bound, the instances live (installed, not leaving) take
+// their places first, then the waiting ones in creation order; c's place
+// is the furthest it is from either bound's free capacity.
+func QueuePosition(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, all []ctfv1alpha1.Challenge, maxInstances int32) int32 {
+	var pos int32
+	for _, bound := range []struct {
+		max  int32
+		same func(*ctfv1alpha1.Challenge) bool
+	}{
+		{maxInstances, func(*ctfv1alpha1.Challenge) bool { return true }},
+		{templateLimit(tmpl), func(o *ctfv1alpha1.Challenge) bool { return o.Spec.Template == c.Spec.Template }},
+	} {
+		if bound.max == 0 {
+			continue
+		}
+		var live, ahead int32
+		for i := range all {
+			o := &all[i]
+			if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || !bound.same(o) {
+				continue
+			}
+			switch {
+			case lifecycle.Installed(&o.Status):
+				live++
+			case o.Status.Phase != ctfv1alpha1.PhaseError && before(o, c):
+				// An instance that failed to install waits for a fix, not for capacity.
+				ahead++
+			}
+		}
+		if p := live + ahead - bound.max + 1; p > pos {
+			pos = p
+		}
+	}
+	return pos
+}
+
+func templateLimit(tmpl *ctfv1alpha1.ChallengeTemplate) int32 {
+	if tmpl == nil || tmpl.Spec.MaxInstances == nil {
+		return 0
+	}
+	return *tmpl.Spec.MaxInstances
+}

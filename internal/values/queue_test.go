@@ -1,0 +1,50 @@
+package values
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// TestQueuePosition: live instances take their places first, the waiting
+// ones queue in creation order; leaving and failed instances hold no place;
+// the cluster's bound and the template's both hold.
+func TestQueuePosition(t *testing.T) {
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	instance := func(i int, tmpl string, installed bool) ctfv1alpha1.Challenge {
+		c := ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%d", i), Namespace: "ctf", UID: types.UID(fmt.Sprint(i)),
+			CreationTimestamp: metav1.NewTime(at.Add(time.Duration(i) * time.Second))},
+			Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl, Participant: fmt.Sprintf("team-%d", i)}}
+		if installed {
+			c.Status.StartedAt = &c.CreationTimestamp
+		}
+		return c
+	}
+	web := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{MaxInstances: ptr.To[int32](2)}}
+	all := []ctfv1alpha1.Challenge{instance(0, "web", true), instance(1, "web", true), instance(2, "web", false), instance(3, "web", false), instance(4, "pwn", false)}
+	g := NewWithT(t)
+	g.Expect(QueuePosition(&all[2], web, all, 0)).To(BeEquivalentTo(1), "the template's two are live")
+	g.Expect(QueuePosition(&all[3], web, all, 0)).To(BeEquivalentTo(2))
+	g.Expect(QueuePosition(&all[4], nil, all, 0)).To(BeZero(), "another template, no cluster bound")
+	g.Expect(QueuePosition(&all[4], nil, all, 4)).To(BeEquivalentTo(1), "the cluster's four: two live, two waiting ahead")
+	g.Expect(QueuePosition(&all[4], nil, all, 5)).To(BeZero())
+
+	leaving := append([]ctfv1alpha1.Challenge{}, all...)
+	leaving[0].DeletionTimestamp = ptr.To(metav1.NewTime(at))
+	g.Expect(QueuePosition(&leaving[2], web, leaving, 0)).To(BeZero(), "one live instance left: the next goes")
+	g.Expect(QueuePosition(&leaving[3], web, leaving, 0)).To(BeEquivalentTo(1))
+
+	failed := append([]ctfv1alpha1.Challenge{}, all...)
+	failed[2].Status.Phase = ctfv1alpha1.PhaseError
+	g.Expect(QueuePosition(&failed[3], web, failed, 0)).To(BeEquivalentTo(1), "a failed install holds no place")
+
+	late := instance(9, "web", false)
+	g.Expect(QueuePosition(&late, web, append(all, late), 0)).To(BeEquivalentTo(3), "created last, queued last")
+}
