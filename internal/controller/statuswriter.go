@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -227,6 +228,9 @@ func (w *StatusWriter) report(ch *ctfv1alpha1.Challenge, before *ctfv1alpha1.Cha
 	}
 	if before.ReadyAt == nil && st.ReadyAt != nil {
 		metrics.ObserveTimeToReady(st.ReadyAt.Sub(ch.CreationTimestamp.Time))
+	}
+	if before.Phase == ctfv1alpha1.PhaseQueued && st.Phase != ctfv1alpha1.PhaseDeleted {
+		metrics.ObserveQueueWait(time.Since(ch.CreationTimestamp.Time))
 	}
 }
 

@@ -20,6 +20,11 @@ var (
 		Help:    "Time from a Challenge's creation until it first became Running.",
 		Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300},
 	})
+	queueWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "challenge_queue_wait_seconds",
+		Help:    "Time Challenges waited Queued, from their creation until capacity let them be installed.",
+		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600},
+	})
 	errorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "challenge_errors_total",
 		Help: "Transitions of Challenges into the Error phase, by reason.",
@@ -31,6 +36,9 @@ var (
 // ObserveTimeToReady records how long an instance took to become Running.
 func ObserveTimeToReady(d time.Duration) { timeToReady.Observe(d.Seconds()) }
 
+// ObserveQueueWait records how long an instance waited Queued.
+func ObserveQueueWait(d time.Duration) { queueWait.Observe(d.Seconds()) }
+
 // ObserveError counts a transition into Error.
 func ObserveError(reason string) { errorsTotal.WithLabelValues(reason).Inc() }
 
@@ -39,7 +47,7 @@ func ObserveError(reason string) { errorsTotal.WithLabelValues(reason).Inc() }
 // always exactly what the cluster holds.
 func Register(reader client.Reader) {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(timeToReady, errorsTotal, &phaseCollector{reader: reader})
+		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, &phaseCollector{reader: reader})
 	})
 }
 

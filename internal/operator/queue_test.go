@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
@@ -55,6 +56,7 @@ func TestQueueAdmitsInCreationOrder(t *testing.T) {
 	chs = chs[1:]
 	g.Eventually(positions, timeout, interval).Should(Equal(map[string]string{
 		"q1": "Running", "q2": "Running", "q3": "Queued1", "q4": "Queued2"}), "the first in the queue goes next")
+	g.Expect(queueWaits(g)).To(BeNumerically(">=", 1), "its wait is measured")
 
 	// Deleting a queued instance and creating it again puts it at the back:
 	// wait for a second of the API server's clock, which orders creations.
@@ -66,4 +68,16 @@ func TestQueueAdmitsInCreationOrder(t *testing.T) {
 	chs[2] = again
 	g.Eventually(positions, timeout, interval).Should(Equal(map[string]string{
 		"q1": "Running", "q2": "Running", "q4": "Queued1", "q3": "Queued2"}), "no jumping the queue")
+}
+
+// queueWaits is how many queue waits the operator has measured.
+func queueWaits(g Gomega) uint64 {
+	families, err := crmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() == "challenge_queue_wait_seconds" {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
 }
