@@ -58,10 +58,12 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 		Created:    ch.CreationTimestamp,
 		RenewedAt:  ch.Spec.RenewedAt,
 	}
-	if err := o.lifetime(ctx, ch, &obs); err != nil {
+	tmpl, err := o.template(ctx, ch)
+	if err != nil {
 		return obs, err
 	}
-	if err := o.queuePosition(ctx, ch, &obs); err != nil {
+	o.lifetime(ch, tmpl, &obs)
+	if err := o.queuePosition(ctx, ch, tmpl, &obs); err != nil {
 		return obs, err
 	}
 	deployments, err := o.deployments(ctx, ch)
@@ -76,7 +78,7 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 		return obs, fmt.Errorf("listing pods of %s/%s: %w", ch.Namespace, ch.Name, err)
 	}
 	obs.PodProblems = append(lifecycle.DeploymentProblems(deployments), lifecycle.PodProblems(pods.Items)...)
-	obs.Endpoints, err = o.endpoints(ctx, ch)
+	obs.Endpoints, err = o.endpoints(ctx, ch, tmpl)
 	return obs, err
 }
 
@@ -117,24 +119,22 @@ func workloadOf(kind string, obj client.Object) (lifecycle.Workload, error) {
 }
 
 // endpoints are where participants connect: the primary component's every
-// port, then every exposed component's; nil while one of them has no
-// address yet.
-func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]ctfv1alpha1.Endpoint, error) {
-	out, err := o.serviceEndpoints(ctx, ch, ch.Name, func() (bool, error) { return o.wantsTLS(ctx, ch) })
-	if err != nil || out == nil || ch.Spec.Template == "" {
+// port, then every exposed component of tmpl's (nil: none, or the template
+// is gone); nil while one of them has no address yet.
+func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) ([]ctfv1alpha1.Endpoint, error) {
+	// HTTPS when the values ask for it, as CHALLENGE_URL says; not while the
+	// template they are composed with is gone.
+	https := (ch.Spec.Template == "" || tmpl != nil) && values.WantsTLS(ch, tmpl)
+	out, err := o.serviceEndpoints(ctx, ch, ch.Name, https)
+	if err != nil || out == nil || tmpl == nil {
 		return out, err
-	}
-	tmpl := &ctfv1alpha1.ChallengeTemplate{}
-	if err := o.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
-		return out, client.IgnoreNotFound(err)
 	}
 	for i := range tmpl.Spec.Components {
 		c := &tmpl.Spec.Components[i]
 		if !values.Exposed(c) {
 			continue
 		}
-		https := c.Expose.TLS != nil
-		eps, err := o.serviceEndpoints(ctx, ch, policy.ComponentObject(ch.Name, c.Name), func() (bool, error) { return https, nil })
+		eps, err := o.serviceEndpoints(ctx, ch, policy.ComponentObject(ch.Name, c.Name), c.Expose.TLS != nil)
 		if err != nil || eps == nil {
 			return nil, err
 		}
@@ -149,7 +149,7 @@ func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]
 // serviceEndpoints are the endpoints of the Service name and its Ingress or
 // route, of the same name; https says whether an HTTPRoute is served on
 // its Gateway's HTTPS listener.
-func (o *Observer) serviceEndpoints(ctx context.Context, ch *ctfv1alpha1.Challenge, name string, https func() (bool, error)) ([]ctfv1alpha1.Endpoint, error) {
+func (o *Observer) serviceEndpoints(ctx context.Context, ch *ctfv1alpha1.Challenge, name string, https bool) ([]ctfv1alpha1.Endpoint, error) {
 	key := client.ObjectKey{Namespace: o.namespace(ch), Name: name}
 	var in endpoint.Inputs
 	svc := &corev1.Service{}
@@ -187,38 +187,44 @@ func (o *Observer) serviceEndpoints(ctx context.Context, ch *ctfv1alpha1.Challen
 	return endpoint.For(in), nil
 }
 
-// queuePosition places an instance not installed yet in the queue for capacity.
-func (o *Observer) queuePosition(ctx context.Context, ch *ctfv1alpha1.Challenge, obs *lifecycle.Observation) error {
-	if o.Queue == nil || lifecycle.Installed(&ch.Status) || !ch.DeletionTimestamp.IsZero() {
-		return nil
+// template reads the Challenge's template: nil without one, or when it is
+// gone (then nothing the template says is known).
+func (o *Observer) template(ctx context.Context, ch *ctfv1alpha1.Challenge) (*ctfv1alpha1.ChallengeTemplate, error) {
+	if ch.Spec.Template == "" {
+		return nil, nil
 	}
-	var tmpl *ctfv1alpha1.ChallengeTemplate
-	if ch.Spec.Template != "" {
-		tmpl = &ctfv1alpha1.ChallengeTemplate{}
-		if err := o.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
-			return client.IgnoreNotFound(err)
-		}
+	tmpl := &ctfv1alpha1.ChallengeTemplate{}
+	if err := o.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return tmpl, nil
+}
+
+// queuePosition places an instance not installed yet in the queue for capacity.
+func (o *Observer) queuePosition(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, obs *lifecycle.Observation) error {
+	gone := ch.Spec.Template != "" && tmpl == nil
+	if o.Queue == nil || gone || lifecycle.Installed(&ch.Status) || !ch.DeletionTimestamp.IsZero() {
+		return nil
 	}
 	var err error
 	obs.QueuePosition, err = o.Queue.Position(ctx, ch, tmpl)
 	return err
 }
 
-// lifetime reads the instance's lifetime and renewal limit, from the
+// lifetime sets the instance's lifetime and renewal limit, from the
 // Challenge or its template, and its template's components.
-func (o *Observer) lifetime(ctx context.Context, ch *ctfv1alpha1.Challenge, obs *lifecycle.Observation) error {
+func (o *Observer) lifetime(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, obs *lifecycle.Observation) {
 	if ch.Spec.Lifetime != nil {
 		obs.Lifetime, obs.OwnLifetime = ch.Spec.Lifetime.Duration, true
 	}
 	if ch.Spec.Template == "" {
-		return nil
+		return
 	}
-	tmpl := &ctfv1alpha1.ChallengeTemplate{}
-	if err := o.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
+	if tmpl == nil {
 		// Gone or renamed: keep the expiry and the renewals as they are,
 		// rather than let the instance live forever.
 		obs.LifetimeUnknown = true
-		return client.IgnoreNotFound(err)
+		return
 	}
 	if lt := tmpl.Spec.Lifetime; lt != nil {
 		// Without a default, the template's maximum is the lifetime: an
@@ -236,7 +242,6 @@ func (o *Observer) lifetime(ctx context.Context, ch *ctfv1alpha1.Challenge, obs 
 	for _, c := range tmpl.Spec.Components {
 		obs.Components = append(obs.Components, c.Name)
 	}
-	return nil
 }
 
 func (o *Observer) nodeAddress(ctx context.Context) (string, error) {

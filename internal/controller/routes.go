@@ -9,14 +9,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
-	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 // route reads the TLSRoute or HTTPRoute named key, if there is one, and
 // where its Gateway serves it; nil without a route.
-func (o *Observer) route(ctx context.Context, key client.ObjectKey, https func() (bool, error)) (*endpoint.Route, error) {
+func (o *Observer) route(ctx context.Context, key client.ObjectKey, https bool) (*endpoint.Route, error) {
 	var spec gatewayv1.CommonRouteSpec
 	var hostnames []gatewayv1.Hostname
 	r := &endpoint.Route{TLS: true}
@@ -30,11 +28,7 @@ func (o *Observer) route(ctx context.Context, key client.ObjectKey, https func()
 		if err := o.Reader.Get(ctx, key, http); err != nil {
 			return nil, client.IgnoreNotFound(err)
 		}
-		spec, hostnames, r.HTTP = http.Spec.CommonRouteSpec, http.Spec.Hostnames, true
-		// HTTPS when the values ask for it, as CHALLENGE_URL says.
-		if r.TLS, err = https(); err != nil {
-			return nil, err
-		}
+		spec, hostnames, r.HTTP, r.TLS = http.Spec.CommonRouteSpec, http.Spec.Hostnames, true, https
 	default:
 		return nil, fmt.Errorf("reading TLSRoute %s: %w", key, err)
 	}
@@ -56,19 +50,6 @@ func (o *Observer) route(ctx context.Context, key client.ObjectKey, https func()
 		r.Port = int32(l.Port)
 	}
 	return r, nil
-}
-
-// wantsTLS reports whether the Challenge's values, or its template's, ask
-// for HTTPS.
-func (o *Observer) wantsTLS(ctx context.Context, ch *ctfv1alpha1.Challenge) (bool, error) {
-	var tmpl *ctfv1alpha1.ChallengeTemplate
-	if ch.Spec.Template != "" {
-		tmpl = &ctfv1alpha1.ChallengeTemplate{}
-		if err := o.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-	}
-	return values.WantsTLS(ch, tmpl), nil
 }
 
 // listenerFor picks the Gateway's listener that serves the route's host: of
