@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
 // Result is an imported template and what the import could not carry as it was.
@@ -90,12 +91,6 @@ func dnsLabel(s string, max int) string {
 
 var nonLabel = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// baselineCapabilities are those the baseline Pod Security Standard allows adding.
-var baselineCapabilities = map[string]bool{
-	"AUDIT_WRITE": true, "CHOWN": true, "DAC_OVERRIDE": true, "FOWNER": true, "FSETID": true, "KILL": true, "MKNOD": true,
-	"NET_BIND_SERVICE": true, "SETFCAP": true, "SETGID": true, "SETPCAP": true, "SETUID": true, "SYS_CHROOT": true,
-}
-
 // securityFor maps a container's user, capabilities and privilege onto the
 // profiles: restricted unless it runs as root or adds capabilities beyond
 // NET_BIND_SERVICE, baseline for the standard set, privileged beyond it.
@@ -111,8 +106,8 @@ func securityFor(who string, root bool, user, group *int64, capAdd []string, pri
 		caps = append(caps, ctfv1alpha1.Capability(c))
 		switch {
 		case c == "NET_BIND_SERVICE":
-		case baselineCapabilities[c]:
-			sec.Profile = higher(sec.Profile, ctfv1alpha1.ProfileBaseline)
+		case security.BaselineCapability(c):
+			sec.Profile = security.Widest(sec.Profile, ctfv1alpha1.ProfileBaseline)
 		default:
 			sec.Profile = ctfv1alpha1.ProfilePrivileged
 		}
@@ -121,7 +116,7 @@ func securityFor(who string, root bool, user, group *int64, capAdd []string, pri
 		sec.Capabilities = &ctfv1alpha1.Capabilities{Add: caps}
 	}
 	if root {
-		sec.Profile = higher(sec.Profile, ctfv1alpha1.ProfileBaseline)
+		sec.Profile = security.Widest(sec.Profile, ctfv1alpha1.ProfileBaseline)
 		sec.RunAsUser, sec.RunAsGroup = ptr.To[int64](0), ptr.To[int64](0)
 	}
 	if privileged {
@@ -134,12 +129,4 @@ func securityFor(who string, root bool, user, group *int64, capAdd []string, pri
 		return nil
 	}
 	return sec
-}
-
-func higher(a, b ctfv1alpha1.SecurityProfile) ctfv1alpha1.SecurityProfile {
-	order := map[ctfv1alpha1.SecurityProfile]int{ctfv1alpha1.ProfileRestricted: 0, ctfv1alpha1.ProfileBaseline: 1, ctfv1alpha1.ProfilePrivileged: 2}
-	if order[b] > order[a] {
-		return b
-	}
-	return a
 }

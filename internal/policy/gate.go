@@ -29,6 +29,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
@@ -343,13 +344,16 @@ type part struct {
 	security  *security.Context
 }
 
-// level is the Pod Security Standard level the part's pods meet.
-func (p *part) level() psaapi.Level {
+// profile is the profile the part's pods meet: restricted without a context.
+func (p *part) profile() ctfv1alpha1.SecurityProfile {
 	if p.security == nil {
-		return psaapi.LevelRestricted
+		return ctfv1alpha1.ProfileRestricted
 	}
-	return p.security.Level()
+	return p.security.Profile
 }
+
+// level is the Pod Security Standard level the part's pods meet.
+func (p *part) level() psaapi.Level { return psaapi.Level(p.profile()) }
 
 // newChecker prepares the instance's settings once for every object.
 func newChecker(in Instance) (*checker, error) {

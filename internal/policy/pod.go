@@ -15,6 +15,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
 
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
@@ -76,17 +77,11 @@ func (c *checker) level() psaapi.Level { return c.part.level() }
 
 // widestLevel is the level a namespace holding every pod of the instance must allow.
 func (c *checker) widestLevel() psaapi.Level {
-	levels := []psaapi.Level{c.primary.level()}
+	profiles := []ctfv1alpha1.SecurityProfile{c.primary.profile()}
 	for _, p := range c.parts {
-		levels = append(levels, p.level())
+		profiles = append(profiles, p.profile())
 	}
-	out := psaapi.LevelRestricted
-	for _, l := range levels {
-		if l == psaapi.LevelPrivileged || (l == psaapi.LevelBaseline && out == psaapi.LevelRestricted) {
-			out = l
-		}
-	}
-	return out
+	return psaapi.Level(security.Widest(profiles...))
 }
 
 // securityContext requires the pod's and its container's security settings to be exactly

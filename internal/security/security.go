@@ -97,6 +97,10 @@ var baselineCapabilities = []string{
 	"SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
 }
 
+// BaselineCapability reports whether the baseline standard allows adding
+// the capability (named without CAP_).
+func BaselineCapability(name string) bool { return slices.Contains(baselineCapabilities, name) }
+
 // rank orders the profiles by what they grant.
 func rank(p ctfv1alpha1.SecurityProfile) int {
 	return slices.Index([]ctfv1alpha1.SecurityProfile{ctfv1alpha1.ProfileRestricted, ctfv1alpha1.ProfileBaseline, ctfv1alpha1.ProfilePrivileged}, p)
@@ -161,13 +165,13 @@ func (b Bounds) CheckTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	return nil
 }
 
-// Widest is the profile granting most among contexts': what a namespace
-// holding all of an instance's pods must allow.
-func Widest(contexts ...Context) ctfv1alpha1.SecurityProfile {
+// Widest is the profile granting most among profiles (restricted for none):
+// what a namespace holding all of an instance's pods must allow.
+func Widest(profiles ...ctfv1alpha1.SecurityProfile) ctfv1alpha1.SecurityProfile {
 	out := ctfv1alpha1.ProfileRestricted
-	for _, c := range contexts {
-		if rank(c.Profile) > rank(out) {
-			out = c.Profile
+	for _, p := range profiles {
+		if rank(p) > rank(out) {
+			out = p
 		}
 	}
 	return out
@@ -203,7 +207,7 @@ func (b Bounds) checkCapabilities(profile ctfv1alpha1.SecurityProfile, caps *ctf
 	for _, c := range caps.Add {
 		name := string(c)
 		switch {
-		case name == "NET_BIND_SERVICE", profile != ctfv1alpha1.ProfileRestricted && slices.Contains(baselineCapabilities, name):
+		case name == "NET_BIND_SERVICE", profile != ctfv1alpha1.ProfileRestricted && BaselineCapability(name):
 		case profile == ctfv1alpha1.ProfileRestricted:
 			return fmt.Errorf("capability %s needs profile baseline or privileged", name)
 		case profile == ctfv1alpha1.ProfileBaseline:

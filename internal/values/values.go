@@ -605,11 +605,11 @@ func namespaceQuota(n int) map[string]string {
 // widestProfile is the profile a namespace of the instance's own enforces:
 // the widest of its components'.
 func widestProfile(primary security.Context, components []ctfv1alpha1.Component) ctfv1alpha1.SecurityProfile {
-	contexts := []security.Context{primary}
+	profiles := []ctfv1alpha1.SecurityProfile{primary.Profile}
 	for i := range components {
-		contexts = append(contexts, security.ForComponent(&components[i]))
+		profiles = append(profiles, security.ProfileOf(components[i].Security))
 	}
-	return security.Widest(contexts...)
+	return security.Widest(profiles...)
 }
 
 // namespaceLimits are the default limits and requests of the containers in
