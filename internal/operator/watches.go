@@ -50,13 +50,13 @@ func extraWatches(mgr ctrl.Manager, installFailing func(string) bool) reconciler
 	cl := mgr.GetClient()
 	return func(c reconciler.ControllerSetup) error {
 		byTemplate := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate) []reconcile.Request {
-			return challengeRequests(ctx, cl, client.MatchingFields{controller.TemplateField: t.Name}, false)
+			return challengeRequests(ctx, cl, everyChallenge, client.MatchingFields{controller.TemplateField: t.Name})
 		})
 		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.ChallengeTemplate{}, byTemplate)); err != nil {
 			return err
 		}
 		siblings := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, ch *ctfv1alpha1.Challenge) []reconcile.Request {
-			return challengeRequests(ctx, cl, client.MatchingFields{values.ParticipantField: ch.Spec.Participant}, true)
+			return challengeRequests(ctx, cl, notInstalled, client.MatchingFields{values.ParticipantField: ch.Spec.Participant})
 		})
 		leaving := predicate.TypedFuncs[*ctfv1alpha1.Challenge]{
 			CreateFunc:  func(event.TypedCreateEvent[*ctfv1alpha1.Challenge]) bool { return false },
@@ -69,10 +69,10 @@ func extraWatches(mgr ctrl.Manager, installFailing func(string) bool) reconciler
 			return err
 		}
 		// An instance leaving frees capacity: the queued ones move up.
-		queued := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *ctfv1alpha1.Challenge) []reconcile.Request {
-			return queuedRequests(ctx, cl)
+		moveUp := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *ctfv1alpha1.Challenge) []reconcile.Request {
+			return challengeRequests(ctx, cl, queued)
 		})
-		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, queued, leaving)); err != nil {
+		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, moveUp, leaving)); err != nil {
 			return err
 		}
 		// A release record deleted by hand is re-created by the next
@@ -89,37 +89,26 @@ func extraWatches(mgr ctrl.Manager, installFailing func(string) bool) reconciler
 	}
 }
 
-// queuedRequests lists the Challenges waiting for capacity.
-func queuedRequests(ctx context.Context, cl client.Reader) []reconcile.Request {
+// challengeRequests lists the Challenges matching opts that keep selects.
+func challengeRequests(ctx context.Context, cl client.Reader, keep func(*ctfv1alpha1.Challenge) bool, opts ...client.ListOption) []reconcile.Request {
 	var list ctfv1alpha1.ChallengeList
-	if err := cl.List(ctx, &list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing queued Challenges")
+	if err := cl.List(ctx, &list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Challenges to requeue")
 		return nil
 	}
 	var out []reconcile.Request
 	for i := range list.Items {
-		if ch := &list.Items[i]; ch.Status.Phase == ctfv1alpha1.PhaseQueued {
+		if ch := &list.Items[i]; keep(ch) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ch)})
 		}
 	}
 	return out
 }
 
-// challengeRequests lists Challenges matching sel; notInstalled keeps only
-// those whose release is not installed yet.
-func challengeRequests(ctx context.Context, cl client.Reader, sel client.MatchingFields, notInstalled bool) []reconcile.Request {
-	var list ctfv1alpha1.ChallengeList
-	if err := cl.List(ctx, &list, sel); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing Challenges to requeue")
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		ch := &list.Items[i]
-		if notInstalled && lifecycle.Installed(&ch.Status) {
-			continue
-		}
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ch)})
-	}
-	return out
-}
+func everyChallenge(*ctfv1alpha1.Challenge) bool { return true }
+
+// notInstalled keeps the Challenges whose release is not installed yet.
+func notInstalled(ch *ctfv1alpha1.Challenge) bool { return !lifecycle.Installed(&ch.Status) }
+
+// queued keeps the Challenges waiting for capacity.
+func queued(ch *ctfv1alpha1.Challenge) bool { return ch.Status.Phase == ctfv1alpha1.PhaseQueued }

@@ -55,11 +55,10 @@ func hostValues(release string, components []ctfv1alpha1.Component) []ctfv1alpha
 }
 
 // componentsFor returns the values of the template's components: each its
-// own container, security context, resource floor, low-port sysctl and
-// exposure.
-func componentsFor(c *ctfv1alpha1.Challenge, components []ctfv1alpha1.Component, settings Settings) ([]any, error) {
+// own container (hosts first in its environment), security context,
+// resource floor, low-port sysctl and exposure.
+func componentsFor(c *ctfv1alpha1.Challenge, components []ctfv1alpha1.Component, hosts []ctfv1alpha1.EnvVar, settings Settings) ([]any, error) {
 	release := c.Name
-	hosts := hostValues(release, components)
 	out := make([]any, 0, len(components))
 	for i := range components {
 		comp := &components[i]

@@ -302,11 +302,12 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		internetEgress = tmpl.Spec.Policy != nil && tmpl.Spec.Policy.InternetEgress
 		components = tmpl.Spec.Components
 	}
-	componentValues, err := componentsFor(c, components, settings)
+	hostVars := hostValues(c.Name, components)
+	componentValues, err := componentsFor(c, components, hostVars, settings)
 	if err != nil {
 		return nil, err
 	}
-	hosts, err := toMap(map[string]any{"hosts": hostValues(c.Name, components)})
+	hosts, err := toMap(map[string]any{"hosts": hostVars})
 	if err != nil {
 		return nil, err
 	}
