@@ -63,6 +63,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(int32Value{&o.operator.MaxInstances}, "max-instances", "Live instances the cluster may hold, all templates and teams together; the others are Queued and installed in creation order as instances go. 0 means no bound.")
 	fs.Var(int32Value{&o.operator.MaxInstancesPerParticipant}, "max-instances-per-participant", "Active instances one participant may have, unless the template says otherwise; 0 means no limit.")
 	fs.Var(cidrsValue{&o.operator.Values.InternalCIDRs}, "internal-cidrs", "Comma-separated pod, service and other ranges instances may not reach, added to the private, link-local, loopback, unique-local and metadata ranges of IPv4 and IPv6 that always apply.")
+	fs.StringVar(&o.operator.PoolNamespace, "pool-namespace", "", "Namespace where templates' warm pools (spec.pool) keep their unclaimed instances; platforms need no rights there. Empty: no pools.")
 	fs.BoolVar(&o.operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")
 	fs.BoolVar(&o.operator.Webhook, "enable-webhook", false, "Serve the validating webhook that refuses duplicate and over-quota Challenges at admission (needs a serving certificate).")
 	// The security policy: what values may set and what a release may contain.

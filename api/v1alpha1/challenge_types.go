@@ -234,6 +234,14 @@ type ChallengeSpec struct {
 	Values *Values `json:"values,omitempty"`
 }
 
+// PooledInstanceRef names a pooled instance's Challenge.
+type PooledInstanceRef struct {
+	// Namespace of the pooled Challenge, the operator's --pool-namespace.
+	Namespace string `json:"namespace"`
+	// Name of the pooled Challenge.
+	Name string `json:"name"`
+}
+
 // Endpoint is where a participant connects to one port of an instance.
 type Endpoint struct {
 	// Name of the port this endpoint serves.
@@ -320,6 +328,13 @@ type ChallengeStatus struct {
 	// the instance's flag under the key "flag". The flag itself never appears here.
 	// +optional
 	FlagSecretName string `json:"flagSecretName,omitempty"`
+
+	// PooledInstance is, for a Challenge that claimed an instance from its
+	// template's warm pool, that instance: a Challenge the operator created,
+	// whose objects (named after it, in its namespace) serve this one. It
+	// is deleted with this Challenge.
+	// +optional
+	PooledInstance *PooledInstanceRef `json:"pooledInstance,omitempty"`
 
 	// QueuePosition is, in phase Queued, how many instances are installed
 	// before this one, itself included: 1 is next.

@@ -165,6 +165,7 @@ type ServiceRef struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.egress) || self.egress.all(e, self.egress.exists_one(f, f.name == e.name))",message="spec.egress names must be unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.instancer) || !self.instancer.startable || (has(self.lifetime) && (has(self.lifetime.default) || has(self.lifetime.max)))",message="spec.lifetime.default or spec.lifetime.max is required when spec.instancer.startable is true: instances teams start must expire"
 // +kubebuilder:validation:XValidation:rule="!has(self.probes) || ((!has(self.probes.readiness) || ((!has(self.probes.readiness.http) || self.ports.exists(q, q.name == self.probes.readiness.http.port)) && (!has(self.probes.readiness.tcp) || self.ports.exists(q, q.name == self.probes.readiness.tcp.port)))) && (!has(self.probes.startup) || ((!has(self.probes.startup.http) || self.ports.exists(q, q.name == self.probes.startup.http.port)) && (!has(self.probes.startup.tcp) || self.ports.exists(q, q.name == self.probes.startup.tcp.port)))) && (!has(self.probes.liveness) || ((!has(self.probes.liveness.http) || self.ports.exists(q, q.name == self.probes.liveness.http.port)) && (!has(self.probes.liveness.tcp) || self.ports.exists(q, q.name == self.probes.liveness.tcp.port)))))",message="a probe's port must name one of spec.ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.pool) || !has(self.flag) || !has(self.flag.dynamic)",message="spec.pool cannot be used with flag.dynamic: a pooled instance starts before its team is known, and a flag reaches a container only when it starts; use a static flag, or no pool"
 type ChallengeTemplateSpec struct {
 	// Image is the challenge container image.
 	// +kubebuilder:validation:MinLength=1
@@ -239,6 +240,12 @@ type ChallengeTemplateSpec struct {
 	// +optional
 	MaxInstances *int32 `json:"maxInstances,omitempty"`
 
+	// Pool keeps instances of this template installed and Running before
+	// any team asks, so that a Challenge claims one instead of installing:
+	// Running as soon as it is created. Needs the operator's --pool-namespace.
+	// +optional
+	Pool *PoolSpec `json:"pool,omitempty"`
+
 	// Flag is the instance's flag.
 	// +optional
 	Flag *FlagSpec `json:"flag,omitempty"`
@@ -277,6 +284,22 @@ type ChallengeTemplateSpec struct {
 	// are not startable there unless this says so.
 	// +optional
 	Instancer *InstancerAccess `json:"instancer,omitempty"`
+}
+
+// PoolSpec sizes a template's warm pool: ready, unclaimed instances. The
+// operator keeps as many as the busiest of the last five minutes claimed,
+// never fewer than min nor more than max.
+// +kubebuilder:validation:XValidation:rule="!has(self.min) || self.min <= self.max",message="pool.min must not exceed pool.max"
+type PoolSpec struct {
+	// Min is how many unclaimed instances are kept when nobody claims.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Min int32 `json:"min,omitempty"`
+	// Max is the most unclaimed instances kept, however busy.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Max int32 `json:"max"`
 }
 
 // InstancerAccess is how a template appears in the instancer.
@@ -473,8 +496,22 @@ type RegistryPrefix string
 
 // ChallengeTemplateStatus reports the template's use.
 type ChallengeTemplateStatus struct {
-	// ActiveInstances is the number of Challenges of this template not being deleted.
+	// ActiveInstances is the number of Challenges of this template not being
+	// deleted, its pooled instances among them.
 	ActiveInstances int32 `json:"activeInstances"`
+	// Pool is the state of the template's warm pool, when it has one.
+	// +optional
+	Pool *PoolStatus `json:"pool,omitempty"`
+}
+
+// PoolStatus counts a template's pooled instances that no team has claimed.
+type PoolStatus struct {
+	// Size is how many unclaimed instances the pool holds, ready or not.
+	Size int32 `json:"size"`
+	// Ready is how many of them are Running, ready to be claimed.
+	Ready int32 `json:"ready"`
+	// Target is how many the operator keeps now, between min and max.
+	Target int32 `json:"target"`
 }
 
 // ChallengeTemplate is an organiser's catalogue entry that Challenges instantiate.
@@ -483,6 +520,7 @@ type ChallengeTemplateStatus struct {
 // +kubebuilder:resource:scope=Cluster,shortName=chalt,categories=ctf
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeInstances`
+// +kubebuilder:printcolumn:name="Pool",type=integer,JSONPath=`.status.pool.ready`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label that starts with a letter (it is the value of the instances' challenge label and starts their names, which name Services)"
 type ChallengeTemplate struct {

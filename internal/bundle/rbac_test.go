@@ -120,7 +120,8 @@ func classify(g Gomega, rules []rbacv1.PolicyRule) (managed map[string]bool, oth
 			for _, res := range rule.Resources {
 				g.Expect(res).NotTo(Equal("*"))
 				gr := schema.GroupResource{Group: group, Resource: res}.String()
-				if slices.Equal(sortedCopy(rule.Verbs), manage) {
+				// The operator's own API is its own need, never a rendered kind.
+				if slices.Equal(sortedCopy(rule.Verbs), manage) && group != ctfGroup {
 					managed[gr] = true
 				} else {
 					other[gr] = sortedCopy(rule.Verbs)
@@ -131,9 +132,12 @@ func classify(g Gomega, rules []rbacv1.PolicyRule) (managed map[string]bool, oth
 	return managed, other
 }
 
+// ctfGroup is the operator's own API group.
+const ctfGroup = "ctf.challenge-operator.io"
+
 // operatorOwnNeeds are the rights besides full control of the rendered kinds.
 var operatorOwnNeeds = map[string][]string{
-	"challenges.ctf.challenge-operator.io":                {"delete", "get", "list", "patch", "update", "watch"},
+	"challenges.ctf.challenge-operator.io":                {"create", "delete", "get", "list", "patch", "update", "watch"}, // pools create theirs
 	"challenges/status.ctf.challenge-operator.io":         {"get", "patch", "update"},
 	"challenges/finalizers.ctf.challenge-operator.io":     {"update"},
 	"challengetemplates.ctf.challenge-operator.io":        {"get", "list", "watch"},

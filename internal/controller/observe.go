@@ -21,6 +21,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
@@ -40,6 +41,8 @@ type Observer struct {
 	Gateways bool
 	// Queue places instances waiting for capacity; nil for none.
 	Queue *values.Queue
+	// Pools finds the pooled instance a Challenge claimed; nil for no pools.
+	Pools *pool.Pools
 }
 
 // namespace is where the instance's objects live.
@@ -62,11 +65,26 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 	if err != nil {
 		return obs, err
 	}
-	o.lifetime(ch, tmpl, &obs)
-	if err := o.queuePosition(ctx, ch, tmpl, &obs); err != nil {
+	// The instance is the pooled one ch claimed, if it claimed one.
+	inst := ch
+	ref, pooled, err := o.Pools.Of(ctx, ch)
+	if err != nil {
 		return obs, err
 	}
-	deployments, err := o.deployments(ctx, ch)
+	if ref != nil {
+		obs.PooledInstance, obs.PooledInstanceGone = ref, pooled == nil
+		if pooled == nil {
+			return obs, nil
+		}
+		inst = pooled
+	}
+	o.lifetime(ch, inst, tmpl, &obs)
+	if ref == nil {
+		if err := o.queuePosition(ctx, ch, tmpl, &obs); err != nil {
+			return obs, err
+		}
+	}
+	deployments, err := o.deployments(ctx, inst)
 	if err != nil {
 		return obs, err
 	}
@@ -74,11 +92,11 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 		return obs, err
 	}
 	var pods corev1.PodList
-	if err := o.Reader.List(ctx, &pods, client.InNamespace(o.namespace(ch)), client.MatchingLabels{InstanceLabel: ch.Name}); err != nil {
-		return obs, fmt.Errorf("listing pods of %s/%s: %w", ch.Namespace, ch.Name, err)
+	if err := o.Reader.List(ctx, &pods, client.InNamespace(o.namespace(inst)), client.MatchingLabels{InstanceLabel: inst.Name}); err != nil {
+		return obs, fmt.Errorf("listing pods of %s/%s: %w", inst.Namespace, inst.Name, err)
 	}
 	obs.PodProblems = append(lifecycle.DeploymentProblems(deployments), lifecycle.PodProblems(pods.Items)...)
-	obs.Endpoints, err = o.endpoints(ctx, ch, tmpl)
+	obs.Endpoints, err = o.endpoints(ctx, inst, tmpl)
 	return obs, err
 }
 
@@ -203,7 +221,7 @@ func (o *Observer) template(ctx context.Context, ch *ctfv1alpha1.Challenge) (*ct
 // queuePosition places an instance not installed yet in the queue for capacity.
 func (o *Observer) queuePosition(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, obs *lifecycle.Observation) error {
 	gone := ch.Spec.Template != "" && tmpl == nil
-	if o.Queue == nil || gone || lifecycle.Installed(&ch.Status) || !ch.DeletionTimestamp.IsZero() {
+	if o.Queue == nil || gone || lifecycle.Installed(&ch.Status) || !ch.DeletionTimestamp.IsZero() || o.Pools.IsPooled(ch) {
 		return nil
 	}
 	var err error
@@ -212,8 +230,23 @@ func (o *Observer) queuePosition(ctx context.Context, ch *ctfv1alpha1.Challenge,
 }
 
 // lifetime sets the instance's lifetime and renewal limit, from the
-// Challenge or its template, and its template's components.
-func (o *Observer) lifetime(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, obs *lifecycle.Observation) {
+// Challenge or its template, and its template's components; inst is the
+// Challenge whose objects serve ch (ch, or the pooled instance it claimed).
+// An unclaimed pooled instance waits without a lifetime; once claimed, its
+// claimant's counts from the claim (its creation), and deleting the
+// claimant deletes it.
+func (o *Observer) lifetime(ch, inst *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, obs *lifecycle.Observation) {
+	if tmpl != nil && tmpl.Spec.Flag != nil {
+		obs.FlagSecretName = values.FlagSecretName(inst.Name)
+	}
+	if tmpl != nil {
+		for _, c := range tmpl.Spec.Components {
+			obs.Components = append(obs.Components, c.Name)
+		}
+	}
+	if o.Pools.IsPooled(ch) {
+		return
+	}
 	if ch.Spec.Lifetime != nil {
 		obs.Lifetime, obs.OwnLifetime = ch.Spec.Lifetime.Duration, true
 	}
@@ -235,12 +268,6 @@ func (o *Observer) lifetime(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.Challen
 			}
 		}
 		obs.MaxRenewals = lt.MaxRenewals
-	}
-	if tmpl.Spec.Flag != nil {
-		obs.FlagSecretName = values.FlagSecretName(ch.Name)
-	}
-	for _, c := range tmpl.Spec.Components {
-		obs.Components = append(obs.Components, c.Name)
 	}
 }
 

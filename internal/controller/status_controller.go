@@ -19,6 +19,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
 // StatusReconciler keeps a Challenge's status true when only its workloads
@@ -33,6 +34,9 @@ type StatusReconciler struct {
 	MaxConcurrentReconciles int
 	// Gateways watches the Gateway API routes that expose instances too.
 	Gateways bool
+	// Pools, when set, makes a claimed pooled instance's every change
+	// recompute its claimant's status, which is its.
+	Pools *pool.Pools
 }
 
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=get;list;watch;update;patch
@@ -76,11 +80,22 @@ func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
 		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject))
+	if r.Pools != nil {
+		b = b.Watches(&ctfv1alpha1.Challenge{}, handler.EnqueueRequestsFromMapFunc(claimantOf))
+	}
 	if r.Gateways {
 		b = b.Watches(&gatewayv1.TLSRoute{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
 			Watches(&gatewayv1.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject))
 	}
 	return b.Complete(r)
+}
+
+// claimantOf maps a claimed pooled instance to the Challenge that claimed it.
+func claimantOf(_ context.Context, obj client.Object) []reconcile.Request {
+	if key, _, ok := pool.Claimant(obj); ok {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+	return nil
 }
 
 // InstanceNamespaceLabel is set by charts/challenge to the Challenge's namespace.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 // Reasons for specs that retrying cannot fix, found before anything is installed.
@@ -27,7 +29,20 @@ const (
 	ReasonSharedServiceNotFound = "SharedServiceNotFound"
 	// ReasonQueued means the instance waits for capacity (phase Queued).
 	ReasonQueued = "Queued"
+	// ReasonClaimed means the instance is one the Challenge claimed from its
+	// template's warm pool: nothing is installed for the Challenge itself.
+	ReasonClaimed = "Claimed"
+	// ReasonPooledInstanceGone means the pooled instance a Challenge claimed
+	// was deleted from under it; delete the Challenge and start another.
+	ReasonPooledInstanceGone = "PooledInstanceGone"
 )
+
+// PooledInstanceGone is the error of a Challenge whose claimed pooled
+// instance was deleted from under it.
+func PooledInstanceGone(pooled *ctfv1alpha1.PooledInstanceRef) *ReasonedError {
+	return &ReasonedError{Reason: ReasonPooledInstanceGone, Message: fmt.Sprintf(
+		"the pooled instance %s/%s this Challenge claimed was deleted; delete this Challenge to start another", pooled.Namespace, pooled.Name)}
+}
 
 // ReasonedError is an error with the CamelCase reason the phase should carry.
 // The Helm reconciler keeps only error text in its condition, so the reason
@@ -55,7 +70,7 @@ func IsReason(err error, reason string) bool {
 var specReasons = map[string]bool{
 	ReasonTemplateNotFound: true, ReasonValueNotAllowed: true, ReasonLifetimeTooLong: true, ReasonQuotaExceeded: true,
 	ReasonPolicyViolation: true, ReasonFlagInvalid: true, ReasonSecretEnvInvalid: true, ReasonSharedServiceNotFound: true,
-	ReasonQueued: true,
+	ReasonQueued: true, ReasonClaimed: true, ReasonPooledInstanceGone: true,
 }
 
 var reasonPrefix = regexp.MustCompile(`^([A-Z][A-Za-z]+): (?s)(.*)$`)

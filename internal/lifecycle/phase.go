@@ -97,6 +97,12 @@ type Observation struct {
 	MaxRenewals *int32
 	// FlagSecretName names the instance's flag Secret, if it has a flag.
 	FlagSecretName string
+	// PooledInstance is the pooled instance the Challenge claimed, whose
+	// objects the workloads and endpoints are; nil for one installed itself.
+	PooledInstance *ctfv1alpha1.PooledInstanceRef
+	// PooledInstanceGone says the claimed pooled instance was deleted from
+	// under the Challenge.
+	PooledInstanceGone bool
 }
 
 // Verdict is the phase with the reason and message that explain it.
@@ -117,6 +123,9 @@ func PhaseFor(o Observation) Verdict {
 	if o.Deleting {
 		return Deleting
 	}
+	if o.PooledInstanceGone {
+		return Verdict{ctfv1alpha1.PhaseError, ReasonPooledInstanceGone, PooledInstanceGone(o.PooledInstance).Message}
+	}
 	switch o.Operation {
 	case Installing:
 		return Verdict{ctfv1alpha1.PhasePending, string(Installing), "the instance is being installed"}
@@ -126,8 +135,12 @@ func PhaseFor(o Observation) Verdict {
 	for _, t := range []string{ConditionReleaseFailed, ConditionIrreconcilable} {
 		if c := meta.FindStatusCondition(o.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
 			if reason, msg, ok := splitReason(c.Message); ok {
-				if reason == ReasonQueued {
+				switch reason {
+				case ReasonQueued:
 					return Verdict{ctfv1alpha1.PhaseQueued, reason, msg}
+				case ReasonClaimed:
+					// Claimed, but the claim is not in the cache yet.
+					return Verdict{ctfv1alpha1.PhasePending, reason, msg}
 				}
 				return Verdict{ctfv1alpha1.PhaseError, reason, msg}
 			}

@@ -23,6 +23,9 @@ const defaultReason = "AsExpected"
 // that has not been rolled out.
 func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observation, now metav1.Time) {
 	o.Conditions = normalise(o.Conditions, observedGeneration)
+	if o.PooledInstance != nil && !o.PooledInstanceGone {
+		claimedConditions(&o.Conditions, o.PooledInstance, observedGeneration)
+	}
 	v := PhaseFor(o)
 
 	st.Phase, st.Reason, st.Message = v.Phase, v.Reason, truncate(v.Message)
@@ -43,11 +46,27 @@ func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observat
 		st.ReadyAt = &now
 	}
 	st.FlagSecretName = o.FlagSecretName
+	st.PooledInstance = o.PooledInstance
 	st.QueuePosition = nil
 	if v.Phase == ctfv1alpha1.PhaseQueued && o.QueuePosition > 0 {
 		st.QueuePosition = &o.QueuePosition
 	}
 	applyExpiry(st, o, observedGeneration, now)
+}
+
+// claimedConditions say what is true of a Challenge that claimed a pooled
+// instance: that instance's release is deployed, and the Helm reconciler's
+// refusal to install one of the Challenge's own is no failure.
+func claimedConditions(conds *[]metav1.Condition, pooled *ctfv1alpha1.PooledInstanceRef, generation int64) {
+	msg := "claimed " + pooled.Namespace + "/" + pooled.Name + " from the template's pool"
+	meta.SetStatusCondition(conds, metav1.Condition{Type: ConditionDeployed, Status: metav1.ConditionTrue, Reason: ReasonClaimed,
+		Message: msg, ObservedGeneration: generation})
+	for _, t := range []string{ConditionIrreconcilable, ConditionReleaseFailed} {
+		if c := meta.FindStatusCondition(*conds, t); c != nil && c.Status == metav1.ConditionTrue {
+			meta.SetStatusCondition(conds, metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonClaimed,
+				Message: msg, ObservedGeneration: generation})
+		}
+	}
 }
 
 // Installed reports whether the Challenge's release has ever been deployed

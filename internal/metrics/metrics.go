@@ -47,7 +47,8 @@ func ObserveError(reason string) { errorsTotal.WithLabelValues(reason).Inc() }
 // always exactly what the cluster holds.
 func Register(reader client.Reader) {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, &phaseCollector{reader: reader})
+		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, &phaseCollector{reader: reader},
+			poolInstances, poolTarget, poolClaims)
 	})
 }
 

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	internalcontroller "github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
 // HelmControllerName names the controller that runs the Helm reconciler (and
@@ -43,7 +45,7 @@ const HelmControllerName = "challenge-controller"
 // finalizer removed from the Challenge; its template changing; a sibling leaving
 // (quota); its release record deleted; or an object of the release deleted or
 // changed in its spec (drift). Status-only changes go to the status controller.
-func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency int, extra reconciler.ControllerSetupFunc, namespacePerInstance bool, installFailing func(string) bool) error {
+func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency int, extra reconciler.ControllerSetupFunc, namespacePerInstance bool, installFailing func(string) bool, pools *pool.Pools) error {
 	c, err := controller.New(HelmControllerName, mgr, controller.Options{
 		Reconciler:              r,
 		MaxConcurrentReconciles: concurrency,
@@ -57,7 +59,7 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency
 	// the same informer, so a reconcile never misses the object that started it.
 	challenge := &unstructured.Unstructured{}
 	challenge.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
-	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(challenge), installsFirst{}, releaseInputChanged())); err != nil {
+	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(challenge), installsFirst{pools: pools}, releaseInputChanged())); err != nil {
 		return err
 	}
 	for _, obj := range releaseKinds(namespacePerInstance) {
@@ -128,9 +130,10 @@ func deletions[T client.Object]() predicate.TypedFuncs[T] {
 // installsFirst enqueues a Challenge with a priority: one waiting for its
 // install or upgrade goes ahead of teardowns, so that a wave of deletions or
 // expiries never makes a participant wait for an instance; Challenges merely
-// listed at start-up go last. (controller-runtime's priority queue keeps an
-// item's priority when it is requeued, so a teardown stays behind.)
-type installsFirst struct{}
+// listed at start-up, and new pooled instances (a refill must never hold a
+// team's claim or install back), go last. (controller-runtime's priority
+// queue keeps an item's priority when it is requeued, so a teardown stays behind.)
+type installsFirst struct{ pools *pool.Pools }
 
 // Priorities of installsFirst.
 const (
@@ -138,15 +141,20 @@ const (
 	priorityTeardown = 0
 )
 
-func (installsFirst) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (i installsFirst) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	switch {
-	case e.IsInInitialList:
+	case e.IsInInitialList, i.pooled(e.Object):
 		enqueue(q, e.Object, handler.LowPriority)
 	case e.Object.GetDeletionTimestamp() != nil:
 		enqueue(q, e.Object, priorityTeardown)
 	default:
 		enqueue(q, e.Object, priorityRelease)
 	}
+}
+
+// pooled tells whether obj is a pooled instance.
+func (i installsFirst) pooled(obj client.Object) bool {
+	return i.pools != nil && obj.GetNamespace() == i.pools.Namespace && obj.GetLabels()[pool.TemplateLabel] != ""
 }
 
 func (installsFirst) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -183,10 +191,24 @@ func releaseInputChanged() predicate.Predicate {
 			return o.GetGeneration() != n.GetGeneration() ||
 				!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
 				finalizerRemoved(o, n) ||
-				!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
-				!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations())
+				!equality.Semantic.DeepEqual(withoutClaim(o.GetLabels()), withoutClaim(n.GetLabels())) ||
+				!equality.Semantic.DeepEqual(withoutClaim(o.GetAnnotations()), withoutClaim(n.GetAnnotations()))
 		},
 	}
+}
+
+// withoutClaim is a Challenge's labels or annotations without the marks of
+// a claim, which change nothing its release renders.
+func withoutClaim(m map[string]string) map[string]string {
+	if _, ok := m[pool.ClaimedLabel]; !ok {
+		if _, ok := m[pool.ClaimantAnnotation]; !ok {
+			return m
+		}
+	}
+	out := maps.Clone(m)
+	delete(out, pool.ClaimedLabel)
+	delete(out, pool.ClaimantAnnotation)
+	return out
 }
 
 // finalizerRemoved tells whether a finalizer of old is missing from new: the

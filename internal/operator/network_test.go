@@ -54,10 +54,15 @@ func TestCheckIngressFrom(t *testing.T) {
 		{"a namespace per instance: an instance's namespace", true, []string{"ingress-nginx", "ctf-teams-web-team1-0123456789"}, []string{"ctf-teams"}, true},
 		{"a namespace per instance, all watched: an instance's namespace", true, []string{"t1-web-team1-abcdef0123"}, nil, true},
 		{"a namespace per instance: a hash-like name elsewhere", true, []string{"platform-abcdef0123"}, []string{"ctf-teams"}, false},
+		{"the pool's namespace", false, []string{"ctf-pool"}, nil, true},
+		{"a namespace per instance: the pool's namespace holds none", true, []string{"ctf-pool"}, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := operator.Options{Values: values.Settings{NamespacePerInstance: tt.perInst, IngressFromNamespaces: tt.ingress}}
+			if tt.challenges == nil {
+				opts.PoolNamespace = "ctf-pool" // watched, as every namespace is
+			}
 			err := operator.CheckIngressFrom(opts, tt.challenges)
 			if tt.refused {
 				NewWithT(t).Expect(err).To(MatchError(ContainSubstring("where instances run")))
@@ -66,4 +71,7 @@ func TestCheckIngressFrom(t *testing.T) {
 			}
 		})
 	}
+	opts := operator.Options{PoolNamespace: "ctf-pool"}
+	NewWithT(t).Expect(operator.CheckIngressFrom(opts, []string{"ctf-teams"})).To(MatchError(ContainSubstring("not among the watched namespaces")),
+		"a pool the operator does not watch would never be installed")
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 	"github.com/challenge-operator/challenge-operator/internal/webhook"
 )
@@ -63,6 +64,9 @@ type Options struct {
 	Limits policy.Limits
 	// Webhook serves the validating admission webhook for Challenges.
 	Webhook bool
+	// PoolNamespace is where templates' warm pools keep their instances;
+	// empty means no pools.
+	PoolNamespace string
 }
 
 // Setup adds a Helm reconciler per watch, and the status controller, to mgr.
@@ -75,13 +79,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	recorder := mgr.GetEventRecorder("challenge-operator")
-	queue := &values.Queue{Reader: mgr.GetClient(), MaxInstances: opts.MaxInstances}
+	var pools *pool.Pools
+	if opts.PoolNamespace != "" {
+		pools = &pool.Pools{Namespace: opts.PoolNamespace, Reader: mgr.GetClient(), Client: mgr.GetClient(), Demand: &pool.Demand{}}
+	}
+	queue := &values.Queue{Reader: mgr.GetClient(), MaxInstances: opts.MaxInstances, Pools: pools}
 	writer := &controller.StatusWriter{
 		Client: mgr.GetClient(),
 		Reader: mgr.GetClient(),
 		Live:   mgr.GetAPIReader(),
 		Observer: &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress,
-			NamespacePerInstance: opts.Values.NamespacePerInstance, Gateways: len(opts.Values.Gateways) > 0, Queue: queue},
+			NamespacePerInstance: opts.Values.NamespacePerInstance, Gateways: len(opts.Values.Gateways) > 0, Queue: queue, Pools: pools},
 		Recorder: recorder,
 	}
 	metrics.Register(mgr.GetClient())
@@ -96,7 +104,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
-	actions.Leftovers = leftovers(mgr.GetClient(), opts.Values.NamespacePerInstance, len(opts.Values.Gateways) > 0)
+	actions.Leftovers = leftovers(mgr.GetClient(), pools, opts.Values.NamespacePerInstance, len(opts.Values.Gateways) > 0)
 	actions.RenderInputs = renderInputs(mgr.GetClient(), gate.limits)
 	actions.CheckRecord = gate.checkRecord
 	quota := &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
@@ -126,9 +134,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			OrganiserReader: mgr.GetAPIReader(),
 			Quota:           quota,
 			Queue:           queue,
+			Pools:           pools,
 			Settings:        opts.Values,
 		}},
-		extraWatches: extraWatches(mgr, actions.InstallFailing),
+		extraWatches: extraWatches(mgr, actions.InstallFailing, pools),
 		recorder:     mgr.GetEventRecorderFor(HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
 	}
 	for _, w := range ws {
@@ -139,17 +148,22 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("creating reconciler for %s: %w", w.GroupVersionKind, err)
 		}
-		if err := setupHelmController(mgr, r, concurrency(w, opts), wiring.extraWatches, opts.Values.NamespacePerInstance, actions.InstallFailing); err != nil {
+		if err := setupHelmController(mgr, r, concurrency(w, opts), wiring.extraWatches, opts.Values.NamespacePerInstance, actions.InstallFailing, pools); err != nil {
 			return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
 		}
 	}
 	statusReconciler := &controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
-		Gateways: len(opts.Values.Gateways) > 0}
+		Gateways: len(opts.Values.Gateways) > 0, Pools: pools}
 	if err := statusReconciler.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&controller.ExpiryReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if pools != nil {
+		if err := (&pool.Reconciler{Pools: pools, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	return (&controller.TemplateStatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 }
@@ -240,11 +254,17 @@ const DefaultMaxInstancesPerParticipant int32 = 5
 // into every instance. challengeNamespaces are those Challenges are created
 // in (the watched ones, the instancer's; none means any). Instances run there,
 // or, with a namespace per instance, in namespaces named after them
-// (values.InstanceNamespace). The gate also refuses an instance's own
+// (values.InstanceNamespace); pooled instances in --pool-namespace. It also
+// refuses a pool namespace that is not watched. The gate also refuses an instance's own
 // namespace as a peer, whatever the mode.
 func CheckIngressFrom(opts Options, challengeNamespaces []string) error {
+	if pool := opts.PoolNamespace; pool != "" {
+		if len(challengeNamespaces) > 0 && !slices.Contains(challengeNamespaces, pool) {
+			return fmt.Errorf("--pool-namespace %q is not among the watched namespaces %v: its pooled instances would never be installed", pool, challengeNamespaces)
+		}
+	}
 	for _, ns := range opts.Values.IngressFromNamespaces {
-		shared := !opts.Values.NamespacePerInstance && slices.Contains(challengeNamespaces, ns)
+		shared := !opts.Values.NamespacePerInstance && (slices.Contains(challengeNamespaces, ns) || ns == opts.PoolNamespace)
 		own := opts.Values.NamespacePerInstance && values.MayBeInstanceNamespace(ns, challengeNamespaces)
 		if shared || own {
 			return fmt.Errorf("--ingress-from-namespaces lists %q, where instances run: every instance would be open to the others", ns)
@@ -315,15 +335,24 @@ func renderInputs(cl client.Reader, limits policy.Limits) func(context.Context, 
 var errObjectsLeft = errors.New("waiting for the instance's objects to be gone")
 
 // leftovers reports what remains of an instance after its uninstall, from
-// the cache: its workloads, their ReplicaSets and pods, whose termination the
+// the cache: the pooled instance it claimed, which it deletes; its workloads, their ReplicaSets and pods, whose termination the
 // uninstall does not wait for, and, with a namespace per instance, its
 // namespace, the one kind without an owner reference to the Challenge
 // (cluster-scoped), which it deletes. Labels are no proof: anyone may label
 // an object of theirs with an instance's labels. Only objects in the
 // instance's namespace count, and only the Namespace of the instance's
 // derived name is deleted.
-func leftovers(cl client.Client, namespacePerInstance, gateways bool) func(context.Context, client.Object) error {
+func leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gateways bool) func(context.Context, client.Object) error {
 	return func(ctx context.Context, obj client.Object) error {
+		if pools != nil {
+			ch, err := asChallenge(obj)
+			if err != nil {
+				return err
+			}
+			if left, err := pools.Release(ctx, ch); err != nil || left {
+				return cmp.Or(err, errObjectsLeft)
+			}
+		}
 		sel := client.MatchingLabels{controller.InstanceLabel: obj.GetName(), controller.InstanceNamespaceLabel: obj.GetNamespace()}
 		where := client.InNamespace(obj.GetNamespace())
 		if namespacePerInstance {

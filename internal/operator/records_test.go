@@ -184,7 +184,7 @@ func TestLeftoversDeleteOnlyTheInstanceNamespace(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	ch := newChallenge(ns, "owner", "team-owner")
-	leftovers := operator.Leftovers(k8s, true, false)
+	leftovers := operator.Leftovers(k8s, nil, true, false)
 
 	bystander := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-bystander", Labels: instanceLabels(ch)}}
 	g.Expect(k8s.Create(ctx, bystander)).To(Succeed())

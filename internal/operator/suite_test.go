@@ -38,10 +38,14 @@ var (
 func TestMain(m *testing.M) {
 	os.Exit(testharness.Run(m, testharness.Options{AsServiceAccount: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
+		PoolNamespace:           poolNamespace,
 		Values:                  values.Settings{InternalCIDRs: internalCIDRs, IngressFromNamespaces: []string{ingressNamespace}},
 		Limits:                  policy.Limits{TLSSecrets: []string{wildcardTLS}},
 	}}, &h, func() { k8s, cluster = h.Client, h.Cluster }))
 }
+
+// poolNamespace holds the warm pools' instances.
+const poolNamespace = "ctf-pool"
 
 func namespace(t *testing.T) string { return h.Namespace(t, nil) }
 

@@ -21,6 +21,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
@@ -38,6 +39,9 @@ func addIndexes(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("indexing Challenges by participant: %w", err)
 	}
+	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, pool.ClaimantField, pool.IndexClaimant); err != nil {
+		return fmt.Errorf("indexing pooled Challenges by claimant: %w", err)
+	}
 	return nil
 }
 
@@ -46,7 +50,7 @@ func addIndexes(mgr ctrl.Manager) error {
 // changes, a Challenge refused by quota when another instance of the
 // participant goes away, and a Challenge whose release record was deleted
 // (unless a failed install's rollback deleted it: installFailing).
-func extraWatches(mgr ctrl.Manager, installFailing func(string) bool) reconciler.ControllerSetupFunc {
+func extraWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool.Pools) reconciler.ControllerSetupFunc {
 	cl := mgr.GetClient()
 	return func(c reconciler.ControllerSetup) error {
 		byTemplate := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate) []reconcile.Request {
@@ -74,6 +78,18 @@ func extraWatches(mgr ctrl.Manager, installFailing func(string) bool) reconciler
 		})
 		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, moveUp, leaving)); err != nil {
 			return err
+		}
+		// A claimant being deleted waits for its pooled instance to be gone.
+		if pools != nil {
+			claimant := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, pooled *ctfv1alpha1.Challenge) []reconcile.Request {
+				if key, _, ok := pool.Claimant(pooled); ok {
+					return []reconcile.Request{{NamespacedName: key}}
+				}
+				return nil
+			})
+			if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, claimant, deletions[*ctfv1alpha1.Challenge]())); err != nil {
+				return err
+			}
 		}
 		// A release record deleted by hand is re-created by the next
 		// reconcile, which the deletion itself must trigger.

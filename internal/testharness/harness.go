@@ -238,9 +238,14 @@ func (h *Harness) startOperator(ctx context.Context, root string, opts Options) 
 	if h.Client, err = client.New(h.Cluster.Config, client.Options{Scheme: scheme}); err != nil {
 		return nil, err
 	}
-	organiser := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OrganiserNamespace}}
-	if err := h.Client.Create(ctx, organiser); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err
+	for _, name := range []string{OrganiserNamespace, opts.Operator.PoolNamespace} {
+		if name == "" {
+			continue
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := h.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
 	}
 	done := make(chan struct{})
 	go func() {

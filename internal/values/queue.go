@@ -3,11 +3,13 @@ package values
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
 // Queue bounds live instances: at most MaxInstances in the cluster (the
@@ -19,6 +21,9 @@ type Queue struct {
 	Reader client.Reader
 	// MaxInstances bounds the cluster's live instances; 0 means no bound.
 	MaxInstances int32
+	// Pools tells pooled instances, which the queue does not count: an
+	// unclaimed one is no team's, and a claimed one counts as its claimant.
+	Pools *pool.Pools
 }
 
 // Position is c's place in the queue, 1 being next, or 0 when it may be
@@ -31,7 +36,8 @@ func (q *Queue) Position(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ct
 	if err := q.Reader.List(ctx, &list); err != nil {
 		return 0, fmt.Errorf("listing Challenges for the queue: %w", err)
 	}
-	return QueuePosition(c, tmpl, list.Items, q.MaxInstances), nil
+	others := slices.DeleteFunc(list.Items, func(o ctfv1alpha1.Challenge) bool { return q.Pools.IsPooled(&o) })
+	return QueuePosition(c, tmpl, others, q.MaxInstances), nil
 }
 
 // Check returns a Queued error while c must wait.

@@ -33,6 +33,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/flag"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
@@ -93,6 +94,9 @@ type Translator struct {
 	Quota *Quota
 	// Queue holds a Challenge back while live instances are at their bound.
 	Queue *Queue
+	// Pools hands a Challenge of a pooled template a ready instance instead
+	// of an install; nil for no pools.
+	Pools *pool.Pools
 	// Settings are enforced on every instance.
 	Settings Settings
 }
@@ -126,14 +130,35 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 			return nil, fmt.Errorf("reading ChallengeTemplate %q: %w", c.Spec.Template, err)
 		}
 	}
+	// A Challenge that claimed a pooled instance is never installed itself.
+	ref, pooled, err := t.Pools.Of(ctx, &c)
+	if err != nil {
+		return nil, err
+	}
+	if ref != nil {
+		if pooled == nil {
+			return nil, lifecycle.PooledInstanceGone(ref)
+		}
+		return nil, claimed(pooled)
+	}
 	if !lifecycle.Installed(&c.Status) {
 		if t.Quota != nil {
 			if err := t.Quota.Check(ctx, &c, tmpl); err != nil {
 				return nil, err
 			}
 		}
-		if err := t.Queue.Check(ctx, &c, tmpl); err != nil {
+		// A claim adds no instance to the cluster: it goes ahead of the queue.
+		pooled, err := t.Pools.Claim(ctx, &c, tmpl)
+		if err != nil {
 			return nil, err
+		}
+		if pooled != nil {
+			return nil, claimed(pooled)
+		}
+		if !t.Pools.IsPooled(&c) {
+			if err := t.Queue.Check(ctx, &c, tmpl); err != nil {
+				return nil, err
+			}
 		}
 	}
 	vals, err := Compose(&c, tmpl, t.Settings)
@@ -158,6 +183,12 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 	}
 	vals["flag"].(map[string]any)["value"] = value
 	return vals, nil
+}
+
+// claimed is the error that keeps the Helm reconciler from installing
+// anything for a Challenge served by a pooled instance.
+func claimed(pooled *ctfv1alpha1.Challenge) error {
+	return lifecycle.Errorf(lifecycle.ReasonClaimed, "served by %s/%s from the template's pool", pooled.Namespace, pooled.Name)
 }
 
 // secretEnv copies the template's secretEnv values into vals, from the

@@ -1,0 +1,241 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
+	"github.com/challenge-operator/challenge-operator/internal/testharness"
+)
+
+// pooledTemplate creates a template with a warm pool of min..max and a
+// static flag, and returns the flag.
+func pooledTemplate(t *testing.T, name string, minSize, maxSize int32, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) string {
+	t.Helper()
+	ctx := context.Background()
+	flag := "CTF{pooled-" + name + "}"
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "flag-" + name, Namespace: testharness.OrganiserNamespace},
+		Data:       map[string][]byte{"flag": []byte(flag)},
+	}
+	NewWithT(t).Expect(k8s.Create(ctx, secret)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
+	newTemplate(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Pool = &ctfv1alpha1.PoolSpec{Min: minSize, Max: maxSize}
+		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: secret.Name, Key: "flag"}}
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}}
+		if mutate != nil {
+			mutate(s)
+		}
+	})
+	return flag
+}
+
+// unclaimed lists a template's unclaimed pooled instances by phase.
+func unclaimed(g Gomega, template string) map[string]ctfv1alpha1.Phase {
+	var list ctfv1alpha1.ChallengeList
+	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(poolNamespace), client.MatchingLabels{pool.TemplateLabel: template})).To(Succeed())
+	out := map[string]ctfv1alpha1.Phase{}
+	for _, ch := range list.Items {
+		if _, _, claimed := pool.Claimant(&ch); !claimed && ch.DeletionTimestamp.IsZero() {
+			out[ch.Name] = ch.Status.Phase
+		}
+	}
+	return out
+}
+
+// eventuallyPoolReady waits until template's pool holds n unclaimed
+// instances, all Running, and its status says so.
+func eventuallyPoolReady(t *testing.T, template string, n int32) map[string]ctfv1alpha1.Phase {
+	t.Helper()
+	var got map[string]ctfv1alpha1.Phase
+	NewWithT(t).Eventually(func(g Gomega) {
+		got = unclaimed(g, template)
+		g.Expect(got).To(HaveLen(int(n)))
+		for name, phase := range got {
+			g.Expect(phase).To(Equal(ctfv1alpha1.PhaseRunning), name)
+		}
+		tmpl := &ctfv1alpha1.ChallengeTemplate{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: template}, tmpl)).To(Succeed())
+		g.Expect(tmpl.Status.Pool).To(Equal(&ctfv1alpha1.PoolStatus{Size: n, Ready: n, Target: n}))
+	}, timeout, interval).Should(Succeed())
+	return got
+}
+
+// phasesOf watches the Challenge ns/name from before its creation and
+// returns a function that reports every phase its status has shown, in
+// order, once it has shown until (or the deadline passed).
+func phasesOf(t *testing.T, ns, name string) func(until ctfv1alpha1.Phase) []ctfv1alpha1.Phase {
+	t.Helper()
+	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: k8s.Scheme()})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(context.Background(), &ctfv1alpha1.ChallengeList{}, client.InNamespace(ns),
+		client.MatchingFields{"metadata.name": name})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(w.Stop)
+	return func(until ctfv1alpha1.Phase) []ctfv1alpha1.Phase {
+		var seen []ctfv1alpha1.Phase
+		deadline := time.After(timeout)
+		for {
+			select {
+			case e := <-w.ResultChan():
+				ch, ok := e.Object.(*ctfv1alpha1.Challenge)
+				if !ok || e.Type == watch.Deleted {
+					continue
+				}
+				if p := ch.Status.Phase; p != "" && (len(seen) == 0 || seen[len(seen)-1] != p) {
+					seen = append(seen, p)
+				}
+				if slices.Contains(seen, until) {
+					return seen
+				}
+			case <-deadline:
+				return seen
+			}
+		}
+	}
+}
+
+// TestPoolClaim: a Challenge of a pooled template is Running in its first
+// status, served by a pooled instance with the team's flag and expiry;
+// two teams claiming at once get two instances; the pool refills; deleting
+// the team's Challenge deletes its pooled instance and every object of it.
+func TestPoolClaim(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	flag := pooledTemplate(t, "warm", 2, 2, nil)
+	pooled := eventuallyPoolReady(t, "warm", 2)
+
+	ns := namespace(t)
+	phases := phasesOf(t, ns, "web")
+	ch := fromTemplate(ns, "web", "team-warm", "warm")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	g.Expect(phases(ctfv1alpha1.PhaseRunning)).To(Equal([]ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseRunning}),
+		"from the schema's default straight to Running: one status change")
+
+	got := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+	g.Expect(got.Status.PooledInstance).NotTo(BeNil())
+	claimed := *got.Status.PooledInstance
+	g.Expect(claimed.Namespace).To(Equal(poolNamespace))
+	g.Expect(pooled).To(HaveKey(claimed.Name), "one of the pool's ready instances")
+	g.Expect(got.Status.Reason).To(Equal("Ready"))
+	g.Expect(got.Status.Endpoint).NotTo(BeNil())
+	g.Expect(got.Status.Endpoint.Host).To(ContainSubstring(claimed.Name), "the pooled instance's address")
+	g.Expect(got.Status.ExpiresAt).NotTo(BeNil())
+	g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("~", got.CreationTimestamp.Add(time.Hour), 2*time.Second), "the lifetime counts from the claim")
+	g.Expect(got.Status.FlagSecretName).To(Equal(claimed.Name + "-flag"))
+	secret := &corev1.Secret{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: got.Status.FlagSecretName}, secret)).To(Succeed())
+	g.Expect(string(secret.Data["flag"])).To(Equal(flag), "the team's flag, there before the claim")
+
+	owner := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: claimed.Namespace, Name: claimed.Name}, owner)).To(Succeed())
+	g.Expect(owner.Annotations[pool.ClaimantAnnotation]).To(Equal(fmt.Sprintf("%s/web/%s", ns, got.UID)))
+	g.Expect(owner.OwnerReferences).To(BeEmpty(), "the template no longer owns a team's instance")
+	g.Expect(owner.Status.ExpiresAt).To(BeNil(), "the claimant's lifetime governs it")
+
+	// Two teams at once, while the pool refills: two different instances.
+	a, b := fromTemplate(ns, "web-a", "team-a", "warm"), fromTemplate(ns, "web-b", "team-b", "warm")
+	g.Expect(k8s.Create(ctx, a)).To(Succeed())
+	g.Expect(k8s.Create(ctx, b)).To(Succeed())
+	gotA, gotB := eventuallyPhase(t, a, ctfv1alpha1.PhaseRunning), eventuallyPhase(t, b, ctfv1alpha1.PhaseRunning)
+	names := []string{claimed.Name}
+	for _, c := range []*ctfv1alpha1.Challenge{gotA, gotB} {
+		if c.Status.PooledInstance != nil {
+			names = append(names, c.Status.PooledInstance.Name)
+		}
+	}
+	slices.Sort(names)
+	g.Expect(slices.Compact(slices.Clone(names))).To(Equal(names), "no instance claimed twice")
+
+	eventuallyPoolReady(t, "warm", 2)
+
+	g.Expect(k8s.Delete(ctx, got)).To(Succeed())
+	h.EventuallyGone(t, got, timeout, "the team's Challenge goes once its instance is gone")
+	h.EventuallyGone(t, owner, timeout, "its pooled instance goes with it")
+	g.Eventually(func(g Gomega) {
+		var deployments appsv1.DeploymentList
+		g.Expect(k8s.List(ctx, &deployments, client.InNamespace(poolNamespace), client.MatchingLabels{"ctf.challenge-operator.io/instance": claimed.Name})).To(Succeed())
+		g.Expect(deployments.Items).To(BeEmpty())
+	}, timeout, interval).Should(Succeed())
+}
+
+// TestPoolMissInstallsFresh: with the pool empty, a Challenge is installed
+// as usual; the demand it showed grows the pool within its max.
+func TestPoolMissInstallsFresh(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pooledTemplate(t, "cold", 0, 1, nil)
+	ns := namespace(t)
+	ch := fromTemplate(ns, "web", "team-cold", "cold")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	g.Expect(got.Status.PooledInstance).To(BeNil(), "installed itself")
+	g.Expect(got.Status.Endpoint.Host).To(ContainSubstring("web"))
+	eventuallyPoolReady(t, "cold", 1)
+
+	second := fromTemplate(ns, "web-2", "team-cold-2", "cold")
+	g.Expect(k8s.Create(ctx, second)).To(Succeed())
+	g.Expect(eventuallyPhase(t, second, ctfv1alpha1.PhaseRunning).Status.PooledInstance).NotTo(BeNil(), "the grown pool serves the next")
+}
+
+// TestPoolTemplateEditReplacesUnclaimedOnly: a template edit replaces the
+// pool's unclaimed instances and leaves a claimed one serving its team.
+func TestPoolTemplateEditReplacesUnclaimedOnly(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pooledTemplate(t, "edited", 1, 1, nil)
+	eventuallyPoolReady(t, "edited", 1)
+	ns := namespace(t)
+	ch := fromTemplate(ns, "web", "team-edit", "edited")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	claimed := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning).Status.PooledInstance
+	g.Expect(claimed).NotTo(BeNil())
+	before := eventuallyPoolReady(t, "edited", 1)
+
+	tmpl := &ctfv1alpha1.ChallengeTemplate{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "edited"}, tmpl)).To(Succeed())
+	tmpl.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "2"}}
+	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		after := eventuallyPoolReady(t, "edited", 1)
+		for name := range after {
+			g.Expect(before).NotTo(HaveKey(name), "replaced")
+		}
+	}, timeout, interval).Should(Succeed())
+	owner := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: claimed.Namespace, Name: claimed.Name}, owner)).To(Succeed())
+	g.Expect(owner.DeletionTimestamp.IsZero()).To(BeTrue(), "the claimed instance stays the team's")
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+}
+
+// TestPoolRefusesDynamicFlags: a pooled instance starts before its team is
+// known, so a per-team flag cannot be in it: refused at admission.
+func TestPoolRefusesDynamicFlags(t *testing.T) {
+	tmpl := &ctfv1alpha1.ChallengeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "pooled-dynamic"},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{
+			Image: "registry.example/ctf/web:1",
+			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
+			Pool:  &ctfv1alpha1.PoolSpec{Max: 2},
+			Flag:  &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: *organiserSecret()}},
+		},
+	}
+	err := k8s.Create(context.Background(), tmpl)
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("spec.pool cannot be used with flag.dynamic")))
+	tmpl.Spec.Flag = nil
+	tmpl.Spec.Pool = &ctfv1alpha1.PoolSpec{Min: 3, Max: 2}
+	NewWithT(t).Expect(k8s.Create(context.Background(), tmpl)).To(MatchError(ContainSubstring("pool.min must not exceed pool.max")))
+}

@@ -1,0 +1,246 @@
+package pool
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/metrics"
+)
+
+// Event reasons on a pooled template.
+const (
+	ReasonRefilled = "PoolRefilled"
+	ReasonShrunk   = "PoolShrunk"
+	ReasonReplaced = "PoolReplaced"
+)
+
+// Reconciler keeps each pooled template's unclaimed instances at the
+// demand's target, replaces those made for an older generation of the
+// template, and deletes claimed ones whose claimant is gone (a claim that
+// a crash cut short). It never touches an instance a team has claimed.
+type Reconciler struct {
+	Pools *Pools
+	// Live reads a claimant the cache does not hold, before its pooled
+	// instance is deleted as an orphan: it may be too new to be cached.
+	Live     client.Reader
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=create;delete
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challengetemplates/status,verbs=get;update;patch
+
+// Reconcile sizes one template's pool.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	p := r.Pools
+	tmpl := &ctfv1alpha1.ChallengeTemplate{}
+	if err := p.Reader.Get(ctx, req.NamespacedName, tmpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Its unclaimed instances are owned by it: the garbage collector takes them.
+			metrics.ForgetPool(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	var list ctfv1alpha1.ChallengeList
+	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{TemplateLabel: tmpl.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	var unclaimed, stale []*ctfv1alpha1.Challenge
+	for i := range list.Items {
+		pooled := &list.Items[i]
+		if !pooled.DeletionTimestamp.IsZero() || !p.IsPooled(pooled) {
+			continue
+		}
+		if _, _, claimed := Claimant(pooled); claimed {
+			if err := r.deleteOrphan(ctx, pooled); err != nil {
+				return ctrl.Result{}, err
+			}
+			continue
+		}
+		if tmpl.Spec.Pool == nil || !current(pooled, tmpl) {
+			stale = append(stale, pooled)
+			continue
+		}
+		unclaimed = append(unclaimed, pooled)
+	}
+	if err := r.delete(ctx, tmpl, stale, ReasonReplaced, "replaced %d unclaimed pooled instances made for an older version of the template"); err != nil {
+		return ctrl.Result{}, err
+	}
+	if tmpl.Spec.Pool == nil {
+		metrics.ForgetPool(tmpl.Name)
+		return ctrl.Result{}, r.writeStatus(ctx, tmpl, nil)
+	}
+	target := p.Demand.Target(tmpl.Name, tmpl.Spec.Pool.Min, tmpl.Spec.Pool.Max)
+	size := int32(len(unclaimed))
+	switch {
+	case size < target:
+		if err := r.create(ctx, tmpl, target-size); err != nil {
+			return ctrl.Result{}, err
+		}
+	case size > target:
+		// The ones furthest from ready go first, then the newest.
+		slices.SortFunc(unclaimed, func(a, b *ctfv1alpha1.Challenge) int {
+			if ra, rb := a.Status.Phase == ctfv1alpha1.PhaseRunning, b.Status.Phase == ctfv1alpha1.PhaseRunning; ra != rb {
+				if ra {
+					return 1
+				}
+				return -1
+			}
+			return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
+		})
+		if err := r.delete(ctx, tmpl, unclaimed[:size-target], ReasonShrunk, "shrank by %d unclaimed pooled instances as demand fell"); err != nil {
+			return ctrl.Result{}, err
+		}
+		unclaimed = unclaimed[size-target:]
+	}
+	var ready int32
+	for _, pooled := range unclaimed {
+		if Claimable(pooled, tmpl) {
+			ready++
+		}
+	}
+	metrics.ObservePool(tmpl.Name, max(size, target), ready, target)
+	status := &ctfv1alpha1.PoolStatus{Size: max(size, target), Ready: ready, Target: target}
+	if err := r.writeStatus(ctx, tmpl, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	if target > tmpl.Spec.Pool.Min {
+		// Demand ages out minute by minute: look again then.
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// deleteOrphan deletes a claimed pooled instance whose claimant is gone.
+// Its claimant deletes it on its way out; only a claim whose claimant went
+// away before its finalizer held it (a crash between claim and status)
+// is left for this.
+func (r *Reconciler) deleteOrphan(ctx context.Context, pooled *ctfv1alpha1.Challenge) error {
+	key, uid, _ := Claimant(pooled)
+	claimant := &ctfv1alpha1.Challenge{}
+	err := r.Pools.Reader.Get(ctx, key, claimant)
+	if apierrors.IsNotFound(err) {
+		err = r.Live.Get(ctx, key, claimant)
+	}
+	switch {
+	case err == nil && claimant.UID == uid:
+		return nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("deleting a pooled instance whose claimant is gone", "pooled", client.ObjectKeyFromObject(pooled), "claimant", key)
+	return client.IgnoreNotFound(r.Pools.Client.Delete(ctx, pooled, client.Preconditions{UID: &pooled.UID}))
+}
+
+// create adds n unclaimed instances to tmpl's pool.
+func (r *Reconciler) create(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, n int32) error {
+	for range n {
+		if err := r.Pools.Client.Create(ctx, r.newPooled(tmpl)); err != nil {
+			return fmt.Errorf("adding to the pool of %s: %w", tmpl.Name, err)
+		}
+	}
+	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, ReasonRefilled, "Refill", "added %d pooled instances in %s", n, r.Pools.Namespace)
+	return nil
+}
+
+// newPooled is an unclaimed instance of tmpl: its participant is its own
+// name, so that no quota counts two pooled instances as one team's. The
+// template owns it until it is claimed.
+func (r *Reconciler) newPooled(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1.Challenge {
+	name := PooledName(tmpl.Name)
+	return &ctfv1alpha1.Challenge{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   r.Pools.Namespace,
+			Labels:      map[string]string{TemplateLabel: tmpl.Name},
+			Annotations: map[string]string{GenerationAnnotation: fmt.Sprint(tmpl.Generation)},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "ChallengeTemplate",
+				Name: tmpl.Name, UID: tmpl.UID, Controller: ptrTo(true),
+			}},
+		},
+		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: name},
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// PooledName is a new pooled instance's name: its template's (cut to fit a
+// release name), "-pool-" and five random characters.
+func PooledName(template string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	prefix := strings.TrimRight(template[:min(len(template), 40)], "-")
+	suffix := make([]byte, 5)
+	_, _ = rand.Read(suffix)
+	for i, b := range suffix {
+		suffix[i] = alphabet[int(b)%len(alphabet)]
+	}
+	return prefix + "-pool-" + string(suffix)
+}
+
+// delete removes unclaimed pooled instances, each only if it is still
+// unclaimed: the update of a claim changes its resourceVersion.
+func (r *Reconciler) delete(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, pooled []*ctfv1alpha1.Challenge, reason, note string) error {
+	if len(pooled) == 0 {
+		return nil
+	}
+	for _, ch := range pooled {
+		err := r.Pools.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID, ResourceVersion: &ch.ResourceVersion})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting pooled instance %s: %w", ch.Name, err)
+		}
+	}
+	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, reason, "Resize", note, len(pooled))
+	return nil
+}
+
+// writeStatus sets tmpl's status.pool.
+func (r *Reconciler) writeStatus(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, status *ctfv1alpha1.PoolStatus) error {
+	if (tmpl.Status.Pool == nil && status == nil) || (tmpl.Status.Pool != nil && status != nil && *tmpl.Status.Pool == *status) {
+		return nil
+	}
+	patch := client.MergeFrom(tmpl.DeepCopy())
+	tmpl.Status.Pool = status
+	return client.IgnoreNotFound(r.Pools.Client.Status().Patch(ctx, tmpl, patch))
+}
+
+// SetupWithManager watches templates, their pooled instances and their demand.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	demand := make(chan event.TypedGenericEvent[*ctfv1alpha1.ChallengeTemplate], 1024)
+	r.Pools.Demand.Changed = func(template string) {
+		select {
+		case demand <- event.TypedGenericEvent[*ctfv1alpha1.ChallengeTemplate]{Object: &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: template}}}:
+		default: // full: the template is queued many times over already
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("challenge-pool").
+		For(&ctfv1alpha1.ChallengeTemplate{}).
+		Watches(&ctfv1alpha1.Challenge{}, handler.EnqueueRequestsFromMapFunc(r.templateOfPooled)).
+		WatchesRawSource(source.Channel(demand, &handler.TypedEnqueueRequestForObject[*ctfv1alpha1.ChallengeTemplate]{})).
+		Complete(r)
+}
+
+// templateOfPooled maps a pooled instance to its template.
+func (r *Reconciler) templateOfPooled(_ context.Context, obj client.Object) []reconcile.Request {
+	ch, ok := obj.(*ctfv1alpha1.Challenge)
+	if !ok || !r.Pools.IsPooled(ch) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ch.Spec.Template}}}
+}

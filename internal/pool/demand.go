@@ -1,0 +1,86 @@
+package pool
+
+import (
+	"sync"
+	"time"
+)
+
+// demandWindow is how far back demand counts: a pool holds as many
+// instances as the busiest minute of that window asked for.
+const demandWindow = 5
+
+// Demand counts, per template, the Challenges created in each of the last
+// few minutes, claimed or not. It lives in memory: after a restart pools
+// start again from their min and grow with the first claims.
+type Demand struct {
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Changed, when set, hears the template of every Challenge counted: its
+	// pool may have to grow.
+	Changed func(template string)
+
+	mu      sync.Mutex
+	minutes map[string]*[demandWindow]bucket
+}
+
+type bucket struct {
+	minute int64
+	n      int32
+}
+
+func (d *Demand) now() int64 {
+	if d.Now != nil {
+		return d.Now().Unix() / 60
+	}
+	return time.Now().Unix() / 60
+}
+
+// Add counts one Challenge of template now.
+func (d *Demand) Add(template string) {
+	if d == nil {
+		return
+	}
+	m := d.now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.minutes == nil {
+		d.minutes = map[string]*[demandWindow]bucket{}
+	}
+	w := d.minutes[template]
+	if w == nil {
+		w = &[demandWindow]bucket{}
+		d.minutes[template] = w
+	}
+	b := &w[m%demandWindow]
+	if b.minute != m {
+		*b = bucket{minute: m}
+	}
+	b.n++
+	if d.Changed != nil {
+		d.Changed(template)
+	}
+}
+
+// Peak is the most Challenges of template created in one minute of the window.
+func (d *Demand) Peak(template string) int32 {
+	if d == nil {
+		return 0
+	}
+	m := d.now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var peak int32
+	if w := d.minutes[template]; w != nil {
+		for _, b := range w {
+			if m-b.minute < demandWindow {
+				peak = max(peak, b.n)
+			}
+		}
+	}
+	return peak
+}
+
+// Target is how many unclaimed instances a pool of min..max keeps now.
+func (d *Demand) Target(template string, minSize, maxSize int32) int32 {
+	return min(max(d.Peak(template), minSize), maxSize)
+}

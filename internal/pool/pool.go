@@ -1,0 +1,239 @@
+// Package pool keeps a warm pool of installed, Running instances per
+// ChallengeTemplate and hands them to the Challenges that claim them.
+//
+// A pooled instance is a Challenge the operator creates in its
+// --pool-namespace, labelled with its template, with a participant of its
+// own (its name), so that quotas never see two pooled instances as one
+// team's. A Challenge of a pooled template claims one when it is created:
+// the claim is an update of the pooled Challenge (its claimant annotation),
+// made with the resourceVersion it was read at, so two Challenges can never
+// claim the same one. The claimant is then never installed itself: its
+// status is the pooled instance's, and deleting it deletes the pooled one.
+// A pooled instance is claimed once and never returns to the pool.
+package pool
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/metrics"
+)
+
+// Labels and annotations of pooled Challenges.
+const (
+	// TemplateLabel marks a pooled Challenge with its template's name.
+	TemplateLabel = "ctf.challenge-operator.io/pool"
+	// ClaimedLabel is "true" on a pooled Challenge a Challenge has claimed.
+	ClaimedLabel = "ctf.challenge-operator.io/claimed"
+	// ClaimantAnnotation names the Challenge that claimed a pooled one:
+	// "<namespace>/<name>/<uid>".
+	ClaimantAnnotation = "ctf.challenge-operator.io/claimed-by"
+	// GenerationAnnotation is the template generation a pooled Challenge
+	// was created for: one of an older generation is replaced unclaimed.
+	GenerationAnnotation = "ctf.challenge-operator.io/template-generation"
+)
+
+// ClaimantField indexes pooled Challenges by their claimant, "<namespace>/<name>".
+const ClaimantField = "metadata.claimant"
+
+// Pools claims pooled instances for Challenges and finds the one a
+// Challenge claimed. A nil *Pools, or one without a Namespace, has no pools.
+type Pools struct {
+	// Namespace is where pooled Challenges live (--pool-namespace).
+	Namespace string
+	// Reader reads Challenges from the manager's cache, with the
+	// ClaimantField index.
+	Reader client.Reader
+	// Client writes claims and deletes pooled Challenges.
+	Client client.Client
+	// Demand records every Challenge of a pooled template, which sizes the pools.
+	Demand *Demand
+
+	// claims remembers the claims this process made, by claimant UID: the
+	// cache may not show a claim yet when the claimant is reconciled again.
+	claims sync.Map
+}
+
+func (p *Pools) enabled() bool { return p != nil && p.Namespace != "" }
+
+// IsPooled tells whether ch is a pooled instance: labelled with its own
+// template and in the pool namespace, where platforms create nothing.
+func (p *Pools) IsPooled(ch *ctfv1alpha1.Challenge) bool {
+	return p.enabled() && ch.Namespace == p.Namespace && ch.Spec.Template != "" && ch.Labels[TemplateLabel] == ch.Spec.Template
+}
+
+// Claimant returns the Challenge that claimed pooled, if any.
+func Claimant(pooled client.Object) (key types.NamespacedName, uid types.UID, ok bool) {
+	v := pooled.GetAnnotations()[ClaimantAnnotation]
+	parts := strings.Split(v, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return types.NamespacedName{}, "", false
+	}
+	return types.NamespacedName{Namespace: parts[0], Name: parts[1]}, types.UID(parts[2]), true
+}
+
+// IndexClaimant is the ClaimantField index function.
+func IndexClaimant(o client.Object) []string {
+	key, _, ok := Claimant(o)
+	if !ok {
+		return nil
+	}
+	return []string{key.String()}
+}
+
+// Of finds the pooled instance c claimed: ref is nil if c claimed none;
+// pooled is nil if it claimed one that is gone.
+func (p *Pools) Of(ctx context.Context, c *ctfv1alpha1.Challenge) (ref *ctfv1alpha1.PooledInstanceRef, pooled *ctfv1alpha1.Challenge, err error) {
+	if !p.enabled() || p.IsPooled(c) {
+		return nil, nil, nil
+	}
+	v, mine := p.claims.Load(c.UID)
+	if mine {
+		ref = v.(*ctfv1alpha1.PooledInstanceRef)
+	} else if c.Status.PooledInstance != nil {
+		ref = c.Status.PooledInstance
+	}
+	if ref == nil {
+		// A claim made before a restart whose claimant's status was not written.
+		var list ctfv1alpha1.ChallengeList
+		key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}.String()
+		if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingFields{ClaimantField: key}); err != nil {
+			return nil, nil, fmt.Errorf("listing the pooled instance of %s: %w", key, err)
+		}
+		for i := range list.Items {
+			if claimedBy(&list.Items[i], c) {
+				return refTo(&list.Items[i]), &list.Items[i], nil
+			}
+		}
+		return nil, nil, nil
+	}
+	pooled = &ctfv1alpha1.Challenge{}
+	err = p.Reader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, pooled)
+	if err == nil && !claimedBy(pooled, c) {
+		if _, _, claimed := Claimant(pooled); claimed || !mine {
+			return ref, nil, nil // not c's: another was made under its name
+		}
+		// This process claimed it; the cache has not seen the claim yet.
+	}
+	if apierrors.IsNotFound(err) {
+		return ref, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return ref, pooled, nil
+}
+
+// claimedBy tells whether pooled was claimed by c.
+func claimedBy(pooled *ctfv1alpha1.Challenge, c *ctfv1alpha1.Challenge) bool {
+	key, uid, ok := Claimant(pooled)
+	return ok && uid == c.UID && key == client.ObjectKeyFromObject(c)
+}
+
+func refTo(pooled *ctfv1alpha1.Challenge) *ctfv1alpha1.PooledInstanceRef {
+	return &ctfv1alpha1.PooledInstanceRef{Namespace: pooled.Namespace, Name: pooled.Name}
+}
+
+// Claim hands c one of its template's ready pooled instances, or returns nil
+// when it may not claim (no pool; c's own install has begun) or the pool has
+// none ready. Only a Challenge that has not been installed may claim: one
+// that is new, or Queued.
+func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (*ctfv1alpha1.Challenge, error) {
+	if !p.enabled() || tmpl == nil || tmpl.Spec.Pool == nil || p.IsPooled(c) || c.Status.StartedAt != nil || !plain(c) {
+		return nil, nil
+	}
+	if c.Status.Phase != "" && c.Status.Phase != ctfv1alpha1.PhaseNone && c.Status.Phase != ctfv1alpha1.PhaseQueued {
+		return nil, nil
+	}
+	// Demand counts a Challenge once: at its first reconcile, before the
+	// operator has written any condition.
+	first := len(c.Status.Conditions) == 0
+	var list ctfv1alpha1.ChallengeList
+	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{TemplateLabel: tmpl.Name}); err != nil {
+		return nil, fmt.Errorf("listing the pool of %s: %w", tmpl.Name, err)
+	}
+	candidates := slices.DeleteFunc(list.Items, func(o ctfv1alpha1.Challenge) bool { return !Claimable(&o, tmpl) })
+	slices.SortFunc(candidates, func(a, b ctfv1alpha1.Challenge) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+	})
+	if first {
+		p.Demand.Add(tmpl.Name)
+	}
+	for i := range candidates {
+		pooled := candidates[i].DeepCopy()
+		claim(pooled, c)
+		err := p.Client.Update(ctx, pooled)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			continue // another claim or a drain got there first
+		}
+		if err != nil {
+			return nil, fmt.Errorf("claiming %s/%s: %w", pooled.Namespace, pooled.Name, err)
+		}
+		p.claims.Store(c.UID, refTo(pooled))
+		metrics.ObserveClaim(tmpl.Name, true)
+		return pooled, nil
+	}
+	if first {
+		metrics.ObserveClaim(tmpl.Name, false)
+	}
+	return nil, nil
+}
+
+// plain tells whether c asks for its template as it is, which a pooled
+// instance is: a Challenge that overrides a value (or its image, ports,
+// env, resources, exposure) is installed as it asks. Its own lifetime is
+// its own affair.
+func plain(c *ctfv1alpha1.Challenge) bool {
+	s := &c.Spec
+	return s.Image == "" && s.Ports == nil && s.Env == nil && s.Resources == nil && s.Expose == nil && s.Values == nil
+}
+
+// Claimable tells whether pooled may be claimed now: Running, unclaimed,
+// not leaving, and made for tmpl's current generation.
+func Claimable(pooled *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) bool {
+	_, _, claimed := Claimant(pooled)
+	return !claimed && pooled.DeletionTimestamp.IsZero() && pooled.Status.Phase == ctfv1alpha1.PhaseRunning && current(pooled, tmpl)
+}
+
+// current tells whether pooled was made for tmpl's current generation.
+func current(pooled *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) bool {
+	return pooled.Annotations[GenerationAnnotation] == fmt.Sprint(tmpl.Generation)
+}
+
+// claim marks pooled as c's. The template no longer owns it: deleting the
+// template leaves a team's instance alone, as it does a fresh one.
+func claim(pooled *ctfv1alpha1.Challenge, c *ctfv1alpha1.Challenge) {
+	if pooled.Annotations == nil {
+		pooled.Annotations = map[string]string{}
+	}
+	pooled.Annotations[ClaimantAnnotation] = fmt.Sprintf("%s/%s/%s", c.Namespace, c.Name, c.UID)
+	pooled.Labels[ClaimedLabel] = "true"
+	pooled.OwnerReferences = nil
+}
+
+// Release deletes the pooled instance c claimed, when c is deleted, and
+// tells whether it is still there.
+func (p *Pools) Release(ctx context.Context, c *ctfv1alpha1.Challenge) (left bool, err error) {
+	_, pooled, err := p.Of(ctx, c)
+	if err != nil || pooled == nil {
+		if err == nil {
+			p.claims.Delete(c.UID)
+		}
+		return false, err
+	}
+	if pooled.DeletionTimestamp.IsZero() {
+		if err := p.Client.Delete(ctx, pooled, client.Preconditions{UID: &pooled.UID}); client.IgnoreNotFound(err) != nil {
+			return true, fmt.Errorf("deleting the pooled instance %s/%s: %w", pooled.Namespace, pooled.Name, err)
+		}
+	}
+	return true, nil
+}
