@@ -37,11 +37,13 @@ type scale struct {
 	RestartBurst, Restarts int
 	// DeleteAll Challenges are deleted at once while ExpireAll expire at once.
 	DeleteAll, ExpireAll int
+	// Claims Challenges claim from a warm pool of Pool instances.
+	Claims, Pool int
 }
 
 var scales = map[string]scale{
-	"fast": {Name: "fast", Burst: 24, Kills: 3, FailoverBurst: 16, Failovers: 1, RestartBurst: 12, Restarts: 2, DeleteAll: 30, ExpireAll: 20},
-	"full": {Name: "full", Burst: 200, Kills: 6, FailoverBurst: 200, Failovers: 3, RestartBurst: 100, Restarts: 3, DeleteAll: 500, ExpireAll: 200},
+	"fast": {Name: "fast", Burst: 24, Kills: 3, FailoverBurst: 16, Failovers: 1, RestartBurst: 12, Restarts: 2, DeleteAll: 30, ExpireAll: 20, Claims: 10, Pool: 6},
+	"full": {Name: "full", Burst: 200, Kills: 6, FailoverBurst: 200, Failovers: 3, RestartBurst: 100, Restarts: 3, DeleteAll: 500, ExpireAll: 200, Claims: 150, Pool: 100},
 }
 
 var (
