@@ -133,6 +133,13 @@ type result struct {
 	// operator's API requests and Helm reconciles from delete-all to nothing left.
 	DeleteRequestsPerInstance   float64 `json:"deleteRequestsPerInstance,omitempty"`
 	DeleteReconcilesPerInstance float64 `json:"deleteReconcilesPerInstance,omitempty"`
+	// PoolSize is the warm pool's (pooled systems): its fill time, and its
+	// cost at rest from 10 to 70 s after it is full.
+	PoolSize                  int     `json:"poolSize,omitempty"`
+	PoolFill                  float64 `json:"poolFillSeconds,omitempty"`
+	PoolRestRequestsPerSecond float64 `json:"poolRestRequestsPerSecond,omitempty"`
+	PoolRestCPUPercent        float64 `json:"poolRestCPUPercent,omitempty"`
+	PoolRestRSSMiB            float64 `json:"poolRestRSSMiB,omitempty"`
 }
 
 func median(xs []float64) float64 {
@@ -147,7 +154,7 @@ func median(xs []float64) float64 {
 // medians is a result whose every figure is the median of that figure in rs
 // (one system and size).
 func medians(rs []result) result {
-	m := result{System: rs[0].System, N: rs[0].N, Rep: len(rs)}
+	m := result{System: rs[0].System, N: rs[0].N, Rep: len(rs), PoolSize: rs[0].PoolSize}
 	out := reflect.ValueOf(&m).Elem()
 	for f := range out.NumField() {
 		if out.Field(f).Kind() != reflect.Float64 {
@@ -259,7 +266,49 @@ func report(cfg config, results []result) string {
 				ratio("stock"), ratio("floor"), ratio("kubectl"))
 		}
 	}
+	poolReport(&b, cfg, results)
 	return b.String()
+}
+
+// poolReport adds the warm pools' table: each pooled system's burst beside
+// ours installing fresh.
+func poolReport(b *strings.Builder, cfg config, results []result) {
+	var pooled []string
+	for _, sys := range cfg.systems {
+		if _, ok := poolSizeOf(sys, 0); ok {
+			pooled = append(pooled, sys)
+		}
+	}
+	if len(pooled) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Warm pools\n\n**pooled**: ours with a template whose `pool` holds as many Running instances as the burst "+
+		"(`pooled:P`: P), filled before the clock starts; the burst's Challenges name the template and claim. Create to Running "+
+		"is from each Challenge's creation to its phase Running; the pool at rest is measured 10 to 70 s after it is full.\n\n")
+	fmt.Fprintf(b, "| N | system | pool | fill (s) | at rest: requests/s | at rest: CPU %% of a core | at rest: RSS (MiB) | all Running (s) | create to Running p50 / p95 / p99 (s) | API requests per instance, burst |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, n := range cfg.sizes {
+		for _, sys := range append([]string{"ours"}, pooled...) {
+			var rs []result
+			for _, r := range results {
+				if r.System == sys && r.N == n {
+					rs = append(rs, r)
+				}
+			}
+			if len(rs) == 0 {
+				continue
+			}
+			m := medians(rs)
+			rest := func(format string, v float64) string {
+				if m.PoolSize == 0 {
+					return "-"
+				}
+				return fmt.Sprintf(format, v)
+			}
+			fmt.Fprintf(b, "| %d | %s | %d | %s | %s | %s | %s | %.1f | %.2f / %.2f / %.2f | %.1f |\n", n, sys, m.PoolSize,
+				rest("%.1f", m.PoolFill), rest("%.3f", m.PoolRestRequestsPerSecond), rest("%.2f", m.PoolRestCPUPercent), rest("%.0f", m.PoolRestRSSMiB),
+				m.AllRunning, m.P50, m.P95, m.P99, m.RequestsPerInstance)
+		}
+	}
 }
 
 // isFloor tells whether sys runs no operator.

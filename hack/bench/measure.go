@@ -44,6 +44,9 @@ import (
 
 const (
 	benchNamespace = "bench"
+	// poolNamespace holds the pooled instances of the pooled systems.
+	poolNamespace  = "bench-pool"
+	pooledTemplate = "bench"
 	metricsAddr    = "127.0.0.1:18480"
 	pprofAddr      = "127.0.0.1:18481"
 	instanceLabel  = "ctf.challenge-operator.io/instance"
@@ -97,9 +100,14 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}); err != nil {
 		return r, err
 	}
+	poolSize, pooled := poolSizeOf(sys, n)
+	r.PoolSize = poolSize
 	chs := make([]*ctfv1alpha1.Challenge, n)
 	for i := range chs {
 		chs[i] = testharness.NewChallenge(benchNamespace, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i))
+		if pooled {
+			chs[i] = testharness.FromTemplate(benchNamespace, chs[i].Name, chs[i].Spec.Participant, pooledTemplate)
+		}
 	}
 	create, err := creator(ctx, cl, cluster, sys, chs, root)
 	if err != nil {
@@ -107,8 +115,8 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}
 
 	var proc process
-	switch sys {
-	case "ours":
+	switch {
+	case isOurs(sys):
 		watches, err := testharness.WatchesFile()
 		if err != nil {
 			return r, err
@@ -116,11 +124,14 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		args := append([]string{"--watches-file=" + watches,
 			"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--leader-elect=false",
 			"--flag-secret-namespaces=" + benchNamespace, "--zap-log-level=info", "--pprof-bind-address=" + pprofAddr}, cfg.flags...)
+		if pooled {
+			args = append(args, "--pool-namespace="+poolNamespace)
+		}
 		proc, err = startProcess(cluster, cfg.cpu, filepath.Join(bin, "manager"), args...)
 		if err != nil {
 			return r, err
 		}
-	case "stock":
+	case sys == "stock":
 		watches := filepath.Join(cluster.LogDir, "stock-watches.yaml")
 		content := fmt.Sprintf("- group: %s\n  version: %s\n  kind: %s\n  chart: %s\n", stockGVK.Group, stockGVK.Version, stockGVK.Kind, filepath.Join(root, "charts", "challenge"))
 		if err := os.WriteFile(watches, []byte(content), 0o644); err != nil {
@@ -136,6 +147,11 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		defer proc.Kill()
 		if err := waitMetrics(ctx); err != nil {
 			return r, fmt.Errorf("%w (log: %s)", err, proc.Log)
+		}
+	}
+	if pooled {
+		if err := fillPool(ctx, cl, proc, int32(poolSize), &r); err != nil {
+			return r, err
 		}
 	}
 
@@ -279,9 +295,10 @@ func controllerLabel(sys string) string {
 // creator returns how instance i is created for sys; the floor's manifests
 // are rendered here, before the clock starts.
 func creator(ctx context.Context, cl client.Client, cluster *testcluster.Cluster, sys string, chs []*ctfv1alpha1.Challenge, root string) (func(i int) error, error) {
-	switch sys {
-	case "ours":
+	if isOurs(sys) {
 		return func(i int) error { return cl.Create(ctx, chs[i].DeepCopy()) }, nil
+	}
+	switch sys {
 	case "stock", "floor", "kubectl":
 	default:
 		return nil, fmt.Errorf("unknown system %q: want ours, stock, floor or kubectl", sys)
@@ -391,7 +408,7 @@ func kubectlApply(cluster *testcluster.Cluster, objects [][]*unstructured.Unstru
 // watchReady sends, once all n are Running (ours) or Available, when each became so.
 func watchReady(ctx context.Context, cl client.WithWatch, sys string, n int, out chan<- map[string]time.Time) error {
 	var list client.ObjectList = &appsv1.DeploymentList{}
-	if sys == "ours" {
+	if isOurs(sys) {
 		list = &ctfv1alpha1.ChallengeList{}
 	}
 	w, err := cl.Watch(ctx, list, client.InNamespace(benchNamespace))
@@ -434,6 +451,13 @@ func watchReady(ctx context.Context, cl client.WithWatch, sys string, n int, out
 }
 
 func deleteAll(ctx context.Context, cl client.Client, sys string) error {
+	if _, pooled := poolSizeOf(sys, 0); pooled {
+		if err := cl.DeleteAllOf(ctx, &ctfv1alpha1.Challenge{}, client.InNamespace(benchNamespace)); err != nil {
+			return err
+		}
+		// Its unclaimed instances go with it.
+		return cl.Delete(ctx, &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: pooledTemplate}})
+	}
 	switch sys {
 	case "ours":
 		return cl.DeleteAllOf(ctx, &ctfv1alpha1.Challenge{}, client.InNamespace(benchNamespace))
@@ -453,7 +477,17 @@ func deleteAll(ctx context.Context, cl client.Client, sys string) error {
 
 // nothingLeft reports whether no instance object, pod, release record or CR is left.
 func nothingLeft(ctx context.Context, cl client.Client, sys string) (bool, error) {
-	in := client.InNamespace(benchNamespace)
+	if _, pooled := poolSizeOf(sys, 0); pooled {
+		if done, err := nothingLeftIn(ctx, cl, poolNamespace); !done || err != nil {
+			return done, err
+		}
+	}
+	return nothingLeftIn(ctx, cl, benchNamespace)
+}
+
+// nothingLeftIn reports whether no instance object, pod, release record or CR is left in ns.
+func nothingLeftIn(ctx context.Context, cl client.Client, ns string) (bool, error) {
+	in := client.InNamespace(ns)
 	stock := &unstructured.UnstructuredList{}
 	stock.SetGroupVersionKind(stockGVK.GroupVersion().WithKind(stockGVK.Kind + "List"))
 	lists := []struct {
@@ -694,4 +728,66 @@ func cpuProfile(path string, n int) error {
 	defer f.Close()
 	_, err = io.Copy(f, resp.Body)
 	return err
+}
+
+// poolSizeOf says whether sys is ours with a warm pool ("pooled": as large
+// as the burst n; "pooled:P": P instances) and how large.
+func poolSizeOf(sys string, n int) (int, bool) {
+	if sys == "pooled" {
+		return n, true
+	}
+	if p, ok := strings.CutPrefix(sys, "pooled:"); ok {
+		size, err := strconv.Atoi(p)
+		return size, err == nil && size > 0
+	}
+	return 0, false
+}
+
+// isOurs tells whether sys runs challenge-operator.
+func isOurs(sys string) bool {
+	_, pooled := poolSizeOf(sys, 0)
+	return sys == "ours" || pooled
+}
+
+// fillPool creates the pooled template and waits until its pool holds size
+// Running instances, then measures the pool at rest: requests and CPU from
+// 10 to 70 s after, and memory.
+func fillPool(ctx context.Context, cl client.Client, proc process, size int32, r *result) error {
+	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: poolNamespace}}); err != nil {
+		return err
+	}
+	start := time.Now()
+	tmpl := &ctfv1alpha1.ChallengeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: pooledTemplate},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{
+			Image: "registry.example/ctf/web-intro:1.0",
+			Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}},
+			Pool:  &ctfv1alpha1.PoolSpec{Min: size, Max: size},
+		},
+	}
+	if err := cl.Create(ctx, tmpl); err != nil {
+		return err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Duration(size)*time.Second+10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := cl.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)
+		return err == nil && tmpl.Status.Pool != nil && tmpl.Status.Pool.Ready == size, client.IgnoreNotFound(err)
+	}); err != nil {
+		return fmt.Errorf("filling the pool of %d: %w", size, err)
+	}
+	full := time.Now()
+	r.PoolFill = since(start, full)
+	label := controllerLabel("ours")
+	sleepUntil(full.Add(10 * time.Second))
+	a, err := proc.sample(label)
+	if err != nil {
+		return err
+	}
+	sleepUntil(full.Add(70 * time.Second))
+	b, err := proc.sample(label)
+	if err != nil {
+		return err
+	}
+	r.PoolRestRequestsPerSecond, r.PoolRestCPUPercent = rates(a, b)
+	r.PoolRestRSSMiB = proc.memory("VmRSS")
+	return nil
 }

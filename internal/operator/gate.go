@@ -22,6 +22,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
@@ -43,6 +44,8 @@ type gate struct {
 	sharedNamespaces []string
 	// organiserReader reads those Services, uncached: the cache holds instances' objects only.
 	organiserReader client.Reader
+	// pools tells which instances are pooled ones a team claimed.
+	pools *pool.Pools
 }
 
 // provider is the helm-operator-plugins post-renderer provider.
@@ -108,6 +111,9 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 	in.OwnerAnnotations = ownerAnnotations(ch)
 	if tmpl != nil {
 		in.Components = components(ch, tmpl, limits.IngressDomain)
+		if team := g.pools.ClaimedBy(ch); team != "" {
+			claimedIdentity(&in, ch, team)
+		}
 		if len(in.Components) > 0 {
 			in.InstancePods = values.InstancePodLabels(ch)
 		}
@@ -129,6 +135,17 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 		in.FlagSecret = values.FlagSecretName(ch.Name)
 	}
 	return in, nil
+}
+
+// claimedIdentity makes in the identity of a pooled instance ch that
+// team's Challenge claimed: its objects carry the team's participant, its
+// pods the one they started with.
+func claimedIdentity(in *policy.Instance, ch *ctfv1alpha1.Challenge, team string) {
+	in.PodParticipant = ch.Spec.Participant
+	in.Labels[policy.ParticipantLabel] = team
+	for i := range in.Components {
+		in.Components[i].Labels[policy.ParticipantLabel] = team
+	}
 }
 
 // components says what each of tmpl's components in ch may be.

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"time"
 
@@ -157,12 +156,16 @@ func (i installsFirst) pooled(obj client.Object) bool {
 	return i.pools != nil && obj.GetNamespace() == i.pools.Namespace && obj.GetLabels()[pool.TemplateLabel] != ""
 }
 
-func (installsFirst) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if e.ObjectNew.GetDeletionTimestamp() != nil {
+func (i installsFirst) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	switch {
+	case e.ObjectNew.GetDeletionTimestamp() != nil:
 		enqueue(q, e.ObjectNew, priorityTeardown)
-		return
+	case i.pooled(e.ObjectNew):
+		// A claimed one is already serving its team: its relabelling waits too.
+		enqueue(q, e.ObjectNew, handler.LowPriority)
+	default:
+		enqueue(q, e.ObjectNew, priorityRelease)
 	}
-	enqueue(q, e.ObjectNew, priorityRelease)
 }
 
 func (installsFirst) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -191,24 +194,10 @@ func releaseInputChanged() predicate.Predicate {
 			return o.GetGeneration() != n.GetGeneration() ||
 				!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
 				finalizerRemoved(o, n) ||
-				!equality.Semantic.DeepEqual(withoutClaim(o.GetLabels()), withoutClaim(n.GetLabels())) ||
-				!equality.Semantic.DeepEqual(withoutClaim(o.GetAnnotations()), withoutClaim(n.GetAnnotations()))
+				!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
+				!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations())
 		},
 	}
-}
-
-// withoutClaim is a Challenge's labels or annotations without the marks of
-// a claim, which change nothing its release renders.
-func withoutClaim(m map[string]string) map[string]string {
-	if _, ok := m[pool.ClaimedLabel]; !ok {
-		if _, ok := m[pool.ClaimantAnnotation]; !ok {
-			return m
-		}
-	}
-	out := maps.Clone(m)
-	delete(out, pool.ClaimedLabel)
-	delete(out, pool.ClaimantAnnotation)
-	return out
 }
 
 // finalizerRemoved tells whether a finalizer of old is missing from new: the

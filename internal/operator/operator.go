@@ -99,7 +99,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	gate := &gate{reader: mgr.GetClient(), limits: gateLimits(opts), keys: opts.Values.Keys, security: opts.Values.Security,
 		namespacePerInstance: opts.Values.NamespacePerInstance, sharedNamespaces: opts.Values.SharedServiceNamespaces,
-		organiserReader: mgr.GetAPIReader()}
+		organiserReader: mgr.GetAPIReader(), pools: pools}
 	actions, err := action.NewClientGetter(actionConfig, recorder, helmclient.AppendPostRenderers(gate.provider()))
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -117,6 +118,8 @@ func TestPoolClaim(t *testing.T) {
 	flag := pooledTemplate(t, "warm", 2, 2, nil)
 	pooled := eventuallyPoolReady(t, "warm", 2)
 
+	var podsBefore corev1.PodList
+	g.Expect(k8s.List(ctx, &podsBefore, client.InNamespace(poolNamespace))).To(Succeed())
 	ns := namespace(t)
 	phases := phasesOf(t, ns, "web")
 	ch := fromTemplate(ns, "web", "team-warm", "warm")
@@ -145,6 +148,30 @@ func TestPoolClaim(t *testing.T) {
 	g.Expect(owner.Annotations[pool.ClaimantAnnotation]).To(Equal(fmt.Sprintf("%s/web/%s", ns, got.UID)))
 	g.Expect(owner.OwnerReferences).To(BeEmpty(), "the template no longer owns a team's instance")
 	g.Expect(owner.Status.ExpiresAt).To(BeNil(), "the claimant's lifetime governs it")
+
+	// The instance's objects become the team's; its pods, whose labels change
+	// only with a new pod, keep the pool's and are not restarted.
+	instance := client.MatchingLabels{"ctf.challenge-operator.io/instance": claimed.Name}
+	g.Eventually(func(g Gomega) {
+		for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.SecretList{}} {
+			g.Expect(k8s.List(ctx, list, client.InNamespace(poolNamespace), instance)).To(Succeed())
+			items, err := apimeta.ExtractList(list)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(items).NotTo(BeEmpty())
+			for _, o := range items {
+				g.Expect(o.(client.Object).GetLabels()).To(HaveKeyWithValue(participantLabel, "team-warm"), "%T", o)
+			}
+		}
+	}, timeout, interval).Should(Succeed())
+	var pods corev1.PodList
+	g.Expect(k8s.List(ctx, &pods, client.InNamespace(poolNamespace), instance)).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1))
+	g.Expect(pods.Items[0].Labels).To(HaveKeyWithValue(participantLabel, claimed.Name), "the pod keeps its labels")
+	g.Expect(podsBefore.Items).To(ContainElement(HaveField("UID", pods.Items[0].UID)), "the pod that served the pool serves the team")
+	readySince := apimeta.FindStatusCondition(got.Status.Conditions, "Ready").LastTransitionTime
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+	g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
+	g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, "Ready").LastTransitionTime).To(Equal(readySince), "Running throughout the relabelling")
 
 	// Two teams at once, while the pool refills: two different instances.
 	a, b := fromTemplate(ns, "web-a", "team-a", "warm"), fromTemplate(ns, "web-b", "team-b", "warm")

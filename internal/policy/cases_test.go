@@ -193,6 +193,14 @@ var breakings = []breaking{
 		fx.podMeta().Labels["ctf.challenge-operator.io/participant"] = "team2"
 	}},
 	{name: "an Ingress without identity labels", rule: "labels", ingress: true, apply: func(fx *fixture) { fx.ing.Labels = nil }},
+	{name: "a claimed pooled instance's pods passing as the team's", rule: "labels", apply: func(fx *fixture) {
+		fx.in.PodParticipant = "pool-x"
+	}},
+	{name: "a claimed pooled instance's Service still the pool's", rule: "labels", apply: func(fx *fixture) {
+		fx.in.PodParticipant = "pool-x"
+		fx.podMeta().Labels["ctf.challenge-operator.io/participant"] = "pool-x"
+		fx.svc.Labels["ctf.challenge-operator.io/participant"] = "pool-x"
+	}},
 
 	// metadata-key
 	{name: "pod label k8s-app: kube-dns", rule: "metadata-key", apply: func(fx *fixture) { fx.podMeta().Labels["k8s-app"] = "kube-dns" }},
@@ -616,6 +624,10 @@ var harmlessChanges = []harmless{
 	{name: "with a namespace of its own", own: true},
 	{name: "with an Ingress", ingress: true},
 	{name: "with both", own: true, ingress: true},
+	{name: "a claimed pooled instance: the team's objects, the pool's pods", apply: func(fx *fixture) {
+		fx.in.PodParticipant = "pool-x"
+		fx.podMeta().Labels["ctf.challenge-operator.io/participant"] = "pool-x"
+	}},
 	{name: "the owner annotations a stored record's Namespace carries", own: true, apply: func(fx *fixture) {
 		fx.in.OwnerAnnotations = map[string]string{"operator-sdk/primary-resource": "ctf-team1/web", "operator-sdk/primary-resource-type": "Challenge.ctf.challenge-operator.io"}
 		for k, v := range fx.in.OwnerAnnotations {

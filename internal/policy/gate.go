@@ -47,6 +47,10 @@ type Instance struct {
 	// Labels are the identity labels: every object's labels and the pod template's labels carry each
 	// key with exactly this value, so other code can tell whose an object is.
 	Labels map[string]string
+	// PodParticipant, when set, is the participant label the pod templates carry instead of
+	// Labels': a pooled instance a team claimed keeps its pods' labels (changing them would
+	// restart them), while its other objects say whose it is now.
+	PodParticipant string
 	// Selector is the exact selector of the Deployment, the Service and the NetworkPolicy's
 	// podSelector, so none of them reaches another instance's pods.
 	Selector map[string]string

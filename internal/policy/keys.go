@@ -92,7 +92,12 @@ func (c *checker) keys(o *object, m metav1.Object, where string, isNamespace boo
 	if len(m.GetFinalizers()) > 0 {
 		return o.violation(ruleFinalizers, "%sfinalizers %v would outlive the instance", where, m.GetFinalizers())
 	}
-	if err := c.identity(o, m.GetLabels(), where); err != nil {
+	want := c.part.labels
+	if where == podTemplate && c.in.PodParticipant != "" {
+		want = maps.Clone(want)
+		want[ParticipantLabel] = c.in.PodParticipant
+	}
+	if err := c.identity(o, m.GetLabels(), want, where); err != nil {
 		return err
 	}
 	if err := c.labelKeys(o, m.GetLabels(), where, isNamespace); err != nil {
@@ -103,14 +108,20 @@ func (c *checker) keys(o *object, m metav1.Object, where string, isNamespace boo
 
 // identity requires every identity label with exactly its value, so other code can tell whose
 // an object is and no instance can pass as another.
-func (c *checker) identity(o *object, labels map[string]string, where string) error {
-	for _, k := range slices.Sorted(maps.Keys(c.part.labels)) {
-		if v, ok := labels[k]; !ok || v != c.part.labels[k] {
-			return o.violation(ruleLabels, "%slabel %s is %q, want %q", where, k, v, c.part.labels[k])
+func (c *checker) identity(o *object, labels, want map[string]string, where string) error {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if v, ok := labels[k]; !ok || v != want[k] {
+			return o.violation(ruleLabels, "%slabel %s is %q, want %q", where, k, v, want[k])
 		}
 	}
 	return nil
 }
+
+// ParticipantLabel is the identity label naming whose an instance is.
+const ParticipantLabel = "ctf.challenge-operator.io/participant"
+
+// podTemplate is how a pod template's metadata is named in violations.
+const podTemplate = "pod template "
 
 // labelKeys refuses reserved label keys beyond the identity labels.
 func (c *checker) labelKeys(o *object, labels map[string]string, where string, isNamespace bool) error {

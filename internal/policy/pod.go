@@ -36,7 +36,7 @@ func (c *checker) deployment(o *object, d *appsv1.Deployment) error {
 	if !exactSelector(d.Spec.Selector, c.part.selector) {
 		return o.violation(ruleSelector, "the selector must be exactly matchLabels %v", c.part.selector)
 	}
-	if err := c.keys(o, &d.Spec.Template.ObjectMeta, "pod template ", false); err != nil {
+	if err := c.keys(o, &d.Spec.Template.ObjectMeta, podTemplate, false); err != nil {
 		return err
 	}
 	return c.pod(o, &d.Spec.Template)

@@ -37,6 +37,9 @@ const (
 	// ClaimantAnnotation names the Challenge that claimed a pooled one:
 	// "<namespace>/<name>/<uid>".
 	ClaimantAnnotation = "ctf.challenge-operator.io/claimed-by"
+	// ParticipantAnnotation is the claimant's participant, whose identity
+	// the claimed instance's objects then carry.
+	ParticipantAnnotation = "ctf.challenge-operator.io/claimed-by-participant"
 	// GenerationAnnotation is the template generation a pooled Challenge
 	// was created for: one of an older generation is replaced unclaimed.
 	GenerationAnnotation = "ctf.challenge-operator.io/template-generation"
@@ -88,6 +91,15 @@ func IndexClaimant(o client.Object) []string {
 		return nil
 	}
 	return []string{key.String()}
+}
+
+// ClaimedBy is the participant whose Challenge claimed c, if c is a claimed
+// pooled instance; "" otherwise.
+func (p *Pools) ClaimedBy(c *ctfv1alpha1.Challenge) string {
+	if _, _, claimed := Claimant(c); !claimed || !p.IsPooled(c) {
+		return ""
+	}
+	return c.Annotations[ParticipantAnnotation]
 }
 
 // Of finds the pooled instance c claimed: ref is nil if c claimed none;
@@ -216,6 +228,7 @@ func claim(pooled *ctfv1alpha1.Challenge, c *ctfv1alpha1.Challenge) {
 		pooled.Annotations = map[string]string{}
 	}
 	pooled.Annotations[ClaimantAnnotation] = fmt.Sprintf("%s/%s/%s", c.Namespace, c.Name, c.UID)
+	pooled.Annotations[ParticipantAnnotation] = c.Spec.Participant
 	pooled.Labels[ClaimedLabel] = "true"
 	pooled.OwnerReferences = nil
 }

@@ -165,6 +165,11 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 	if err != nil || tmpl == nil {
 		return vals, err
 	}
+	if team := t.Pools.ClaimedBy(&c); team != "" {
+		// A claimed pooled instance is the team's: its objects say so; its
+		// pods keep the label they started with.
+		vals["participant"] = team
+	}
 	if err := t.secretEnv(ctx, tmpl, vals); err != nil {
 		return nil, err
 	}
@@ -351,8 +356,9 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		return nil, err
 	}
 	merge(out, map[string]any{
-		"participant": c.Spec.Participant,
-		"challenge":   ChallengeLabel(c, tmpl),
+		"participant":    c.Spec.Participant,
+		"podParticipant": c.Spec.Participant,
+		"challenge":      ChallengeLabel(c, tmpl),
 		"flag":        flagValues,
 		"secretEnv":   []any{}, // the values come from the Translator, which reads Secrets
 		"security":    securityValues,

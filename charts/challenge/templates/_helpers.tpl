@@ -9,12 +9,24 @@ The post-render gate checks that every object carries exactly these.
 managed-by is Helm's own value: Helm adopts live objects into a release only
 with it, so a release record lost (deleted by hand) is re-installed over them. */}}
 {{- define "challenge.labels" -}}
-{{ include "challenge.selectorLabels" . }}
+{{ include "challenge.labelsOf" (dict "root" . "participant" .Values.participant) }}
+{{- end }}
+
+{{/* The labels of the pod template: a pooled instance's pods keep the
+participant they started with (podParticipant) when a team claims it, since
+a pod's labels change only with a new pod. */}}
+{{- define "challenge.podLabels" -}}
+{{ include "challenge.labelsOf" (dict "root" . "participant" (default .Values.participant .Values.podParticipant)) }}
+{{- end }}
+
+{{/* challenge.labels for a participant ("root" is the chart's context). */}}
+{{- define "challenge.labelsOf" -}}
+{{ include "challenge.selectorLabels" .root }}
 app.kubernetes.io/managed-by: Helm
-ctf.challenge-operator.io/instance: {{ .Release.Name | quote }}
-ctf.challenge-operator.io/instance-namespace: {{ .Release.Namespace | quote }}
-ctf.challenge-operator.io/participant: {{ required "participant is required" .Values.participant | quote }}
-ctf.challenge-operator.io/challenge: {{ default .Release.Name .Values.challenge | quote }}
+ctf.challenge-operator.io/instance: {{ .root.Release.Name | quote }}
+ctf.challenge-operator.io/instance-namespace: {{ .root.Release.Namespace | quote }}
+ctf.challenge-operator.io/participant: {{ required "participant is required" .participant | quote }}
+ctf.challenge-operator.io/challenge: {{ default .root.Release.Name .root.Values.challenge | quote }}
 {{- end }}
 
 {{/* The Service type for an exposure type: an Ingress fronts a ClusterIP Service. */}}
@@ -65,14 +77,15 @@ app.kubernetes.io/instance: {{ .root.Release.Name | quote }}
 {{- end }}
 
 {{/* Labels on every object of a component: the instance's identity, with
-the component's name. */}}
+the component's name ("participant", when set, overrides the instance's, as
+for challenge.podLabels). */}}
 {{- define "challenge.componentLabels" -}}
 {{ include "challenge.componentSelectorLabels" . }}
 app.kubernetes.io/component: {{ .c.name | quote }}
 app.kubernetes.io/managed-by: Helm
 ctf.challenge-operator.io/instance: {{ .root.Release.Name | quote }}
 ctf.challenge-operator.io/instance-namespace: {{ .root.Release.Namespace | quote }}
-ctf.challenge-operator.io/participant: {{ required "participant is required" .root.Values.participant | quote }}
+ctf.challenge-operator.io/participant: {{ required "participant is required" (default .root.Values.participant .participant) | quote }}
 ctf.challenge-operator.io/challenge: {{ default .root.Release.Name .root.Values.challenge | quote }}
 {{- end }}
 
