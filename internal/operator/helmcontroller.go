@@ -33,6 +33,22 @@ import (
 // its metrics: controller_runtime_reconcile_total{controller=...}).
 const HelmControllerName = "challenge-controller"
 
+// PoolHelmControllerName names the controller that runs the Helm reconciler
+// for pooled instances: their installs (refills) and upgrades (the
+// relabelling of a claim) have workers of their own, so that no team's
+// claim or install ever waits for a worker busy with a pool.
+const PoolHelmControllerName = "challenge-pool-controller"
+
+// helmController is one controller running the Helm reconciler, for the
+// Challenges keep selects.
+type helmController struct {
+	name        string
+	concurrency int
+	keep        func(reconcile.Request) bool
+	// reconciler wraps the Helm reconciler; nil runs it as it is.
+	reconciler reconcile.Reconciler
+}
+
 // setupHelmController runs the Helm reconciler under a controller of our own
 // instead of the one its SetupWithManager builds, so that what starts a Helm
 // reconcile is chosen here. That one enqueues on every event of the primary
@@ -44,12 +60,17 @@ const HelmControllerName = "challenge-controller"
 // finalizer removed from the Challenge; its template changing; a sibling leaving
 // (quota); its release record deleted; or an object of the release deleted or
 // changed in its spec (drift). Status-only changes go to the status controller.
-func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency int, extra reconciler.ControllerSetupFunc, namespacePerInstance bool, installFailing func(string) bool, pools *pool.Pools) error {
-	c, err := controller.New(HelmControllerName, mgr, controller.Options{
-		Reconciler:              r,
-		MaxConcurrentReconciles: concurrency,
+func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, hc helmController, extra reconciler.ControllerSetupFunc, namespacePerInstance bool, installFailing func(string) bool, pools *pool.Pools) error {
+	var run reconcile.Reconciler = r
+	if hc.reconciler != nil {
+		run = hc.reconciler
+	}
+	c, err := controller.New(hc.name, mgr, controller.Options{
+		Reconciler:              run,
+		MaxConcurrentReconciles: hc.concurrency,
 		RecoverPanic:            ptr.To(true),
 		RateLimiter:             helmRateLimiter(),
+		NewQueue:                keptQueue(mgr, hc.keep),
 	})
 	if err != nil {
 		return err
@@ -76,6 +97,82 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, concurrency
 		}
 	}
 	return extra(c)
+}
+
+// helmControllers are the controllers that run the Helm reconciler: one for
+// every Challenge, or, with pools, one for the teams' and one with a quarter
+// of the workers for the pooled instances (the pool namespace's).
+func helmControllers(r reconcile.Reconciler, concurrency int, pools *pool.Pools) []helmController {
+	if pools == nil {
+		return []helmController{{name: HelmControllerName, concurrency: concurrency}}
+	}
+	pooled := func(req reconcile.Request) bool { return req.Namespace == pools.Namespace }
+	return []helmController{
+		{name: HelmControllerName, concurrency: concurrency, keep: func(req reconcile.Request) bool { return !pooled(req) }},
+		{name: PoolHelmControllerName, concurrency: max(1, concurrency/4), keep: pooled, reconciler: whenQuiet(r, pools.Demand)},
+	}
+}
+
+// poolQuiet is how long after the last team's Challenge the pools' Helm work
+// waits: a burst of claims is served by the API server alone.
+const poolQuiet = 2 * time.Second
+
+// whenQuiet runs r once no team has asked for an instance for poolQuiet:
+// a refill's install, a claim's relabelling and a pooled instance's
+// teardown all load the API server that claims wait on.
+func whenQuiet(r reconcile.Reconciler, demand *pool.Demand) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		if wait := demand.Busy(poolQuiet); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		return r.Reconcile(ctx, req)
+	})
+}
+
+// keptQueue makes a controller's queue, controller-runtime's priority queue,
+// taking only the requests keep selects (all when nil): every watch of both
+// Helm controllers maps events alike, and each keeps its own.
+func keptQueue(mgr ctrl.Manager, keep func(reconcile.Request) bool) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		q := priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+			o.Log = mgr.GetLogger().WithValues("controller", name)
+			o.RateLimiter = rl
+		})
+		if keep == nil {
+			return q
+		}
+		return &filteredQueue{PriorityQueue: q, keep: keep}
+	}
+}
+
+// filteredQueue drops the requests keep does not select.
+type filteredQueue struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+	keep func(reconcile.Request) bool
+}
+
+func (q *filteredQueue) Add(item reconcile.Request) {
+	if q.keep(item) {
+		q.PriorityQueue.Add(item)
+	}
+}
+
+func (q *filteredQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+	if items = slices.DeleteFunc(items, func(r reconcile.Request) bool { return !q.keep(r) }); len(items) > 0 {
+		q.PriorityQueue.AddWithOpts(o, items...)
+	}
+}
+
+func (q *filteredQueue) AddAfter(item reconcile.Request, d time.Duration) {
+	if q.keep(item) {
+		q.PriorityQueue.AddAfter(item, d)
+	}
+}
+
+func (q *filteredQueue) AddRateLimited(item reconcile.Request) {
+	if q.keep(item) {
+		q.PriorityQueue.AddRateLimited(item)
+	}
 }
 
 // helmRateLimiter spaces a Challenge's failed reconciles: from 100 ms,

@@ -148,8 +148,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("creating reconciler for %s: %w", w.GroupVersionKind, err)
 		}
-		if err := setupHelmController(mgr, r, concurrency(w, opts), wiring.extraWatches, opts.Values.NamespacePerInstance, actions.InstallFailing, pools); err != nil {
-			return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
+		for _, hc := range helmControllers(r, concurrency(w, opts), pools) {
+			if err := setupHelmController(mgr, r, hc, wiring.extraWatches, opts.Values.NamespacePerInstance, actions.InstallFailing, pools); err != nil {
+				return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
+			}
 		}
 	}
 	statusReconciler := &controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,

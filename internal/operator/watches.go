@@ -56,7 +56,10 @@ func extraWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *poo
 		byTemplate := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate) []reconcile.Request {
 			return challengeRequests(ctx, cl, everyChallenge, client.MatchingFields{controller.TemplateField: t.Name})
 		})
-		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.ChallengeTemplate{}, byTemplate)); err != nil {
+		// Only its spec changes a render: its status (counts, the pool's)
+		// changes with every instance and would reconcile them all each time.
+		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.ChallengeTemplate{}, byTemplate,
+			predicate.TypedGenerationChangedPredicate[*ctfv1alpha1.ChallengeTemplate]{})); err != nil {
 			return err
 		}
 		siblings := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, ch *ctfv1alpha1.Challenge) []reconcile.Request {

@@ -13,9 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -230,7 +232,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("challenge-pool").
-		For(&ctfv1alpha1.ChallengeTemplate{}).
+		// Its spec only: the template's status changes with every instance.
+		For(&ctfv1alpha1.ChallengeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&ctfv1alpha1.Challenge{}, handler.EnqueueRequestsFromMapFunc(r.templateOfPooled)).
 		WatchesRawSource(source.Channel(demand, &handler.TypedEnqueueRequestForObject[*ctfv1alpha1.ChallengeTemplate]{})).
 		Complete(r)

@@ -21,6 +21,7 @@ type Demand struct {
 
 	mu      sync.Mutex
 	minutes map[string]*[demandWindow]bucket
+	last    time.Time
 }
 
 type bucket struct {
@@ -28,11 +29,27 @@ type bucket struct {
 	n      int32
 }
 
-func (d *Demand) now() int64 {
+func (d *Demand) clock() time.Time {
 	if d.Now != nil {
-		return d.Now().Unix() / 60
+		return d.Now()
 	}
-	return time.Now().Unix() / 60
+	return time.Now()
+}
+
+func (d *Demand) now() int64 { return d.clock().Unix() / 60 }
+
+// Busy is how long to wait until quiet has passed since the last
+// Challenge counted; 0 once it has.
+func (d *Demand) Busy(quiet time.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.last.IsZero() {
+		return 0
+	}
+	return max(0, quiet-d.clock().Sub(d.last))
 }
 
 // Add counts one Challenge of template now.
@@ -56,6 +73,7 @@ func (d *Demand) Add(template string) {
 		*b = bucket{minute: m}
 	}
 	b.n++
+	d.last = d.clock()
 	if d.Changed != nil {
 		d.Changed(template)
 	}

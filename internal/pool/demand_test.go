@@ -15,6 +15,9 @@ func TestDemandFollowsTheBusiestRecentMinute(t *testing.T) {
 		d.Add("web")
 	}
 	d.Add("other")
+	if got := d.Busy(2 * time.Second); got != 2*time.Second {
+		t.Fatalf("right after a claim: busy for %s, want 2s", got)
+	}
 	if got := d.Target("web", 2, 10); got != 7 {
 		t.Fatalf("7 claims this minute: target %d, want 7", got)
 	}
@@ -33,6 +36,9 @@ func TestDemandFollowsTheBusiestRecentMinute(t *testing.T) {
 	now = now.Add(10 * time.Minute)
 	if got := d.Target("web", 2, 10); got != 2 {
 		t.Fatalf("after the window: target %d, want min 2", got)
+	}
+	if got := d.Busy(2 * time.Second); got != 0 {
+		t.Fatalf("long after the last claim: busy for %s", got)
 	}
 	if got := d.Peak("other"); got != 0 {
 		t.Fatalf("other's demand has aged out: %d", got)

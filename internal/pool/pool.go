@@ -16,9 +16,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,6 +66,38 @@ type Pools struct {
 	// claims remembers the claims this process made, by claimant UID: the
 	// cache may not show a claim yet when the claimant is reconciled again.
 	claims sync.Map
+	// taken holds when this process claimed each pooled instance (by
+	// namespace/name): its cache may show it unclaimed for a while yet.
+	taken   map[types.NamespacedName]time.Time
+	takenMu sync.Mutex
+}
+
+// takenFor is how long a claim of this process is remembered: longer than
+// any cache lag.
+const takenFor = time.Minute
+
+// take records a claim of this process and forgets the old ones.
+func (p *Pools) take(key types.NamespacedName) {
+	p.takenMu.Lock()
+	defer p.takenMu.Unlock()
+	now := time.Now()
+	if p.taken == nil {
+		p.taken = map[types.NamespacedName]time.Time{}
+	}
+	for k, at := range p.taken {
+		if now.Sub(at) > takenFor {
+			delete(p.taken, k)
+		}
+	}
+	p.taken[key] = now
+}
+
+// isTaken tells whether this process claimed key lately.
+func (p *Pools) isTaken(key types.NamespacedName) bool {
+	p.takenMu.Lock()
+	defer p.takenMu.Unlock()
+	_, ok := p.taken[key]
+	return ok
 }
 
 func (p *Pools) enabled() bool { return p != nil && p.Namespace != "" }
@@ -173,10 +207,18 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{TemplateLabel: tmpl.Name}); err != nil {
 		return nil, fmt.Errorf("listing the pool of %s: %w", tmpl.Name, err)
 	}
-	candidates := slices.DeleteFunc(list.Items, func(o ctfv1alpha1.Challenge) bool { return !Claimable(&o, tmpl) })
+	candidates := slices.DeleteFunc(list.Items, func(o ctfv1alpha1.Challenge) bool {
+		return p.isTaken(client.ObjectKeyFromObject(&o)) || !Claimable(&o, tmpl)
+	})
 	slices.SortFunc(candidates, func(a, b ctfv1alpha1.Challenge) int {
 		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
 	})
+	// Claims made at once start at different candidates: all starting at
+	// the oldest would make the n-th of a burst lose n-1 conflicts first.
+	if len(candidates) > 0 {
+		start := int(crc32.ChecksumIEEE([]byte(c.UID)) % uint32(len(candidates)))
+		candidates = append(candidates[start:], candidates[:start]...)
+	}
 	if first {
 		p.Demand.Add(tmpl.Name)
 	}
@@ -191,6 +233,7 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 			return nil, fmt.Errorf("claiming %s/%s: %w", pooled.Namespace, pooled.Name, err)
 		}
 		p.claims.Store(c.UID, refTo(pooled))
+		p.take(client.ObjectKeyFromObject(pooled))
 		metrics.ObserveClaim(tmpl.Name, true)
 		return pooled, nil
 	}
