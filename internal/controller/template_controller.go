@@ -29,7 +29,9 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	var list ctfv1alpha1.ChallengeList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{TemplateField: tmpl.Name}); err != nil {
+	// Read-only, so the cache's own objects: a copy of each would cost the
+	// whole template's instances at every change of any of them.
+	if err := r.Client.List(ctx, &list, client.MatchingFields{TemplateField: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	var active int32

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
@@ -114,17 +115,27 @@ func helmControllers(r reconcile.Reconciler, concurrency int, pools *pool.Pools)
 }
 
 // poolQuiet is how long after the last team's Challenge the pools' Helm work
-// waits: a burst of claims is served by the API server alone.
-const poolQuiet = 2 * time.Second
+// waits, poolPatience at most: a burst of claims is served by the API server
+// alone, and a steady stream of them does not starve the pools.
+const (
+	poolQuiet    = 2 * time.Second
+	poolPatience = 10 * time.Second
+)
 
-// whenQuiet runs r once no team has asked for an instance for poolQuiet:
-// a refill's install, a claim's relabelling and a pooled instance's
-// teardown all load the API server that claims wait on.
+// whenQuiet runs r once no team has asked for an instance for poolQuiet, or
+// once a request has waited poolPatience: a refill's install, a claim's
+// relabelling and a pooled instance's teardown all load the API server
+// that claims wait on.
 func whenQuiet(r reconcile.Reconciler, demand *pool.Demand) reconcile.Reconciler {
+	var waiting sync.Map // reconcile.Request -> when it was first held back
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		if wait := demand.Busy(poolQuiet); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, nil
+			since, _ := waiting.LoadOrStore(req, time.Now())
+			if left := poolPatience - time.Since(since.(time.Time)); left > 0 {
+				return reconcile.Result{RequeueAfter: min(wait, left)}, nil
+			}
 		}
+		waiting.Delete(req)
 		return r.Reconcile(ctx, req)
 	})
 }

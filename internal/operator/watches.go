@@ -111,7 +111,9 @@ func extraWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *poo
 // challengeRequests lists the Challenges matching opts that keep selects.
 func challengeRequests(ctx context.Context, cl client.Reader, keep func(*ctfv1alpha1.Challenge) bool, opts ...client.ListOption) []reconcile.Request {
 	var list ctfv1alpha1.ChallengeList
-	if err := cl.List(ctx, &list, opts...); err != nil {
+	// Read-only, so the cache's own objects: a wave of teardowns asks for
+	// the queued ones once per instance leaving, each time over all of them.
+	if err := cl.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing Challenges to requeue")
 		return nil
 	}

@@ -59,7 +59,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	var list ctfv1alpha1.ChallengeList
-	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{TemplateLabel: tmpl.Name}); err != nil {
+	// Read-only: the cache's own objects, not a copy each (a burst of claims
+	// reconciles the pool once per claim, each time over the whole pool).
+	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{TemplateLabel: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	var unclaimed, stale []*ctfv1alpha1.Challenge
@@ -146,7 +148,7 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, pooled *ctfv1alpha1.Chall
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("deleting a pooled instance whose claimant is gone", "pooled", client.ObjectKeyFromObject(pooled), "claimant", key)
-	return client.IgnoreNotFound(r.Pools.Client.Delete(ctx, pooled, client.Preconditions{UID: &pooled.UID}))
+	return client.IgnoreNotFound(r.Pools.Client.Delete(ctx, pooled.DeepCopy(), client.Preconditions{UID: &pooled.UID}))
 }
 
 // create adds n unclaimed instances to tmpl's pool.
@@ -202,7 +204,7 @@ func (r *Reconciler) delete(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemp
 		return nil
 	}
 	for _, ch := range pooled {
-		err := r.Pools.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID, ResourceVersion: &ch.ResourceVersion})
+		err := r.Pools.Client.Delete(ctx, ch.DeepCopy(), client.Preconditions{UID: &ch.UID, ResourceVersion: &ch.ResourceVersion})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting pooled instance %s: %w", ch.Name, err)
 		}

@@ -204,7 +204,8 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 	// operator has written any condition.
 	first := len(c.Status.Conditions) == 0
 	var list ctfv1alpha1.ChallengeList
-	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{TemplateLabel: tmpl.Name}); err != nil {
+	// Read-only: the cache's own objects; the one claimed is copied.
+	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{TemplateLabel: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the pool of %s: %w", tmpl.Name, err)
 	}
 	candidates := slices.DeleteFunc(list.Items, func(o ctfv1alpha1.Challenge) bool {
@@ -217,7 +218,7 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 	// the oldest would make the n-th of a burst lose n-1 conflicts first.
 	if len(candidates) > 0 {
 		start := int(crc32.ChecksumIEEE([]byte(c.UID)) % uint32(len(candidates)))
-		candidates = append(candidates[start:], candidates[:start]...)
+		candidates = slices.Concat(candidates[start:], candidates[:start])
 	}
 	if first {
 		p.Demand.Add(tmpl.Name)

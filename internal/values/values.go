@@ -359,11 +359,11 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"participant":    c.Spec.Participant,
 		"podParticipant": c.Spec.Participant,
 		"challenge":      ChallengeLabel(c, tmpl),
-		"flag":        flagValues,
-		"secretEnv":   []any{}, // the values come from the Translator, which reads Secrets
-		"security":    securityValues,
-		"components":  componentValues,
-		"hosts":       hosts["hosts"],
+		"flag":           flagValues,
+		"secretEnv":      []any{}, // the values come from the Translator, which reads Secrets
+		"security":       securityValues,
+		"components":     componentValues,
+		"hosts":          hosts["hosts"],
 		"networkPolicy": map[string]any{
 			"internalCIDRs":         toAny(settings.EffectiveInternalCIDRs()),
 			"egress":                egress,
