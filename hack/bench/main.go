@@ -169,6 +169,20 @@ func medians(rs []result) result {
 	return m
 }
 
+// mediansOf is the medians of sys's results at size n, if it has any.
+func mediansOf(results []result, sys string, n int) (result, bool) {
+	var rs []result
+	for _, r := range results {
+		if r.System == sys && r.N == n {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		return result{}, false
+	}
+	return medians(rs), true
+}
+
 func percentile(xs []float64, p float64) float64 {
 	if len(xs) == 0 {
 		return 0
@@ -196,16 +210,9 @@ func report(cfg config, results []result) string {
 	for _, sys := range []string{"floor", "kubectl", "ours", "stock"} {
 		med[sys] = map[int]result{}
 		for _, n := range cfg.sizes {
-			var rs []result
-			for _, r := range results {
-				if r.System == sys && r.N == n {
-					rs = append(rs, r)
-				}
+			if m, ok := mediansOf(results, sys, n); ok {
+				med[sys][n] = m
 			}
-			if len(rs) == 0 {
-				continue
-			}
-			med[sys][n] = medians(rs)
 		}
 	}
 	var b strings.Builder
@@ -288,16 +295,10 @@ func poolReport(b *strings.Builder, cfg config, results []result) {
 	fmt.Fprintf(b, "| N | system | pool | fill (s) | at rest: requests/s | at rest: CPU %% of a core | at rest: RSS (MiB) | all Running (s) | create to Running p50 / p95 / p99 (s) | API requests per instance, burst |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range cfg.sizes {
 		for _, sys := range append([]string{"ours"}, pooled...) {
-			var rs []result
-			for _, r := range results {
-				if r.System == sys && r.N == n {
-					rs = append(rs, r)
-				}
-			}
-			if len(rs) == 0 {
+			m, ok := mediansOf(results, sys, n)
+			if !ok {
 				continue
 			}
-			m := medians(rs)
 			rest := func(format string, v float64) string {
 				if m.PoolSize == 0 {
 					return "-"

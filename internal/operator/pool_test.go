@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -74,40 +73,6 @@ func eventuallyPoolReady(t *testing.T, template string, n int32) map[string]ctfv
 	return got
 }
 
-// phasesOf watches the Challenge ns/name from before its creation and
-// returns a function that reports every phase its status has shown, in
-// order, once it has shown until (or the deadline passed).
-func phasesOf(t *testing.T, ns, name string) func(until ctfv1alpha1.Phase) []ctfv1alpha1.Phase {
-	t.Helper()
-	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: k8s.Scheme()})
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	w, err := wc.Watch(context.Background(), &ctfv1alpha1.ChallengeList{}, client.InNamespace(ns),
-		client.MatchingFields{"metadata.name": name})
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(w.Stop)
-	return func(until ctfv1alpha1.Phase) []ctfv1alpha1.Phase {
-		var seen []ctfv1alpha1.Phase
-		deadline := time.After(timeout)
-		for {
-			select {
-			case e := <-w.ResultChan():
-				ch, ok := e.Object.(*ctfv1alpha1.Challenge)
-				if !ok || e.Type == watch.Deleted {
-					continue
-				}
-				if p := ch.Status.Phase; p != "" && (len(seen) == 0 || seen[len(seen)-1] != p) {
-					seen = append(seen, p)
-				}
-				if slices.Contains(seen, until) {
-					return seen
-				}
-			case <-deadline:
-				return seen
-			}
-		}
-	}
-}
-
 // TestPoolClaim: a Challenge of a pooled template is Running in its first
 // status, served by a pooled instance with the team's flag and expiry;
 // two teams claiming at once get two instances; the pool refills; deleting
@@ -121,11 +86,11 @@ func TestPoolClaim(t *testing.T) {
 	var podsBefore corev1.PodList
 	g.Expect(k8s.List(ctx, &podsBefore, client.InNamespace(poolNamespace))).To(Succeed())
 	ns := namespace(t)
-	phases := phasesOf(t, ns, "web")
+	rec := record(t, ns, "web")
 	ch := fromTemplate(ns, "web", "team-warm", "warm")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
-	g.Expect(phases(ctfv1alpha1.PhaseRunning)).To(Equal([]ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseRunning}),
-		"from the schema's default straight to Running: one status change")
+	oneChange := []ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseRunning}
+	g.Eventually(rec.phases, timeout, interval).Should(Equal(oneChange), "from the schema's default straight to Running: one status change")
 
 	got := &ctfv1alpha1.Challenge{}
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
@@ -172,6 +137,7 @@ func TestPoolClaim(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
 	g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
 	g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, "Ready").LastTransitionTime).To(Equal(readySince), "Running throughout the relabelling")
+	g.Expect(rec.phases()).To(Equal(oneChange), "and never anything else")
 
 	// Two teams at once, while the pool refills: two different instances.
 	a, b := fromTemplate(ns, "web-a", "team-a", "warm"), fromTemplate(ns, "web-b", "team-b", "warm")

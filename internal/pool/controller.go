@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,7 +83,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		unclaimed = append(unclaimed, pooled)
 	}
-	if err := r.delete(ctx, tmpl, stale, ReasonReplaced, "replaced %d unclaimed pooled instances made for an older version of the template"); err != nil {
+	note := "replaced %d unclaimed pooled instances made for an older version of the template"
+	if tmpl.Spec.Pool == nil {
+		note = "deleted %d unclaimed pooled instances: the template has no pool any more"
+	}
+	if err := r.delete(ctx, tmpl, stale, ReasonReplaced, note); err != nil {
 		return ctrl.Result{}, err
 	}
 	if tmpl.Spec.Pool == nil {
@@ -175,14 +180,12 @@ func (r *Reconciler) newPooled(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1
 			Annotations: map[string]string{GenerationAnnotation: fmt.Sprint(tmpl.Generation)},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "ChallengeTemplate",
-				Name: tmpl.Name, UID: tmpl.UID, Controller: ptrTo(true),
+				Name: tmpl.Name, UID: tmpl.UID, Controller: ptr.To(true),
 			}},
 		},
 		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: name},
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // PooledName is a new pooled instance's name: its template's (cut to fit a
 // release name), "-pool-" and five random characters.
