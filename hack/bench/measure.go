@@ -164,7 +164,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}
 	start := time.Now()
 	profiled := make(chan error, 1)
-	if cfg.profile != "" && sys == "ours" {
+	if cfg.profile != "" && isOurs(sys) {
 		go func() { profiled <- cpuProfile(cfg.profile, n) }()
 	} else {
 		profiled <- nil
@@ -246,7 +246,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		}
 	}
 	deleteProfiled := make(chan error, 1)
-	if cfg.profile != "" && sys == "ours" {
+	if cfg.profile != "" && isOurs(sys) {
 		go func() { deleteProfiled <- cpuProfile(cfg.profile+".delete", n) }()
 	} else {
 		deleteProfiled <- nil
