@@ -226,7 +226,8 @@ func (w *StatusWriter) report(ch *ctfv1alpha1.Challenge, before *ctfv1alpha1.Cha
 	if w.Recorder != nil {
 		w.Recorder.Eventf(ch, nil, eventType, st.Reason, string(st.Phase), "%s: %s", st.Phase, st.Message)
 	}
-	if before.ReadyAt == nil && st.ReadyAt != nil {
+	if before.ReadyAt == nil && st.ReadyAt != nil && !w.Observer.Pools.IsPooled(ch) {
+		// A pooled instance waits for no team: its claimant's time counts.
 		metrics.ObserveTimeToReady(st.ReadyAt.Sub(ch.CreationTimestamp.Time))
 	}
 	if before.Phase == ctfv1alpha1.PhaseQueued && st.Phase != ctfv1alpha1.PhaseDeleted {

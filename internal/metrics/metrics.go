@@ -44,17 +44,22 @@ func ObserveError(reason string) { errorsTotal.WithLabelValues(reason).Inc() }
 
 // Register adds the metrics to controller-runtime's registry; phases are
 // counted from reader (the manager's cache) at every scrape, so the gauge is
-// always exactly what the cluster holds.
-func Register(reader client.Reader) {
+// always exactly what the cluster holds. pooled tells the warm pools'
+// instances, which the pool's own metrics count: a claimed one is its
+// claimant's instance, counted once as the claimant's phase.
+func Register(reader client.Reader, pooled func(*ctfv1alpha1.Challenge) bool) {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, &phaseCollector{reader: reader},
+		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, &phaseCollector{reader: reader, pooled: pooled},
 			poolInstances, poolTarget, poolClaims)
 	})
 }
 
 var registerOnce sync.Once
 
-type phaseCollector struct{ reader client.Reader }
+type phaseCollector struct {
+	reader client.Reader
+	pooled func(*ctfv1alpha1.Challenge) bool
+}
 
 func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- phaseDesc }
 
@@ -62,7 +67,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var list ctfv1alpha1.ChallengeList
-	if err := c.reader.List(ctx, &list); err != nil {
+	if err := c.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // read-only
 		ch <- prometheus.NewInvalidMetric(phaseDesc, err)
 		return
 	}
@@ -71,6 +76,9 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 		counts[p] = 0
 	}
 	for i := range list.Items {
+		if c.pooled(&list.Items[i]) {
+			continue
+		}
 		phase := list.Items[i].Status.Phase
 		if phase == "" {
 			phase = ctfv1alpha1.PhaseNone

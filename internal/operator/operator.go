@@ -92,7 +92,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			NamespacePerInstance: opts.Values.NamespacePerInstance, Gateways: len(opts.Values.Gateways) > 0, Queue: queue, Pools: pools},
 		Recorder: recorder,
 	}
-	metrics.Register(mgr.GetClient())
+	metrics.Register(mgr.GetClient(), pools.IsPooled)
 	actionConfig, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper())
 	if err != nil {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
