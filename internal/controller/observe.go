@@ -236,10 +236,10 @@ func (o *Observer) queuePosition(ctx context.Context, ch *ctfv1alpha1.Challenge,
 // claimant's counts from the claim (its creation), and deleting the
 // claimant deletes it.
 func (o *Observer) lifetime(ch, inst *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, obs *lifecycle.Observation) {
-	if tmpl != nil && tmpl.Spec.Flag != nil {
-		obs.FlagSecretName = values.FlagSecretName(inst.Name)
-	}
 	if tmpl != nil {
+		if tmpl.Spec.Flag != nil {
+			obs.FlagSecretName = values.FlagSecretName(inst.Name)
+		}
 		for _, c := range tmpl.Spec.Components {
 			obs.Components = append(obs.Components, c.Name)
 		}

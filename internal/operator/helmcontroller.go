@@ -107,7 +107,7 @@ func helmControllers(r reconcile.Reconciler, concurrency int, pools *pool.Pools)
 	if pools == nil {
 		return []helmController{{name: HelmControllerName, concurrency: concurrency}}
 	}
-	pooled := func(req reconcile.Request) bool { return req.Namespace == pools.Namespace }
+	pooled := func(req reconcile.Request) bool { return pools.Holds(req.Namespace) }
 	return []helmController{
 		{name: HelmControllerName, concurrency: concurrency, keep: func(req reconcile.Request) bool { return !pooled(req) }},
 		{name: PoolHelmControllerName, concurrency: max(1, concurrency/4), keep: pooled, reconciler: whenQuiet(r, pools.Demand)},
@@ -261,7 +261,7 @@ func (i installsFirst) Create(_ context.Context, e event.CreateEvent, q workqueu
 
 // pooled tells whether obj is a pooled instance.
 func (i installsFirst) pooled(obj client.Object) bool {
-	return i.pools != nil && obj.GetNamespace() == i.pools.Namespace && obj.GetLabels()[pool.TemplateLabel] != ""
+	return i.pools.Holds(obj.GetNamespace()) && obj.GetLabels()[pool.TemplateLabel] != ""
 }
 
 func (i installsFirst) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

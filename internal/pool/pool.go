@@ -102,10 +102,14 @@ func (p *Pools) isTaken(key types.NamespacedName) bool {
 
 func (p *Pools) enabled() bool { return p != nil && p.Namespace != "" }
 
+// Holds tells whether namespace is the pool namespace, where platforms
+// create nothing: every Challenge there is the pools' business.
+func (p *Pools) Holds(namespace string) bool { return p.enabled() && namespace == p.Namespace }
+
 // IsPooled tells whether ch is a pooled instance: labelled with its own
-// template and in the pool namespace, where platforms create nothing.
+// template and in the pool namespace.
 func (p *Pools) IsPooled(ch *ctfv1alpha1.Challenge) bool {
-	return p.enabled() && ch.Namespace == p.Namespace && ch.Spec.Template != "" && ch.Labels[TemplateLabel] == ch.Spec.Template
+	return p.Holds(ch.Namespace) && ch.Spec.Template != "" && ch.Labels[TemplateLabel] == ch.Spec.Template
 }
 
 // Claimant returns the Challenge that claimed pooled, if any.
