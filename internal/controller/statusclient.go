@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -16,6 +18,25 @@ import (
 type StatusClient struct {
 	client.Client
 	Writer *StatusWriter
+}
+
+// Update writes only the finalizers of an unstructured Challenge, the one
+// change the Helm reconciler makes with an update (its own finalizer, added
+// before an install and removed after an uninstall), as a merge patch at the
+// resourceVersion it read. It reads Challenges converted from the typed
+// cache, whose times are whole seconds: sent back whole, a renewedAt stored
+// with a fraction would move back, which the API server refuses.
+func (c *StatusClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GroupVersionKind() != ctfv1alpha1.GroupVersion.WithKind("Challenge") {
+		return c.Client.Update(ctx, obj, opts...)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers": u.GetFinalizers(), "resourceVersion": u.GetResourceVersion()}})
+	if err != nil {
+		return err
+	}
+	return c.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
 }
 
 // Status returns a writer that completes Challenge statuses before writing them.

@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -76,11 +75,9 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, hc helmCont
 	if err != nil {
 		return err
 	}
-	// The Challenge as the reconciler reads it: events and reads come from
-	// the same informer, so a reconcile never misses the object that started it.
-	challenge := &unstructured.Unstructured{}
-	challenge.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
-	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(challenge), installsFirst{pools: pools}, releaseInputChanged())); err != nil {
+	// The informer the reconciler reads Challenges from (typedChallenges):
+	// a reconcile never misses the object that started it.
+	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(&ctfv1alpha1.Challenge{}), installsFirst{pools: pools}, releaseInputChanged())); err != nil {
 		return err
 	}
 	for _, obj := range releaseKinds(namespacePerInstance) {

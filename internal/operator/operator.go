@@ -93,7 +93,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Recorder: recorder,
 	}
 	metrics.Register(mgr.GetClient(), pools.IsPooled)
-	actionConfig, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper())
+	actionConfig, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(),
+		helmclient.StorageDriverMapper(action.MemoizedStorage(helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{}))))
 	if err != nil {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
 	}
@@ -115,12 +116,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	// The Helm reconciler reads Challenges as unstructured objects, which the
 	// manager's client reads live from the API server: a request per
-	// reconcile. This client serves them from an informer of their own
-	// (decoding into the typed API and back would lose what it cannot
-	// represent, such as sub-second times).
+	// reconcile. This client serves them from the typed informer.
 	helmClient, err := client.New(mgr.GetConfig(), client.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
-		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true},
+		Cache: &client.CacheOptions{Reader: typedChallenges{Reader: mgr.GetCache()}, Unstructured: true},
 	})
 	if err != nil {
 		return err
