@@ -30,7 +30,7 @@ func CacheOptions(namespaces []string, gateways bool) cache.Options {
 		},
 	}
 	for _, obj := range append(releaseKinds(true), &corev1.Pod{}, &appsv1.ReplicaSet{}) {
-		opts.ByObject[obj] = cache.ByObject{Label: instances, Transform: withoutPodSpecs}
+		opts.ByObject[obj] = cache.ByObject{Label: instances, Transform: withoutUnreadSpecs}
 	}
 	if gateways {
 		for _, obj := range []client.Object{&gatewayv1.TLSRoute{}, &gatewayv1.HTTPRoute{}} {
@@ -59,12 +59,13 @@ func releaseKinds(ownNamespace bool) []client.Object {
 	return kinds
 }
 
-// withoutPodSpecs strips managedFields and the pod spec from the pods,
-// ReplicaSets and Deployments it caches. A pod spec is most of each object,
-// and nothing reads it from the cache: the status is computed from metadata,
-// status and spec.replicas (kstatus), drift is a Deployment's generation,
-// and the policy gate checks the rendered manifest before it is applied.
-func withoutPodSpecs(obj any) (any, error) {
+// withoutUnreadSpecs strips managedFields, the pod spec from the pods,
+// ReplicaSets and Deployments it caches, and the rules from NetworkPolicies.
+// They are most of each object, and nothing reads them from the cache: the
+// status is computed from metadata, status and spec.replicas (kstatus), drift
+// is a Deployment's or a NetworkPolicy's generation, and the policy gate
+// checks the rendered manifest before it is applied.
+func withoutUnreadSpecs(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		o.Spec = corev1.PodSpec{}
@@ -72,6 +73,8 @@ func withoutPodSpecs(obj any) (any, error) {
 		o.Spec.Template = corev1.PodTemplateSpec{}
 	case *appsv1.Deployment:
 		o.Spec.Template = corev1.PodTemplateSpec{}
+	case *networkingv1.NetworkPolicy:
+		o.Spec = networkingv1.NetworkPolicySpec{}
 	}
 	return stripManagedFields(obj)
 }

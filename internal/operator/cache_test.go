@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -14,8 +15,8 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 )
 
-// TestCachedWorkloadsKeepWhatTheStatusReads: the cache drops pod specs and
-// managedFields, and keeps the labels, replicas and status the lifecycle is
+// TestCachedWorkloadsKeepWhatTheStatusReads: the cache drops pod specs,
+// NetworkPolicy rules and managedFields, and keeps the labels, replicas and status the lifecycle is
 // computed from. (Pure: the transform is the operator's, not the API server's.)
 func TestCachedWorkloadsKeepWhatTheStatusReads(t *testing.T) {
 	g := NewWithT(t)
@@ -23,7 +24,7 @@ func TestCachedWorkloadsKeepWhatTheStatusReads(t *testing.T) {
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "helm"}}}
 	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}
 
-	pod, err := withoutPodSpecs(&corev1.Pod{ObjectMeta: meta, Spec: spec,
+	pod, err := withoutUnreadSpecs(&corev1.Pod{ObjectMeta: meta, Spec: spec,
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "web", Ready: true}}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pod.(*corev1.Pod).Spec).To(Equal(corev1.PodSpec{}))
@@ -31,7 +32,7 @@ func TestCachedWorkloadsKeepWhatTheStatusReads(t *testing.T) {
 	g.Expect(pod.(*corev1.Pod).Labels).To(HaveKeyWithValue("app", "web"))
 	g.Expect(pod.(*corev1.Pod).ManagedFields).To(BeEmpty())
 
-	dep, err := withoutPodSpecs(&appsv1.Deployment{ObjectMeta: meta,
+	dep, err := withoutUnreadSpecs(&appsv1.Deployment{ObjectMeta: meta,
 		Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: spec}},
 		Status: appsv1.DeploymentStatus{AvailableReplicas: 1}})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -40,7 +41,13 @@ func TestCachedWorkloadsKeepWhatTheStatusReads(t *testing.T) {
 	g.Expect(dep.(*appsv1.Deployment).Generation).To(BeEquivalentTo(3))
 	g.Expect(dep.(*appsv1.Deployment).Status.AvailableReplicas).To(BeEquivalentTo(1))
 
-	svc, err := withoutPodSpecs(&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort}})
+	np, err := withoutUnreadSpecs(&networkingv1.NetworkPolicy{ObjectMeta: meta,
+		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(np.(*networkingv1.NetworkPolicy).Spec).To(Equal(networkingv1.NetworkPolicySpec{}))
+	g.Expect(np.(*networkingv1.NetworkPolicy).Generation).To(BeEquivalentTo(3))
+
+	svc, err := withoutUnreadSpecs(&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(svc.(*corev1.Service).Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
@@ -237,4 +238,30 @@ func TestDeletedByHandIsRestored(t *testing.T) {
 			}, timeout, interval).Should(Succeed(), "nothing is left")
 		})
 	}
+}
+
+// TestEditedNetworkPolicyIsRestored: rules added to an instance's
+// NetworkPolicy by hand are reverted to the rendered ones. The cache holds
+// NetworkPolicies without their rules, so the edit is seen by its generation.
+func TestEditedNetworkPolicyIsRestored(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	ch := newChallenge(ns, "np-edited", "team-np")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	var list networkingv1.NetworkPolicyList
+	g.Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{controller.InstanceLabel: ch.Name})).To(Succeed())
+	g.Expect(list.Items).NotTo(BeEmpty())
+	np := list.Items[0]
+	rendered := np.Spec.DeepCopy()
+	np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{}) // from anywhere
+	g.Expect(k8s.Update(ctx, &np)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		again := &networkingv1.NetworkPolicy{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&np), again)).To(Succeed())
+		g.Expect(again.Generation).To(BeNumerically(">", np.Generation), "the edit and its repair are new generations")
+		g.Expect(again.Spec).To(Equal(*rendered))
+	}, timeout, interval).Should(Succeed(), "the rendered rules are back")
 }
