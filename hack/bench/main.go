@@ -50,6 +50,7 @@ func main() {
 	flag.StringVar(&cfg.raw, "json", "docs/benchmarks.json", "raw figures")
 	flag.StringVar(&cfg.cpu, "cpu", "1", "CPU the operators are pinned to (taskset -c)")
 	flag.StringVar(&cfg.profile, "cpuprofile", "", "write CPU profiles of ours during its burst to this file, and of its delete-all to FILE.delete (-n with one size)")
+	residentMode := flag.Bool("resident", false, "measure ours at rest with -n instances Running, brought there in waves on one cluster (writes docs/benchmarks-resident.md; -cpuprofile names heap profiles)")
 	oursFlags := flag.String("ours-flags", "", "space-separated extra flags for ours (e.g. --max-concurrent-reconciles=16)")
 	flag.Parse()
 	cfg.flags = strings.Fields(*oursFlags)
@@ -62,7 +63,15 @@ func main() {
 		cfg.sizes = append(cfg.sizes, n)
 	}
 	cfg.systems = strings.Split(*systems, ",")
-	if err := run(cfg); err != nil {
+	if *residentMode {
+		if !flagSet("out") {
+			cfg.out = "docs/benchmarks-resident.md"
+		}
+		if !flagSet("json") {
+			cfg.raw = "docs/benchmarks-resident.json"
+		}
+	}
+	if err := run(cfg, *residentMode); err != nil {
 		fatal(err)
 	}
 }
@@ -72,7 +81,14 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-func run(cfg config) error {
+// flagSet tells whether the command line set the flag.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func run(cfg config, residentMode bool) error {
 	root := testcluster.RepoRoot()
 	bin, err := os.MkdirTemp("", "bench-bin-")
 	if err != nil {
@@ -84,6 +100,9 @@ func run(cfg config) error {
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("building %s: %w", name, err)
 		}
+	}
+	if residentMode {
+		return resident(cfg, root, bin)
 	}
 	var results []result
 	for _, n := range cfg.sizes {

@@ -162,6 +162,10 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	if err := watchReady(watchCtx, cl, sys, n, readyCh); err != nil {
 		return r, err
 	}
+	var burstRequestsBefore map[string]float64
+	if os.Getenv("BENCH_DEBUG") != "" {
+		burstRequestsBefore = apiserverRequests(ctx, cluster.Config)
+	}
 	start := time.Now()
 	profiled := make(chan error, 1)
 	if cfg.profile != "" && isOurs(sys) {
@@ -206,6 +210,9 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		a, err := proc.sample(controllerLabel)
 		if err != nil {
 			return r, err
+		}
+		if burstRequestsBefore != nil {
+			printRequestDiff("burst", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
 		}
 		sleepUntil(last.Add(70 * time.Second))
 		b, err := proc.sample(controllerLabel)

@@ -184,7 +184,7 @@ func (c *Cluster) addNode(ctx context.Context) error {
 		corev1.ResourceMemory: resource.MustParse("1000Gi"),
 		// Instances always ask for ephemeral storage; a node without it fits none.
 		corev1.ResourceEphemeralStorage: resource.MustParse("100Ti"),
-		corev1.ResourcePods:             resource.MustParse("10000"),
+		corev1.ResourcePods:             resource.MustParse("20000"), // the resident bench runs 10,000 instances
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
