@@ -96,11 +96,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	target := p.Demand.Target(tmpl.Name, tmpl.Spec.Pool.Min, tmpl.Spec.Pool.Max)
 	size := int32(len(unclaimed))
+	// held is how many unclaimed instances the pool holds once this
+	// reconcile has grown or shrunk it.
+	held := size
 	switch {
 	case size < target:
 		if err := r.create(ctx, tmpl, target-size); err != nil {
 			return ctrl.Result{}, err
 		}
+		held = target
 	case size > target:
 		// The ones furthest from ready go first, then the newest.
 		slices.SortFunc(unclaimed, func(a, b *ctfv1alpha1.Challenge) int {
@@ -116,6 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		unclaimed = unclaimed[size-target:]
+		held = target
 	}
 	var ready int32
 	for _, pooled := range unclaimed {
@@ -123,8 +128,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			ready++
 		}
 	}
-	metrics.ObservePool(tmpl.Name, max(size, target), ready, target)
-	status := &ctfv1alpha1.PoolStatus{Size: max(size, target), Ready: ready, Target: target}
+	metrics.ObservePool(tmpl.Name, held, ready, target)
+	status := &ctfv1alpha1.PoolStatus{Size: held, Ready: ready, Target: target}
 	if err := r.writeStatus(ctx, tmpl, status); err != nil {
 		return ctrl.Result{}, err
 	}
