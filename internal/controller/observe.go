@@ -133,7 +133,23 @@ func workloadOf(kind string, obj client.Object) (lifecycle.Workload, error) {
 	if err != nil {
 		return lifecycle.Workload{}, fmt.Errorf("computing status of %s %s: %w", kind, obj.GetName(), err)
 	}
-	return lifecycle.Workload{Kind: kind, Name: obj.GetName(), Component: obj.GetLabels()[lifecycle.ComponentLabel], Status: res.Status, Message: res.Message}, nil
+	msg := res.Message
+	if dep, ok := obj.(*appsv1.Deployment); ok && res.Status == kstatus.InProgressStatus {
+		msg = progressOf(dep)
+	}
+	return lifecycle.Workload{Kind: kind, Name: obj.GetName(), Component: obj.GetLabels()[lifecycle.ComponentLabel], Status: res.Status, Message: msg}, nil
+}
+
+// progressOf says how far a Deployment on its way is, in one message that
+// changes only when a replica becomes available. kstatus's own steps through
+// "Replicas: 0/1", "Updated: 0/1", "Ready: 0/1" and "Available: 0/1", and each
+// would be one more status write per instance while it starts.
+func progressOf(dep *appsv1.Deployment) string {
+	want := int32(1)
+	if dep.Spec.Replicas != nil {
+		want = *dep.Spec.Replicas
+	}
+	return fmt.Sprintf("%d/%d replicas available", dep.Status.AvailableReplicas, want)
 }
 
 // endpoints are where participants connect: the primary component's every

@@ -211,11 +211,18 @@ func (w *StatusWriter) apply(ctx context.Context, ch *ctfv1alpha1.Challenge) err
 	return nil
 }
 
+// progressing tells whether st is a step of a start the Events already
+// announced (Installing, Upgrading): workloads or an address on their way.
+func progressing(st *ctfv1alpha1.ChallengeStatus) bool {
+	return st.Phase == ctfv1alpha1.PhasePending &&
+		(st.Reason == lifecycle.ReasonWorkloadsNotReady || st.Reason == lifecycle.ReasonEndpointPending)
+}
+
 // report turns a written status change into an Event and metrics.
 func (w *StatusWriter) report(ch *ctfv1alpha1.Challenge, before *ctfv1alpha1.ChallengeStatus) {
 	st := &ch.Status
 	w.reportRenewal(ch, before)
-	if st.Phase == before.Phase && st.Reason == before.Reason {
+	if st.Phase == before.Phase && (st.Reason == before.Reason || progressing(st)) {
 		return
 	}
 	eventType := corev1.EventTypeNormal

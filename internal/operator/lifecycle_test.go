@@ -110,6 +110,21 @@ func TestPhasesGoNonePendingRunningWithoutGaps(t *testing.T) {
 		}
 	}
 	expectEvents(t, ns, "seq", "Installing", "Ready")
+
+	// A start costs few status writes and Events: the workloads' progress is
+	// one message until they are available, and no Event of its own.
+	progress := map[string]bool{}
+	for _, st := range statuses {
+		if st.Reason == "WorkloadsNotReady" {
+			progress[st.Message] = true
+		}
+	}
+	g.Expect(len(progress)).To(BeNumerically("<=", 1), "progress messages %v", progress)
+	var events eventsv1.EventList
+	g.Expect(k8s.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
+	for _, e := range events.Items {
+		g.Expect(e.Reason).NotTo(Equal("WorkloadsNotReady"), "an Event for a step of the start")
+	}
 }
 
 func TestUpgradesNeverLoseThePhase(t *testing.T) {
