@@ -48,7 +48,7 @@ func TestTeamsReadNoOrganiserDetail(t *testing.T) {
 		{ctfv1alpha1.PhaseError, "InstallError", "flag.value: CTF{leaked} does not match", "Your instance could not start; the organisers have been told."},
 		{ctfv1alpha1.PhaseError, "QuotaExceeded", "participant team-a has 3 active instances: web-team-a, pwn-team-a, rev-team-a", "Your team has too many instances running; stop one first."},
 		{ctfv1alpha1.PhaseError, "CrashLoopBackOff", "pod web-team-a-5d8f: back-off restarting", "The challenge keeps crashing; the organisers have been told."},
-		{ctfv1alpha1.PhasePending, "WorkloadsNotReady", "Deployment web-team-a: Available: 0/1", "Your instance is starting."},
+		{ctfv1alpha1.PhasePending, "WorkloadsNotReady", "Deployment web-team-a: 0/1 replicas available", "Your instance is starting."},
 		{ctfv1alpha1.PhaseNone, "", "", "Your instance is queued."},
 	}
 	for _, tt := range tests {

@@ -214,7 +214,7 @@ func componentPrefix(component string) string {
 }
 
 // describe says which workloads are in question and why, e.g.
-// "Deployment web: Available: 0/1".
+// "Deployment web: 0/1 replicas available".
 func describe(ws []Workload) string {
 	parts := make([]string, 0, len(ws))
 	for _, w := range ws {

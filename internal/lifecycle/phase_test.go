@@ -27,7 +27,7 @@ var (
 	notFailed  = cond(ConditionReleaseFailed, metav1.ConditionFalse, "", "")
 	irrecon    = cond(ConditionIrreconcilable, metav1.ConditionTrue, "ReconcileError", "boom")
 	ready      = Workload{Kind: "Deployment", Name: "web", Status: kstatus.CurrentStatus, Message: "Deployment is available. Replicas: 1"}
-	rolling    = Workload{Kind: "Deployment", Name: "web", Status: kstatus.InProgressStatus, Message: "Available: 0/1"}
+	rolling    = Workload{Kind: "Deployment", Name: "web", Status: kstatus.InProgressStatus, Message: "0/1 replicas available"}
 	failed     = Workload{Kind: "Deployment", Name: "web", Status: kstatus.FailedStatus, Message: "Progress deadline exceeded"}
 	ep         = []ctfv1alpha1.Endpoint{{Host: "web.ctf.svc", Port: 8080, Protocol: "TCP", Address: "web.ctf.svc:8080"}}
 )
@@ -178,7 +178,7 @@ func TestPodsRefusedAtCreationAreAnError(t *testing.T) {
 // TestPhaseNamesTheComponent: an instance is Running once every component
 // is; until then, and when one cannot start, the message names it.
 func TestPhaseNamesTheComponent(t *testing.T) {
-	redisRolling := Workload{Kind: "Deployment", Name: "web--redis", Component: "redis", Status: kstatus.InProgressStatus, Message: "Available: 0/1"}
+	redisRolling := Workload{Kind: "Deployment", Name: "web--redis", Component: "redis", Status: kstatus.InProgressStatus, Message: "0/1 replicas available"}
 	redisReady := redisRolling
 	redisReady.Status = kstatus.CurrentStatus
 	base := Observation{Conditions: []metav1.Condition{deployed, notFailed}, Endpoints: ep, Components: []string{"redis"}}
@@ -191,7 +191,7 @@ func TestPhaseNamesTheComponent(t *testing.T) {
 		{"its workload not seen yet", []Workload{ready}, nil,
 			Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, "component redis: waiting for its workload to appear"}},
 		{"not ready", []Workload{ready, redisRolling}, nil,
-			Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, "component redis: Deployment web--redis: Available: 0/1"}},
+			Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, "component redis: Deployment web--redis: 0/1 replicas available"}},
 		{"its image cannot be pulled", []Workload{ready, redisRolling}, []PodProblem{{Pod: "web--redis-5d4f-abcde", Component: "redis", Reason: "ImagePullBackOff", Message: "Back-off pulling image"}},
 			Verdict{ctfv1alpha1.PhaseError, "ImagePullBackOff", "component redis: pod web--redis-5d4f-abcde: Back-off pulling image"}},
 		{"every component ready", []Workload{ready, redisReady}, nil,
