@@ -36,7 +36,12 @@ func (c *StatusClient) Update(ctx context.Context, obj client.Object, opts ...cl
 	if err != nil {
 		return err
 	}
-	return c.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
+	from := u.GetResourceVersion()
+	if err := c.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return err
+	}
+	c.Writer.FinalizersWritten(client.ObjectKeyFromObject(u), from, u.GetResourceVersion())
+	return nil
 }
 
 // Status returns a writer that completes Challenge statuses before writing them.

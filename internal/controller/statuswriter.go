@@ -48,6 +48,24 @@ type StatusWriter struct {
 	// rendered is the generation of each Challenge (by namespace/name) that
 	// the Helm reconciler last rendered: what its status may claim observed.
 	rendered sync.Map
+	// finalized holds, by namespace/name, the resourceVersions before and
+	// after the Helm reconciler's last finalizer patch (finalizerStep), until
+	// the next status write from the cache consumes it.
+	finalized sync.Map
+}
+
+// finalizerStep is a write that changed only a Challenge's finalizers: the
+// status at to is the status at from.
+type finalizerStep struct{ from, to string }
+
+// FinalizersWritten records that the Helm reconciler moved the Challenge at
+// key from resourceVersion from to to by changing its finalizers alone. The
+// reconciler writes the status next, from a cache that has rarely seen its
+// own patch yet: that write would be refused as a conflict and cost a read
+// from the API server and a second write (a claim's cost went from 3 writes
+// to 5). Knowing the patch, the writer writes at to straight away.
+func (w *StatusWriter) FinalizersWritten(key client.ObjectKey, from, to string) {
+	w.finalized.Store(key, finalizerStep{from: from, to: to})
 }
 
 // Rendering records that the Helm reconciler renders the release of obj at
@@ -59,7 +77,10 @@ func (w *StatusWriter) Rendering(obj client.Object) {
 }
 
 // Forget drops what is recorded of a Challenge that is gone.
-func (w *StatusWriter) Forget(key client.ObjectKey) { w.rendered.Delete(key) }
+func (w *StatusWriter) Forget(key client.ObjectKey) {
+	w.rendered.Delete(key)
+	w.finalized.Delete(key)
+}
 
 // observedGeneration is the generation a status written by the Helm
 // reconciler may claim: ch's, unless the last render was of an older one.
@@ -137,6 +158,10 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 		return nil, err
 	}
 	ch.ResourceVersion = last.ResourceVersion
+	if step, ok := w.finalized.LoadAndDelete(client.ObjectKeyFromObject(obj)); ok && step.(finalizerStep).from == last.ResourceVersion {
+		// last is the status as it stands; only the finalizers moved on.
+		ch.ResourceVersion = step.(finalizerStep).to
+	}
 	ch.DeletionTimestamp = last.DeletionTimestamp
 	ch.Status.StartedAt = last.Status.StartedAt
 	ch.Status.ReadyAt = last.Status.ReadyAt

@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+)
+
+// TestStatusAfterTheFinalizerNeedsNoRetry: the Helm reconciler patches its
+// finalizer, then writes the status while the cache still holds the
+// Challenge as it was before the patch. The finalizer patch goes out alone
+// (the converted Challenge is never sent back whole), and the status is
+// written at the patch's resourceVersion the first time: no conflict, no
+// read from the API server (Live is nil here, so a conflict fails the test).
+func TestStatusAfterTheFinalizerNeedsNoRetry(t *testing.T) {
+	ctx := context.Background()
+	assets, err := testcluster.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, ErrorIfCRDPathMissing: true,
+		CRDDirectoryPaths: []string{filepath.Join(testcluster.RepoRoot(), "config", "crd", "bases")}}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = ctfv1alpha1.AddToScheme(scheme)
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ch := &ctfv1alpha1.Challenge{}
+	ch.Namespace, ch.Name = "default", "finalized"
+	ch.Spec = ctfv1alpha1.ChallengeSpec{Participant: "team-f", Image: "registry.example/ctf/web:1",
+		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}}
+	if err := cl.Create(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	stale := ch.DeepCopy() // what the cache holds: the Challenge before the patch
+	writer := &StatusWriter{Client: cl, Reader: lastStatus{Reader: cl, ch: stale}, Observer: &Observer{Reader: cl}}
+	helm := &StatusClient{Client: cl, Writer: writer}
+
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+	u.SetFinalizers([]string{"uninstall-helm-release"})
+	if err := helm.Update(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if u.GetResourceVersion() == stale.ResourceVersion {
+		t.Fatal("the finalizer patch left the resourceVersion unchanged")
+	}
+	if err := writer.MarkReleasing(ctx, u, lifecycle.Installing); err != nil {
+		t.Fatalf("status after the finalizer patch: %v", err)
+	}
+	got := &ctfv1alpha1.Challenge{}
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(ch), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != ctfv1alpha1.PhasePending || got.Status.Reason != string(lifecycle.Installing) {
+		t.Errorf("status %s/%s, want Pending/Installing", got.Status.Phase, got.Status.Reason)
+	}
+	if len(got.Finalizers) != 1 || got.Spec.Image != ch.Spec.Image {
+		t.Errorf("finalizers %v, image %q: the patch changed more than the finalizers", got.Finalizers, got.Spec.Image)
+	}
+}
