@@ -59,7 +59,7 @@ func releaseKinds(ownNamespace bool) []client.Object {
 	return kinds
 }
 
-// withoutUnreadSpecs strips managedFields, the pod spec from the pods,
+// withoutUnreadSpecs strips managedFields, annotations, the pod spec from the pods,
 // ReplicaSets and Deployments it caches, and the rules from NetworkPolicies.
 // They are most of each object, and nothing reads them from the cache: the
 // status is computed from metadata, status and spec.replicas (kstatus), drift
@@ -75,6 +75,15 @@ func withoutUnreadSpecs(obj any) (any, error) {
 		o.Spec.Template = corev1.PodTemplateSpec{}
 	case *networkingv1.NetworkPolicy:
 		o.Spec = networkingv1.NetworkPolicySpec{}
+	}
+	// Nothing reads an instance object's annotations either (Helm's release
+	// names, the owner post-renderer's, the Deployment controller's
+	// revisions): they are a good part of the metadata that is most of what
+	// each resident instance costs. A Namespace keeps its own.
+	if o, ok := obj.(client.Object); ok {
+		if _, isNamespace := obj.(*corev1.Namespace); !isNamespace {
+			o.SetAnnotations(nil)
+		}
 	}
 	return stripManagedFields(obj)
 }

@@ -16,11 +16,12 @@ import (
 )
 
 // TestCachedWorkloadsKeepWhatTheStatusReads: the cache drops pod specs,
-// NetworkPolicy rules and managedFields, and keeps the labels, replicas and status the lifecycle is
+// NetworkPolicy rules, annotations and managedFields, and keeps the labels, replicas and status the lifecycle is
 // computed from. (Pure: the transform is the operator's, not the API server's.)
 func TestCachedWorkloadsKeepWhatTheStatusReads(t *testing.T) {
 	g := NewWithT(t)
 	meta := metav1.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web"}, Generation: 3,
+		Annotations: map[string]string{"meta.helm.sh/release-name": "web"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "helm"}}}
 	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}
 
@@ -31,6 +32,7 @@ func TestCachedWorkloadsKeepWhatTheStatusReads(t *testing.T) {
 	g.Expect(pod.(*corev1.Pod).Status.ContainerStatuses).To(HaveLen(1))
 	g.Expect(pod.(*corev1.Pod).Labels).To(HaveKeyWithValue("app", "web"))
 	g.Expect(pod.(*corev1.Pod).ManagedFields).To(BeEmpty())
+	g.Expect(pod.(*corev1.Pod).Annotations).To(BeEmpty())
 
 	dep, err := withoutUnreadSpecs(&appsv1.Deployment{ObjectMeta: meta,
 		Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: spec}},
