@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
@@ -63,21 +62,6 @@ func secretsDriver(t *testing.T, cfg *rest.Config, ns string) (*driver.Secrets, 
 	return driver.NewSecrets(cs.CoreV1().Secrets(ns)), counter
 }
 
-func startAPIServer(t *testing.T) *rest.Config {
-	t.Helper()
-	assets, err := testcluster.AssetsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	return cfg
-}
-
 func newRelease(name string, version int, status release.Status) *release.Release {
 	return &release.Release{Name: name, Namespace: "memo", Version: version,
 		Info:   &release.Info{Status: status},
@@ -90,7 +74,7 @@ func newRelease(name string, version int, status release.Status) *release.Releas
 // what reached the API server: one LIST per release however often it is
 // read, and a live read again after a write.
 func TestMemoDriverAnswersLikeTheSecretsDriver(t *testing.T) {
-	cfg := startAPIServer(t)
+	cfg, _ := testcluster.StartAPIServer(t)
 	inner, counter := secretsDriver(t, cfg, "memo")
 	plain := storage.Init(inner)
 	for _, rel := range []*release.Release{

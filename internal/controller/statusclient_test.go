@@ -2,14 +2,11 @@ package controller
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
@@ -24,24 +21,7 @@ import (
 // read from the API server (Live is nil here, so a conflict fails the test).
 func TestStatusAfterTheFinalizerNeedsNoRetry(t *testing.T) {
 	ctx := context.Background()
-	assets, err := testcluster.AssetsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, ErrorIfCRDPathMissing: true,
-		CRDDirectoryPaths: []string{filepath.Join(testcluster.RepoRoot(), "config", "crd", "bases")}}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = ctfv1alpha1.AddToScheme(scheme)
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cl := testcluster.StartAPIServer(t)
 
 	ch := &ctfv1alpha1.Challenge{}
 	ch.Namespace, ch.Name = "default", "finalized"

@@ -21,7 +21,7 @@ import (
 func TestCachedWorkloadsKeepWhatTheStatusReads(t *testing.T) {
 	g := NewWithT(t)
 	meta := metav1.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web"}, Generation: 3,
-		Annotations: map[string]string{"meta.helm.sh/release-name": "web"},
+		Annotations:   map[string]string{"meta.helm.sh/release-name": "web"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "helm"}}}
 	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}
 

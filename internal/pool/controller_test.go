@@ -2,19 +2,15 @@ package pool_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
@@ -29,18 +25,7 @@ import (
 func TestPoolStatusCountsWhatIsLeftAfterAShrink(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	assets, err := testcluster.AssetsDir()
-	g.Expect(err).NotTo(HaveOccurred())
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, ErrorIfCRDPathMissing: true,
-		CRDDirectoryPaths: []string{filepath.Join(testcluster.RepoRoot(), "config", "crd", "bases")}}
-	cfg, err := env.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(ctfv1alpha1.AddToScheme(scheme)).To(Succeed())
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	_, cl := testcluster.StartAPIServer(t)
 	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pool"}})).To(Succeed())
 
 	tmpl := &ctfv1alpha1.ChallengeTemplate{
