@@ -310,7 +310,9 @@ func poolReport(b *strings.Builder, cfg config, results []result) {
 	}
 	fmt.Fprintf(b, "\n## Warm pools\n\n**pooled**: ours with a template whose `pool` holds as many Running instances as the burst "+
 		"(`pooled:P`: P), filled before the clock starts; the burst's Challenges name the template and claim. Create to Running "+
-		"is from each Challenge's creation to its phase Running; the pool at rest is measured 10 to 70 s after it is full.\n\n")
+		"is from each Challenge's creation to its phase Running; the pool at rest is measured 10 to 70 s after it is full. "+
+		"**instancer** (`instancer:P`): the same, but each team starts its instance with a `POST /api/v1/instances` to the instancer "+
+		"(its own process, as shipped, with its default limits), and create to Running is from the POST.\n\n")
 	fmt.Fprintf(b, "| N | system | pool | fill (s) | at rest: requests/s | at rest: CPU %% of a core | at rest: RSS (MiB) | all Running (s) | create to Running p50 / p95 / p99 (s) | API requests per instance, burst |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range cfg.sizes {
 		for _, sys := range append([]string{"ours"}, pooled...) {

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/instancer"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
@@ -108,6 +109,9 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		if pooled {
 			chs[i] = testharness.FromTemplate(benchNamespace, chs[i].Name, chs[i].Spec.Participant, pooledTemplate)
 		}
+		if viaInstancer(sys) {
+			chs[i].Name = instancer.InstanceName(pooledTemplate, chs[i].Spec.Participant)
+		}
 	}
 	create, err := creator(ctx, cl, cluster, sys, chs, root)
 	if err != nil {
@@ -151,6 +155,16 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}
 	if pooled {
 		if err := fillPool(ctx, cl, proc, int32(poolSize), &r); err != nil {
+			return r, err
+		}
+	}
+	if viaInstancer(sys) {
+		var p *testcluster.Process
+		create, p, err = startInstancer(ctx, cluster, bin, chs)
+		if p != nil {
+			defer p.Kill()
+		}
+		if err != nil {
 			return r, err
 		}
 	}
@@ -740,15 +754,21 @@ func cpuProfile(path string, n int) error {
 // poolSizeOf says whether sys is ours with a warm pool ("pooled": as large
 // as the burst n; "pooled:P": P instances) and how large.
 func poolSizeOf(sys string, n int) (int, bool) {
-	if sys == "pooled" {
-		return n, true
-	}
-	if p, ok := strings.CutPrefix(sys, "pooled:"); ok {
-		size, err := strconv.Atoi(p)
-		return size, err == nil && size > 0
+	for _, kind := range []string{"pooled", "instancer"} {
+		if sys == kind {
+			return n, true
+		}
+		if p, ok := strings.CutPrefix(sys, kind+":"); ok {
+			size, err := strconv.Atoi(p)
+			return size, err == nil && size > 0
+		}
 	}
 	return 0, false
 }
+
+// viaInstancer tells whether sys's teams start their instances through the
+// instancer's API (instancer, instancer:P) rather than by creating Challenges.
+func viaInstancer(sys string) bool { return strings.HasPrefix(sys, "instancer") }
 
 // isOurs tells whether sys runs challenge-operator.
 func isOurs(sys string) bool {
@@ -770,6 +790,8 @@ func fillPool(ctx context.Context, cl client.Client, proc process, size int32, r
 			Image: "registry.example/ctf/web-intro:1.0",
 			Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}},
 			Pool:  &ctfv1alpha1.PoolSpec{Min: size, Max: size},
+			// The instancer systems' teams start it themselves.
+			Instancer: &ctfv1alpha1.InstancerAccess{Startable: true},
 		},
 	}
 	if err := cl.Create(ctx, tmpl); err != nil {
