@@ -88,7 +88,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Client: mgr.GetClient(),
 		Reader: mgr.GetClient(),
 		Live:   mgr.GetAPIReader(),
-		Observer: &controller.Observer{Reader: mgr.GetClient(), NodeAddress: opts.NodeAddress,
+		Observer: &controller.Observer{Reader: mgr.GetClient(), Indexed: true, NodeAddress: opts.NodeAddress,
 			NamespacePerInstance: opts.Values.NamespacePerInstance, Gateways: len(opts.Values.Gateways) > 0, Queue: queue, Pools: pools},
 		Recorder: recorder,
 	}

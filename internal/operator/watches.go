@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,7 +26,8 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
-// addIndexes lets Challenges be listed by template and by participant.
+// addIndexes lets Challenges be listed by template, participant and
+// claimant, and an instance's Deployments and pods by instance.
 func addIndexes(mgr ctrl.Manager) error {
 	indexer := mgr.GetFieldIndexer()
 	ctx := context.Background()
@@ -41,6 +43,11 @@ func addIndexes(mgr ctrl.Manager) error {
 	}
 	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, pool.ClaimantField, pool.IndexClaimant); err != nil {
 		return fmt.Errorf("indexing pooled Challenges by claimant: %w", err)
+	}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Pod{}} {
+		if err := indexer.IndexField(ctx, obj, controller.InstanceField, controller.IndexInstance); err != nil {
+			return fmt.Errorf("indexing %T by instance: %w", obj, err)
+		}
 	}
 	return nil
 }
