@@ -790,8 +790,10 @@ func fillPool(ctx context.Context, cl client.Client, proc process, size int32, r
 			Image: "registry.example/ctf/web-intro:1.0",
 			Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}},
 			Pool:  &ctfv1alpha1.PoolSpec{Min: size, Max: size},
-			// The instancer systems' teams start it themselves.
+			// The instancer systems' teams start it themselves; what teams
+			// start must expire.
 			Instancer: &ctfv1alpha1.InstancerAccess{Startable: true},
+			Lifetime:  &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}},
 		},
 	}
 	if err := cl.Create(ctx, tmpl); err != nil {
