@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -75,32 +76,52 @@ func stockCRD() *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
-// measure runs one burst of n for one system on a fresh control plane.
-func measure(cfg config, root, bin, sys string, n int) (result, error) {
-	ctx := context.Background()
-	r := result{System: sys, N: n}
+// startCluster starts a fresh control plane with the project's CRDs and the
+// stock helm-operator's, creates the bench namespace and returns a client.
+func startCluster(ctx context.Context, root string) (*testcluster.Cluster, client.WithWatch, error) {
 	cluster, err := testcluster.Start(ctx, testcluster.Options{
 		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
 		CRDs:              []*apiextensionsv1.CustomResourceDefinition{stockCRD()},
 	})
 	if err != nil {
-		return r, err
+		return nil, nil, err
 	}
-	defer cluster.Stop()
 	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return r, err
+	err = errors.Join(clientgoscheme.AddToScheme(scheme), ctfv1alpha1.AddToScheme(scheme))
+	var cl client.WithWatch
+	if err == nil {
+		cl, err = client.NewWithWatch(cluster.Config, client.Options{Scheme: scheme})
 	}
-	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
-		return r, err
+	if err == nil {
+		err = cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}})
 	}
-	cl, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		cluster.Stop()
+		return nil, nil, err
+	}
+	return cluster, cl, nil
+}
+
+// oursArgs are challenge-operator's flags in every bench, then -ours-flags.
+func oursArgs(cfg config) ([]string, error) {
+	watches, err := testharness.WatchesFile()
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{"--watches-file=" + watches,
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--leader-elect=false",
+		"--flag-secret-namespaces=" + benchNamespace, "--zap-log-level=info", "--pprof-bind-address=" + pprofAddr}, cfg.flags...), nil
+}
+
+// measure runs one burst of n for one system on a fresh control plane.
+func measure(cfg config, root, bin, sys string, n int) (result, error) {
+	ctx := context.Background()
+	r := result{System: sys, N: n}
+	cluster, cl, err := startCluster(ctx, root)
 	if err != nil {
 		return r, err
 	}
-	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}); err != nil {
-		return r, err
-	}
+	defer cluster.Stop()
 	poolSize, pooled := poolSizeOf(sys, n)
 	r.PoolSize = poolSize
 	chs := make([]*ctfv1alpha1.Challenge, n)
@@ -121,13 +142,10 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	var proc process
 	switch {
 	case isOurs(sys):
-		watches, err := testharness.WatchesFile()
+		args, err := oursArgs(cfg)
 		if err != nil {
 			return r, err
 		}
-		args := append([]string{"--watches-file=" + watches,
-			"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--leader-elect=false",
-			"--flag-secret-namespaces=" + benchNamespace, "--zap-log-level=info", "--pprof-bind-address=" + pprofAddr}, cfg.flags...)
 		if pooled {
 			args = append(args, "--pool-namespace="+poolNamespace)
 		}

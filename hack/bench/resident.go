@@ -17,16 +17,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
 )
 
@@ -53,34 +49,15 @@ type residentPoint struct {
 // a CTF's live instances cost it, whatever bursts brought them.
 func resident(cfg config, root, bin string) error {
 	ctx := context.Background()
-	cluster, err := testcluster.Start(ctx, testcluster.Options{
-		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
-	})
+	cluster, cl, err := startCluster(ctx, root)
 	if err != nil {
 		return err
 	}
 	defer cluster.Stop()
-	scheme := k8sruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	cl, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: scheme})
+	args, err := oursArgs(cfg)
 	if err != nil {
 		return err
 	}
-	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}); err != nil {
-		return err
-	}
-	watches, err := testharness.WatchesFile()
-	if err != nil {
-		return err
-	}
-	args := append([]string{"--watches-file=" + watches,
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--leader-elect=false",
-		"--flag-secret-namespaces=" + benchNamespace, "--zap-log-level=info", "--pprof-bind-address=" + pprofAddr}, cfg.flags...)
 	// The operator as it ships: its garbage collector aims under the
 	// Deployment's memory limit, as the cgroup would make it in a pod.
 	limit, err := shippedMemoryLimit(root)
