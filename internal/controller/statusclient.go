@@ -31,12 +31,11 @@ func (c *StatusClient) Update(ctx context.Context, obj client.Object, opts ...cl
 	if !ok || u.GroupVersionKind() != ctfv1alpha1.GroupVersion.WithKind("Challenge") {
 		return c.Client.Update(ctx, obj, opts...)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"finalizers": u.GetFinalizers(), "resourceVersion": u.GetResourceVersion()}})
+	from := u.GetResourceVersion()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": u.GetFinalizers(), "resourceVersion": from}})
 	if err != nil {
 		return err
 	}
-	from := u.GetResourceVersion()
 	if err := c.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}

@@ -158,9 +158,11 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 		return nil, err
 	}
 	ch.ResourceVersion = last.ResourceVersion
-	if step, ok := w.finalized.LoadAndDelete(client.ObjectKeyFromObject(obj)); ok && step.(finalizerStep).from == last.ResourceVersion {
-		// last is the status as it stands; only the finalizers moved on.
-		ch.ResourceVersion = step.(finalizerStep).to
+	if step, ok := w.finalized.LoadAndDelete(client.ObjectKeyFromObject(obj)); ok {
+		if step := step.(finalizerStep); step.from == last.ResourceVersion {
+			// last is the status as it stands; only the finalizers moved on.
+			ch.ResourceVersion = step.to
+		}
 	}
 	ch.DeletionTimestamp = last.DeletionTimestamp
 	ch.Status.StartedAt = last.Status.StartedAt

@@ -21,8 +21,8 @@ var challengeGVK = ctfv1alpha1.GroupVersion.WithKind("Challenge")
 // same schema the API server prunes to, so the conversion keeps every field
 // it stores, though times only to the second: the reconciler's one write of
 // the object itself goes out as a patch of its finalizers
-// (controller.StatusClient.Update), never the converted whole. Other reads
-// pass through.
+// (controller.StatusClient.Update), never the converted whole. Other reads,
+// lists among them (the reconciler makes none), pass through.
 type typedChallenges struct{ client.Reader }
 
 func (r typedChallenges) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -40,27 +40,5 @@ func (r typedChallenges) Get(ctx context.Context, key client.ObjectKey, obj clie
 	}
 	u.SetUnstructuredContent(content)
 	u.SetGroupVersionKind(challengeGVK)
-	return nil
-}
-
-func (r typedChallenges) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	u, ok := list.(*unstructured.UnstructuredList)
-	if !ok || u.GroupVersionKind() != ctfv1alpha1.GroupVersion.WithKind("ChallengeList") {
-		return r.Reader.List(ctx, list, opts...)
-	}
-	var typed ctfv1alpha1.ChallengeList
-	if err := r.Reader.List(ctx, &typed, opts...); err != nil {
-		return err
-	}
-	u.Items = make([]unstructured.Unstructured, len(typed.Items))
-	for i := range typed.Items {
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&typed.Items[i])
-		if err != nil {
-			return err
-		}
-		u.Items[i].SetUnstructuredContent(content)
-		u.Items[i].SetGroupVersionKind(challengeGVK)
-	}
-	u.SetResourceVersion(typed.ResourceVersion)
 	return nil
 }

@@ -140,7 +140,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		recorder:     mgr.GetEventRecorderFor(HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
 	}
 	for _, w := range ws {
-		if w.GroupVersionKind != ctfv1alpha1.GroupVersion.WithKind("Challenge") {
+		if w.GroupVersionKind != challengeGVK {
 			return fmt.Errorf("watches file %s: unsupported kind %s: this operator reconciles only Challenges", opts.WatchesFile, w.GroupVersionKind)
 		}
 		r, err := reconciler.New(reconcilerOptions(w, opts, wiring)...)
