@@ -497,7 +497,9 @@ type RegistryPrefix string
 // ChallengeTemplateStatus reports the template's use.
 type ChallengeTemplateStatus struct {
 	// ActiveInstances is the number of Challenges of this template not being
-	// deleted, its pooled instances among them.
+	// deleted, its pooled instances among them. Defaulted so that the pool
+	// controller may write status.pool before the first count is written.
+	// +kubebuilder:default=0
 	ActiveInstances int32 `json:"activeInstances"`
 	// Pool is the state of the template's warm pool, when it has one.
 	// +optional
