@@ -8,9 +8,11 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
@@ -51,8 +53,11 @@ func RenderForGate(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	return manifest, in, err
 }
 
-// Leftovers is the teardown's check for what remains of an instance.
-var Leftovers = leftovers
+// Leftovers is the teardown's check for what remains of an instance, on a
+// client that serves no index.
+func Leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gateways bool) func(context.Context, client.Object) error {
+	return leftovers(cl, pools, namespacePerInstance, gateways, false)
+}
 
 // InstanceNamespace is the namespace of its own an instance gets.
 func InstanceNamespace(ch *ctfv1alpha1.Challenge) string { return values.InstanceNamespace(ch) }

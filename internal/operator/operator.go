@@ -18,9 +18,7 @@ import (
 	helmvalues "github.com/operator-framework/helm-operator-plugins/pkg/values"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"helm.sh/helm/v3/pkg/chartutil"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +28,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
@@ -75,7 +72,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("loading watches file %s: %w", opts.WatchesFile, err)
 	}
-	if err := addIndexes(mgr); err != nil {
+	if err := addIndexes(mgr, len(opts.Values.Gateways) > 0); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorder("challenge-operator")
@@ -105,7 +102,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
-	actions.Leftovers = leftovers(mgr.GetClient(), pools, opts.Values.NamespacePerInstance, len(opts.Values.Gateways) > 0)
+	actions.Leftovers = leftovers(mgr.GetClient(), pools, opts.Values.NamespacePerInstance, len(opts.Values.Gateways) > 0, true)
 	actions.RenderInputs = renderInputs(mgr.GetClient(), gate.limits)
 	actions.CheckRecord = gate.checkRecord
 	quota := &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
@@ -342,8 +339,9 @@ var errObjectsLeft = errors.New("waiting for the instance's objects to be gone")
 // (cluster-scoped), which it deletes. Labels are no proof: anyone may label
 // an object of theirs with an instance's labels. Only objects in the
 // instance's namespace count, and only the Namespace of the instance's
-// derived name is deleted.
-func leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gateways bool) func(context.Context, client.Object) error {
+// derived name is deleted. indexed says cl is the manager's cache, which
+// finds them by index (addIndexes).
+func leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gateways, indexed bool) func(context.Context, client.Object) error {
 	return func(ctx context.Context, obj client.Object) error {
 		if pools != nil {
 			ch, err := asChallenge(obj)
@@ -367,13 +365,13 @@ func leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gatewa
 			}
 			where = client.InNamespace(own)
 		}
-		lists := []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}, &corev1.ServiceList{},
-			&networkingv1.IngressList{}, &networkingv1.NetworkPolicyList{}, &corev1.ServiceAccountList{}}
-		if gateways {
-			lists = append(lists, &gatewayv1.TLSRouteList{}, &gatewayv1.HTTPRouteList{})
+		opts := []client.ListOption{sel, where}
+		if indexed {
+			opts = append(opts, client.MatchingFields{controller.InstanceField: obj.GetName()})
 		}
-		for _, list := range lists {
-			if err := cl.List(ctx, list, sel, where); err != nil {
+		for _, kind := range instanceKinds(gateways) {
+			list := kind.list()
+			if err := cl.List(ctx, list, opts...); err != nil {
 				return fmt.Errorf("listing what remains of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 			}
 			if n := apimeta.LenList(list); n > 0 {

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 
@@ -27,8 +29,8 @@ import (
 )
 
 // addIndexes lets Challenges be listed by template, participant and
-// claimant, and an instance's Deployments and pods by instance.
-func addIndexes(mgr ctrl.Manager) error {
+// claimant, and an instance's objects by instance.
+func addIndexes(mgr ctrl.Manager, gateways bool) error {
 	indexer := mgr.GetFieldIndexer()
 	ctx := context.Background()
 	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, controller.TemplateField, func(o client.Object) []string {
@@ -44,12 +46,40 @@ func addIndexes(mgr ctrl.Manager) error {
 	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, pool.ClaimantField, pool.IndexClaimant); err != nil {
 		return fmt.Errorf("indexing pooled Challenges by claimant: %w", err)
 	}
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Pod{}} {
-		if err := indexer.IndexField(ctx, obj, controller.InstanceField, controller.IndexInstance); err != nil {
-			return fmt.Errorf("indexing %T by instance: %w", obj, err)
+	for _, kind := range instanceKinds(gateways) {
+		if err := indexer.IndexField(ctx, kind.object, controller.InstanceField, controller.IndexInstance); err != nil {
+			return fmt.Errorf("indexing %T by instance: %w", kind.object, err)
 		}
 	}
 	return nil
+}
+
+// instanceKind is a kind of an instance's objects, as an object and a list.
+type instanceKind struct {
+	object client.Object
+	list   func() client.ObjectList
+}
+
+// instanceKinds are the kinds of an instance's objects that its teardown
+// waits for, and that the cache indexes by instance: a list by label would
+// pass over every object of the namespace for each instance torn down.
+// Deployments and pods are also what its status observes.
+func instanceKinds(gateways bool) []instanceKind {
+	kinds := []instanceKind{
+		{&appsv1.Deployment{}, func() client.ObjectList { return &appsv1.DeploymentList{} }},
+		{&appsv1.ReplicaSet{}, func() client.ObjectList { return &appsv1.ReplicaSetList{} }},
+		{&corev1.Pod{}, func() client.ObjectList { return &corev1.PodList{} }},
+		{&corev1.Service{}, func() client.ObjectList { return &corev1.ServiceList{} }},
+		{&networkingv1.Ingress{}, func() client.ObjectList { return &networkingv1.IngressList{} }},
+		{&networkingv1.NetworkPolicy{}, func() client.ObjectList { return &networkingv1.NetworkPolicyList{} }},
+		{&corev1.ServiceAccount{}, func() client.ObjectList { return &corev1.ServiceAccountList{} }},
+	}
+	if gateways {
+		kinds = append(kinds,
+			instanceKind{&gatewayv1.TLSRoute{}, func() client.ObjectList { return &gatewayv1.TLSRouteList{} }},
+			instanceKind{&gatewayv1.HTTPRoute{}, func() client.ObjectList { return &gatewayv1.HTTPRouteList{} }})
+	}
+	return kinds
 }
 
 // extraWatches make the Helm reconciler retry what its own watches cannot
