@@ -26,19 +26,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/security"
+	"github.com/challenge-operator/challenge-operator/internal/serving"
 	"github.com/challenge-operator/challenge-operator/internal/templatecmd"
 	"github.com/challenge-operator/challenge-operator/internal/tokencmd"
 )
 
 // options are the command-line flags.
 type options struct {
-	metricsAddr      string
+	serving          serving.Options
 	probeAddr        string
 	pprofAddr        string
 	leaderElect      bool
@@ -50,7 +51,7 @@ type options struct {
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	o.serving.Bind(fs, ":8443")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address Go's pprof profiles are served on (/debug/pprof/); empty disables it.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
@@ -164,7 +165,8 @@ func run(opts options) error {
 	cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                 opts.serving.Metrics(),
+		WebhookServer:           webhook.NewServer(webhook.Options{TLSOpts: opts.serving.TLSOpts()}),
 		HealthProbeBindAddress:  opts.probeAddr,
 		PprofBindAddress:        opts.pprofAddr,
 		LeaderElection:          opts.leaderElect,

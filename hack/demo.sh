@@ -39,6 +39,7 @@ step "running the operator and its instancer (log: $work/operator.log)"
 # The instancer's token key, as the Secret volume config/instancer mounts.
 mkdir -m 700 "$work/instancer-keys"
 head -c 32 /dev/urandom | base64 >"$work/instancer-keys/demo"
+# Metrics as in a cluster: HTTPS, for a token allowed by the metrics-reader ClusterRole.
 start bin/manager --watches-file=watches.yaml --flag-secret-namespaces=default --metrics-bind-address=127.0.0.1:18080 \
   --health-probe-bind-address=127.0.0.1:18081 >"$work/operator.log" 2>&1
 # The instancer is a process of its own, as in config/instancer (log: $work/instancer.log).

@@ -109,7 +109,7 @@ func oursArgs(cfg config) ([]string, error) {
 		return nil, err
 	}
 	return append([]string{"--watches-file=" + watches,
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--leader-elect=false",
+		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0", "--leader-elect=false",
 		"--flag-secret-namespaces=" + benchNamespace, "--zap-log-level=info", "--pprof-bind-address=" + pprofAddr}, cfg.flags...), nil
 }
 

@@ -121,6 +121,9 @@ func (b *builder) add(o *unstructured.Unstructured) error {
 		b.cluster = append(b.cluster, r)
 	case "RoleBinding", "ClusterRoleBinding":
 		return b.bind(o)
+	case "Service":
+		// The metrics Service: OLM creates it in the install's namespace.
+		return b.extra(o)
 	case "ValidatingWebhookConfiguration":
 		var w admissionregistrationv1.ValidatingWebhookConfiguration
 		if err := convert(o, &w); err != nil {
@@ -134,6 +137,19 @@ func (b *builder) add(o *unstructured.Unstructured) error {
 	}
 	// Namespaces, ServiceAccounts and sample Secrets are OLM's or the user's business.
 	return nil
+}
+
+// extra adds o to the bundle as a manifest of its own, which OLM creates
+// beside the CSV, named as operator-sdk names them.
+func (b *builder) extra(o *unstructured.Unstructured) error {
+	obj := clean(o.DeepCopy().Object)
+	unstructured.RemoveNestedField(obj, "metadata", "namespace")
+	gvk := o.GroupVersionKind()
+	group := ""
+	if gvk.Group != "" {
+		group = gvk.Group + "_"
+	}
+	return b.write(fmt.Sprintf("manifests/%s_%s%s_%s.yaml", o.GetName(), group, gvk.Version, strings.ToLower(gvk.Kind)), obj)
 }
 
 func (b *builder) bind(o *unstructured.Unstructured) error {
@@ -233,6 +249,13 @@ func (b *builder) permissions() (namespaced, cluster []operatorsv1alpha1.Strateg
 		add(&namespaced, b.bindings["Role/"+r.Name], r.Rules)
 	}
 	for _, r := range b.cluster {
+		if _, bound := b.bindings["ClusterRole/"+r.Name]; !bound {
+			// For others to bind (metrics-reader): a manifest of its own.
+			if err := b.extraClusterRole(r); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		ns, cl, err := b.scopes.split(r.Rules)
 		if err != nil {
 			return nil, nil, fmt.Errorf("ClusterRole %s: %w", r.Name, err)
@@ -246,6 +269,15 @@ func (b *builder) permissions() (namespaced, cluster []operatorsv1alpha1.Strateg
 		}
 	}
 	return namespaced, cluster, nil
+}
+
+// extraClusterRole adds the ClusterRole r, bound to nothing, to the bundle.
+func (b *builder) extraClusterRole(r rbacv1.ClusterRole) error {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
+	if err != nil {
+		return err
+	}
+	return b.extra(&unstructured.Unstructured{Object: obj})
 }
 
 // webhookDefinitions hand the webhooks to OLM, which creates them with a

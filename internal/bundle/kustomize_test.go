@@ -157,7 +157,8 @@ func resources(rules []rbacv1.PolicyRule) []string {
 func TestInstallModesBuild(t *testing.T) {
 	rendered := uniqueSorted(append(renderedEveryExposure(t, withoutNamespacePerInstance()), "secrets"))
 	clusterScoped := []string{"challengetemplates.ctf.challenge-operator.io",
-		"challengetemplates/status.ctf.challenge-operator.io", "nodes"}
+		"challengetemplates/status.ctf.challenge-operator.io", "nodes",
+		"subjectaccessreviews.authorization.k8s.io", "tokenreviews.authentication.k8s.io"} // the last two: metrics callers' reviews
 	const ns = "challenge-operator-system"
 
 	t.Run("default: all namespaces, no rights on Namespaces", func(t *testing.T) {
@@ -228,7 +229,7 @@ func TestInstallModesBuild(t *testing.T) {
 		c := containerNamed(d, "instancer")
 		g.Expect(c.Image).To(Equal(in.container().Image), "the operator's image")
 		g.Expect(c.Args).To(HaveExactElements("instancer", "--bind-address=:8443", "--key-dir=/etc/challenge-operator/instancer-keys",
-			"--revocations-dir=/etc/challenge-operator/instancer-revocations", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
+			"--revocations-dir=/etc/challenge-operator/instancer-revocations", "--metrics-bind-address=:8444", "--health-probe-bind-address=:8081"))
 		g.Expect(c.VolumeMounts).To(ConsistOf(HaveField("MountPath", "/etc/challenge-operator/instancer-keys"),
 			HaveField("MountPath", "/etc/challenge-operator/instancer-revocations")), "its token keys (a Secret) and revocations (a ConfigMap), mounted")
 		g.Expect(c.LivenessProbe).NotTo(BeNil())
@@ -252,7 +253,8 @@ func TestInstallModesBuild(t *testing.T) {
 		g.Expect(grants[""]).To(ConsistOf(
 			rbacv1.PolicyRule{APIGroups: []string{"ctf.challenge-operator.io"}, Resources: []string{"challengetemplates"},
 				Verbs: []string{"get", "list", "watch"}},
-		), "cluster-wide: reading the cluster-scoped templates, nothing else")
+			metricsAuth[0], metricsAuth[1],
+		), "cluster-wide: reading the cluster-scoped templates and reviewing its metrics' callers, nothing else")
 
 		var svc corev1.Service
 		for _, o := range in.objs {
@@ -275,6 +277,13 @@ func TestInstallModesBuild(t *testing.T) {
 			g.Expect(namesOf(in.objs, "CustomResourceDefinition")).To(Equal(namesOf(base.objs, "CustomResourceDefinition")), mode)
 		}
 	})
+}
+
+// metricsAuth are the rights of metrics-auth-role: the reviews a metrics
+// endpoint asks for, given to the operator and to the instancer.
+var metricsAuth = []rbacv1.PolicyRule{
+	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 }
 
 // namesOf returns the sorted names of the objects of kind.

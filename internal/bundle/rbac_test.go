@@ -302,7 +302,9 @@ func TestCSVPermissionsAreScoped(t *testing.T) {
 	g.Expect(clusterOther).To(Equal(map[string][]string{
 		"challengetemplates.ctf.challenge-operator.io":        {"get", "list", "watch"},
 		"challengetemplates/status.ctf.challenge-operator.io": {"get", "patch", "update"},
-		"nodes": {"get", "list", "watch"},
+		"nodes":                              {"get", "list", "watch"},
+		"tokenreviews.authentication.k8s.io": {"create"}, // the metrics endpoint's callers
+		"subjectaccessreviews.authorization.k8s.io": {"create"},
 	}))
 	for _, kind := range namespacePerInstanceKinds {
 		g.Expect(managed).NotTo(HaveKey(kind), "no rights on %s: namespace per instance is not in the bundle", kind)

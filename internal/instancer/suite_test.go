@@ -256,7 +256,8 @@ func startReplica(name string, extra ...string) (*replica, error) {
 		}
 	}
 	r := &replica{name: name, URL: "http://" + addrs[0], addr: addrs[0], probeAddr: addrs[1], metricsURL: "http://" + addrs[2] + "/metrics",
-		extra: append([]string{"--metrics-bind-address=" + addrs[2]}, extra...)}
+		// Plain HTTP: internal/serving tests the secure endpoint both processes share.
+		extra: append([]string{"--metrics-bind-address=" + addrs[2], "--metrics-secure=false"}, extra...)}
 	replicas = append(replicas, r)
 	return r, r.start()
 }

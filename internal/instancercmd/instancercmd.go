@@ -21,17 +21,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
+	"github.com/challenge-operator/challenge-operator/internal/serving"
 	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
 // options are the subcommand's flags.
 type options struct {
 	instancer    instancer.Options
-	metricsAddr  string
+	serving      serving.Options
 	probeAddr    string
 	kubeAPIQPS   float64
 	kubeAPIBurst int
@@ -58,7 +58,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.instancer.MaxTokenLifetime, "max-token-lifetime", token.DefaultMaxLifetime, "Longest a team token may be valid (expiry minus issue time); longer ones are refused.")
 	fs.StringVar(&o.instancer.RevocationsDir, "revocations-dir", "", "Directory of per-team revocations (a ConfigMap mounted as a volume): a file per team id holding an RFC 3339 time; that team's tokens issued before it are refused. Empty: none.")
 	fs.DurationVar(&o.instancer.KeyReload, "key-reload-interval", 10*time.Second, "How often the key and revocation directories are read again (a rotation or revocation needs no restart).")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	// Its page and API are on :8443.
+	o.serving.Bind(fs, ":8444")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to; 0 disables them.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50, "Requests per second the instancer may send to the API server.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "Requests the instancer may send at once above kube-api-qps.")
@@ -116,7 +117,7 @@ func newManager(opts options) (ctrl.Manager, error) {
 	cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                opts.serving.Metrics(),
 		HealthProbeBindAddress: opts.probeAddr,
 		Cache: cache.Options{
 			// Cluster-scoped objects (templates) are cached cluster-wide.

@@ -18,6 +18,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,9 +78,15 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 			csv = &operatorsv1alpha1.ClusterServiceVersion{}
 			g.Expect(yaml.Unmarshal(data, csv)).To(Succeed())
 		default:
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			g.Expect(yaml.Unmarshal(data, crd)).To(Succeed())
-			g.Expect(k8s.Create(ctx, crd)).To(Succeed())
+			// CRDs, the metrics Service and the metrics-reader ClusterRole,
+			// created as catalog-operator would: namespaced ones in the
+			// install's namespace.
+			obj := &unstructured.Unstructured{}
+			g.Expect(yaml.Unmarshal(data, &obj.Object)).To(Succeed())
+			if obj.GetKind() == "Service" {
+				obj.SetNamespace(operatorNamespace)
+			}
+			g.Expect(k8s.Create(ctx, obj)).To(Succeed(), e.Name())
 		}
 	}
 	g.Expect(csv).NotTo(BeNil())
@@ -99,6 +107,9 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "challenge-operator-controller-manager"}, dep)).To(Succeed())
 	g.Expect(dep.Status.AvailableReplicas).To(Equal(int32(1)))
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/challenge-operator/challenge-operator:v0.1.0"))
+	metrics := &corev1.Service{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "challenge-operator-controller-manager-metrics-service"}, metrics)).To(Succeed())
+	g.Expect(labels.SelectorFromSet(metrics.Spec.Selector).Matches(labels.Set(dep.Spec.Template.Labels))).To(BeTrue(), "the metrics Service selects the operator's pods")
 
 	ch := &ctfv1alpha1.Challenge{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-team-1", Namespace: operatorNamespace},
