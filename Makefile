@@ -55,7 +55,7 @@ verify: manifests generate bundle ## Fail if gofmt, go vet or regeneration (code
 	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile)" || { echo "generated files are stale: run make generate manifests bundle"; git status --porcelain -- config api bundle bundle.Dockerfile; exit 1; }
 
 .PHONY: test-bins
-test-bins: ## Build the local control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok) into the cache.
+test-bins: ## Build the local control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok), olm and promtool into the cache.
 	@hack/test-bins.sh >/dev/null
 
 .PHONY: test

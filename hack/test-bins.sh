@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the local control plane (kube-apiserver, kube-controller-manager,
-# kube-scheduler, etcd, kwok; kubectl with --with-kubectl) and OLM's olm operator from Go modules into a cache that
-# survives fresh clones. A stamp of the pinned versions makes a second run a
-# no-op. Prints the directory on stdout; progress goes to stderr.
+# kube-scheduler, etcd, kwok; kubectl with --with-kubectl), OLM's olm operator and Prometheus' promtool from Go
+# modules into a cache that survives fresh clones. Stamps of the pinned versions make a second run a no-op.
+# Prints the directory on stdout; progress goes to stderr.
 set -euo pipefail
 
 KUBE_VERSION=v1.35.4
@@ -10,7 +10,9 @@ KWOK_VERSION=v0.8.0
 OLM_VERSION=v0.38.0
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 dest="${TEST_BINS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/challenge-operator/k8s-${KUBE_VERSION}}"
-stamp="$( (echo "$KUBE_VERSION $KWOK_VERSION $OLM_VERSION"; cat "$here"/tools/*/go.sum) | sha256sum | cut -c1-16)"
+stamp="$( (echo "$KUBE_VERSION $KWOK_VERSION $OLM_VERSION"; cat "$here"/tools/{etcd,kube,olm}/go.sum) | sha256sum | cut -c1-16)"
+# promtool has a stamp of its own: a new Prometheus rebuilds promtool alone.
+promtool_stamp="$(sha256sum <"$here/tools/promtool/go.sum" | cut -c1-16)"
 log() { echo "test-bins: $*" >&2; }
 
 build_kube() {
@@ -43,6 +45,12 @@ mkdir -p "$dest"
 if [[ ! -f "$dest/.stamp" || "$(cat "$dest/.stamp")" != "$stamp" ]]; then
   rm -f "$dest/kubectl"
   build
+fi
+if [[ ! -x "$dest/promtool" || "$(cat "$dest/.promtool-stamp" 2>/dev/null)" != "$promtool_stamp" ]]; then
+  log "building promtool (a cold build takes a few minutes)"
+  (cd "$here/tools/promtool" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -tags remove_all_sd -ldflags "-s -w" \
+    -o "$dest/promtool" github.com/prometheus/prometheus/cmd/promtool)
+  echo "$promtool_stamp" > "$dest/.promtool-stamp"
 fi
 # kubectl is for the demo and for people, not for the tests: built on request.
 if [[ "${1:-}" == "--with-kubectl" && ! -x "$dest/kubectl" ]]; then

@@ -123,6 +123,8 @@ func (b *builder) add(o *unstructured.Unstructured) error {
 		return b.bind(o)
 	case "Service":
 		// The metrics Service: OLM creates it in the install's namespace.
+		// (No ServiceMonitor or PrometheusRule: OLM fails a whole install
+		// whose bundle holds a kind the cluster lacks; config/prometheus.)
 		return b.extra(o)
 	case "ValidatingWebhookConfiguration":
 		var w admissionregistrationv1.ValidatingWebhookConfiguration

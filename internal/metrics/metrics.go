@@ -31,6 +31,10 @@ var (
 	}, []string{"reason"})
 	phaseDesc = prometheus.NewDesc("challenge_phase_count",
 		"Challenges by phase, counted from the operator's cache at scrape time.", []string{"phase"}, nil)
+	startingDesc = prometheus.NewDesc("challenge_starting_oldest_seconds",
+		"Age of the oldest Challenge that has never been Running, by its phase (None, Queued, Pending); 0 when there is none.", []string{"phase"}, nil)
+	overdueDesc = prometheus.NewDesc("challenge_expiry_overdue_seconds",
+		"How long past its expiresAt the most overdue Challenge still exists; 0 when none is.", nil, nil)
 )
 
 // ObserveTimeToReady records how long an instance took to become Running.
@@ -59,9 +63,14 @@ var registerOnce sync.Once
 type phaseCollector struct {
 	reader client.Reader
 	pooled func(*ctfv1alpha1.Challenge) bool
+	now    func() time.Time // time.Now when nil
 }
 
-func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- phaseDesc }
+func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- phaseDesc
+	ch <- startingDesc
+	ch <- overdueDesc
+}
 
 func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -71,21 +80,38 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(phaseDesc, err)
 		return
 	}
+	now := time.Now()
+	if c.now != nil {
+		now = c.now()
+	}
 	counts := map[ctfv1alpha1.Phase]int{}
 	for _, p := range []ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseQueued, ctfv1alpha1.PhasePending, ctfv1alpha1.PhaseRunning, ctfv1alpha1.PhaseError, ctfv1alpha1.PhaseDeleted} {
 		counts[p] = 0
 	}
+	starting := map[ctfv1alpha1.Phase]time.Duration{ctfv1alpha1.PhaseNone: 0, ctfv1alpha1.PhaseQueued: 0, ctfv1alpha1.PhasePending: 0}
+	var overdue time.Duration
 	for i := range list.Items {
-		if c.pooled(&list.Items[i]) {
+		inst := &list.Items[i]
+		if c.pooled(inst) {
 			continue
 		}
-		phase := list.Items[i].Status.Phase
+		phase := inst.Status.Phase
 		if phase == "" {
 			phase = ctfv1alpha1.PhaseNone
 		}
 		counts[phase]++
+		if oldest, waiting := starting[phase]; waiting && inst.Status.ReadyAt == nil {
+			starting[phase] = max(oldest, now.Sub(inst.CreationTimestamp.Time))
+		}
+		if inst.Status.ExpiresAt != nil {
+			overdue = max(overdue, now.Sub(inst.Status.ExpiresAt.Time))
+		}
 	}
 	for phase, n := range counts {
 		ch <- prometheus.MustNewConstMetric(phaseDesc, prometheus.GaugeValue, float64(n), string(phase))
 	}
+	for phase, age := range starting {
+		ch <- prometheus.MustNewConstMetric(startingDesc, prometheus.GaugeValue, age.Seconds(), string(phase))
+	}
+	ch <- prometheus.MustNewConstMetric(overdueDesc, prometheus.GaugeValue, overdue.Seconds())
 }

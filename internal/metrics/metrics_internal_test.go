@@ -1,12 +1,15 @@
 package metrics
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -27,18 +30,82 @@ func TestPhasesCountEachInstanceOnce(t *testing.T) {
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
 		running("teams", "web"), running("pool", "web-pool-a"), running("pool", "web-pool-b")).Build()
 	c := &phaseCollector{reader: reader, pooled: func(ch *ctfv1alpha1.Challenge) bool { return ch.Namespace == "pool" }}
-	metrics := make(chan prometheus.Metric, 16)
-	c.Collect(metrics)
-	close(metrics)
-	counts := map[string]float64{}
-	for m := range metrics {
-		var out dto.Metric
-		if err := m.Write(&out); err != nil {
-			t.Fatal(err)
+	got := gather(t, c)
+	phases := 0
+	for name := range got {
+		if strings.HasPrefix(name, "challenge_phase_count{") {
+			phases++
 		}
-		counts[out.GetLabel()[0].GetValue()] = out.GetGauge().GetValue()
 	}
-	if counts["Running"] != 1 || counts["None"] != 0 || len(counts) != 6 {
-		t.Fatalf("counts %v: want one Running instance and every phase present", counts)
+	if got[`challenge_phase_count{phase="Running"}`] != 1 || got[`challenge_phase_count{phase="None"}`] != 0 || phases != 6 {
+		t.Fatalf("counts %v: want one Running instance and every phase present", got)
 	}
+}
+
+// TestWaitsAndOverdueExpiries: the oldest wait of an instance never Running
+// is reported by phase, an instance that was Running once is not waiting,
+// and the most overdue expiry is reported; with none, both are 0.
+func TestWaitsAndOverdueExpiries(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
+	instance := func(name string, created time.Duration, status ctfv1alpha1.ChallengeStatus) *ctfv1alpha1.Challenge {
+		return &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: "teams", Name: name, CreationTimestamp: ago(created)}, Status: status}
+	}
+	readyAt, expired := ago(time.Hour), ago(90*time.Second)
+	collect := func(objs ...client.Object) map[string]float64 {
+		t.Helper()
+		reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+		c := &phaseCollector{reader: reader, pooled: func(*ctfv1alpha1.Challenge) bool { return false }, now: func() time.Time { return now }}
+		return gather(t, c)
+	}
+
+	got := collect(
+		instance("fresh", 10*time.Second, ctfv1alpha1.ChallengeStatus{}),
+		instance("slow", 12*time.Minute, ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhasePending}),
+		instance("quick", 5*time.Second, ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhasePending}),
+		instance("restarting", 2*time.Hour, ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhasePending, ReadyAt: &readyAt}),
+		instance("expired", 3*time.Hour, ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseRunning, ReadyAt: &readyAt, ExpiresAt: &expired}),
+	)
+	want := map[string]float64{
+		`challenge_starting_oldest_seconds{phase="None"}`:    10,
+		`challenge_starting_oldest_seconds{phase="Pending"}`: 720, // not the restarting one, Running before
+		`challenge_starting_oldest_seconds{phase="Queued"}`:  0,
+		`challenge_expiry_overdue_seconds`:                   90,
+	}
+	for name, v := range want {
+		if got[name] != v {
+			t.Errorf("%s = %v, want %v", name, got[name], v)
+		}
+	}
+
+	got = collect()
+	if got[`challenge_starting_oldest_seconds{phase="Pending"}`] != 0 || got[`challenge_expiry_overdue_seconds`] != 0 {
+		t.Errorf("with no instance: %v, want 0s", got)
+	}
+}
+
+// gather collects c into values by series name, its label in braces.
+func gather(t *testing.T, c prometheus.Collector) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			name := f.GetName()
+			if l := m.GetLabel(); len(l) > 0 {
+				name += fmt.Sprintf(`{%s=%q}`, l[0].GetName(), l[0].GetValue())
+			}
+			out[name] = m.GetGauge().GetValue()
+		}
+	}
+	return out
 }
