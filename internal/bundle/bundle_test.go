@@ -16,8 +16,10 @@ import (
 var root = testcluster.RepoRoot()
 
 // TestBundleValidates runs operator-framework's validators on the committed
-// bundle: the defaults, OperatorHub, good practices, standard capabilities
-// and categories. Not one error or warning is tolerated.
+// bundle: the defaults and those of operator-sdk's optional suite
+// "operatorframework" (OperatorHub, standard capabilities and categories,
+// deprecated APIs for the Kubernetes version given), and good practices.
+// Not one error or warning is tolerated.
 func TestBundleValidates(t *testing.T) {
 	g := NewWithT(t)
 	b, err := manifests.GetBundleFromDir(filepath.Join(root, "bundle"))
@@ -30,6 +32,7 @@ func TestBundleValidates(t *testing.T) {
 		validation.GoodPracticesValidator,
 		validation.StandardCapabilitiesValidator,
 		validation.StandardCategoriesValidator,
+		validation.AlphaDeprecatedAPIsValidator,
 	)
 	objs := append(b.ObjectsToValidate(), map[string]string{"k8s-version": "1.35"})
 	var problems []errors.Error
