@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/metrics"
 )
 
 // ReasonExpired is the Event reason when an instance is deleted at expiry.
@@ -44,6 +45,7 @@ func (r *ExpiryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	metrics.ObserveExpiry()
 	r.Recorder.Eventf(ch, nil, corev1.EventTypeNormal, ReasonExpired, "Delete",
 		"the instance expired at %s and is being deleted", ch.Status.ExpiresAt.UTC().Format(time.RFC3339))
 	return ctrl.Result{}, nil

@@ -270,12 +270,13 @@ func (w *StatusWriter) report(ch *ctfv1alpha1.Challenge, before *ctfv1alpha1.Cha
 }
 
 func (w *StatusWriter) reportRenewal(ch *ctfv1alpha1.Challenge, before *ctfv1alpha1.ChallengeStatus) {
-	if w.Recorder == nil {
-		return
-	}
 	now := meta.FindStatusCondition(ch.Status.Conditions, lifecycle.ConditionRenewed)
 	was := meta.FindStatusCondition(before.Conditions, lifecycle.ConditionRenewed)
 	if now == nil || (was != nil && was.Message == now.Message && was.Status == now.Status) {
+		return
+	}
+	metrics.ObserveRenewal(now.Reason)
+	if w.Recorder == nil {
 		return
 	}
 	eventType := corev1.EventTypeNormal

@@ -29,8 +29,16 @@ var (
 		Name: "challenge_errors_total",
 		Help: "Transitions of Challenges into the Error phase, by reason.",
 	}, []string{"reason"})
+	renewals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "challenge_renewals_total",
+		Help: "Renewal requests of instances by verdict: the reason of the Renewed condition (Renewed, or why it was refused).",
+	}, []string{"reason"})
+	expiries = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "challenge_expiries_total",
+		Help: "Instances deleted because they expired.",
+	})
 	phaseDesc = prometheus.NewDesc("challenge_phase_count",
-		"Challenges by phase, counted from the operator's cache at scrape time.", []string{"phase"}, nil)
+		"Challenges by phase and template (empty for those without one), counted from the operator's cache at scrape time; every phase of every template in use is reported, zeros included.", []string{"phase", "template"}, nil)
 	startingDesc = prometheus.NewDesc("challenge_starting_oldest_seconds",
 		"Age of the oldest Challenge that has never been Running, by its phase (None, Queued, Pending); 0 when there is none.", []string{"phase"}, nil)
 	overdueDesc = prometheus.NewDesc("challenge_expiry_overdue_seconds",
@@ -46,6 +54,12 @@ func ObserveQueueWait(d time.Duration) { queueWait.Observe(d.Seconds()) }
 // ObserveError counts a transition into Error.
 func ObserveError(reason string) { errorsTotal.WithLabelValues(reason).Inc() }
 
+// ObserveRenewal counts a renewal's verdict, by the Renewed condition's reason.
+func ObserveRenewal(reason string) { renewals.WithLabelValues(reason).Inc() }
+
+// ObserveExpiry counts an instance deleted at expiry.
+func ObserveExpiry() { expiries.Inc() }
+
 // Register adds the metrics to controller-runtime's registry; phases are
 // counted from reader (the manager's cache) at every scrape, so the gauge is
 // always exactly what the cluster holds. pooled tells the warm pools'
@@ -53,12 +67,16 @@ func ObserveError(reason string) { errorsTotal.WithLabelValues(reason).Inc() }
 // claimant's instance, counted once as the claimant's phase.
 func Register(reader client.Reader, pooled func(*ctfv1alpha1.Challenge) bool) {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, &phaseCollector{reader: reader, pooled: pooled},
+		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, renewals, expiries, &phaseCollector{reader: reader, pooled: pooled},
 			poolInstances, poolTarget, poolClaims)
 	})
 }
 
 var registerOnce sync.Once
+
+// phases are every phase, each reported even when no Challenge is in it.
+var phases = []ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseQueued, ctfv1alpha1.PhasePending,
+	ctfv1alpha1.PhaseRunning, ctfv1alpha1.PhaseError, ctfv1alpha1.PhaseDeleted}
 
 type phaseCollector struct {
 	reader client.Reader
@@ -84,10 +102,12 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.now != nil {
 		now = c.now()
 	}
-	counts := map[ctfv1alpha1.Phase]int{}
-	for _, p := range []ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseQueued, ctfv1alpha1.PhasePending, ctfv1alpha1.PhaseRunning, ctfv1alpha1.PhaseError, ctfv1alpha1.PhaseDeleted} {
-		counts[p] = 0
+	type key struct {
+		phase    ctfv1alpha1.Phase
+		template string
 	}
+	counts := map[key]int{}
+	templates := map[string]bool{"": true}
 	starting := map[ctfv1alpha1.Phase]time.Duration{ctfv1alpha1.PhaseNone: 0, ctfv1alpha1.PhaseQueued: 0, ctfv1alpha1.PhasePending: 0}
 	var overdue time.Duration
 	for i := range list.Items {
@@ -99,7 +119,8 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 		if phase == "" {
 			phase = ctfv1alpha1.PhaseNone
 		}
-		counts[phase]++
+		counts[key{phase, inst.Spec.Template}]++
+		templates[inst.Spec.Template] = true
 		if oldest, waiting := starting[phase]; waiting && inst.Status.ReadyAt == nil {
 			starting[phase] = max(oldest, now.Sub(inst.CreationTimestamp.Time))
 		}
@@ -107,8 +128,11 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 			overdue = max(overdue, now.Sub(inst.Status.ExpiresAt.Time))
 		}
 	}
-	for phase, n := range counts {
-		ch <- prometheus.MustNewConstMetric(phaseDesc, prometheus.GaugeValue, float64(n), string(phase))
+	for template := range templates {
+		for _, phase := range phases {
+			n := counts[key{phase, template}]
+			ch <- prometheus.MustNewConstMetric(phaseDesc, prometheus.GaugeValue, float64(n), string(phase), template)
+		}
 	}
 	for phase, age := range starting {
 		ch <- prometheus.MustNewConstMetric(startingDesc, prometheus.GaugeValue, age.Seconds(), string(phase))

@@ -17,7 +17,7 @@ import (
 
 // TestPhasesCountEachInstanceOnce: a claimed pooled instance and its
 // claimant are one instance, Running once; an unclaimed pooled one is the
-// pool's metrics' affair, not a team's phase.
+// pool's metrics' affair, not a team's phase. Counts are by template too.
 func TestPhasesCountEachInstanceOnce(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
@@ -27,8 +27,10 @@ func TestPhasesCountEachInstanceOnce(t *testing.T) {
 		return &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Status: ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseRunning}}
 	}
+	pending := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: "teams", Name: "pwn-team-1"},
+		Spec: ctfv1alpha1.ChallengeSpec{Template: "pwn"}, Status: ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhasePending}}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		running("teams", "web"), running("pool", "web-pool-a"), running("pool", "web-pool-b")).Build()
+		running("teams", "web"), running("pool", "web-pool-a"), running("pool", "web-pool-b"), pending).Build()
 	c := &phaseCollector{reader: reader, pooled: func(ch *ctfv1alpha1.Challenge) bool { return ch.Namespace == "pool" }}
 	got := gather(t, c)
 	phases := 0
@@ -37,8 +39,9 @@ func TestPhasesCountEachInstanceOnce(t *testing.T) {
 			phases++
 		}
 	}
-	if got[`challenge_phase_count{phase="Running"}`] != 1 || got[`challenge_phase_count{phase="None"}`] != 0 || phases != 6 {
-		t.Fatalf("counts %v: want one Running instance and every phase present", got)
+	if got[`challenge_phase_count{phase="Running",template=""}`] != 1 || got[`challenge_phase_count{phase="None",template=""}`] != 0 ||
+		got[`challenge_phase_count{phase="Pending",template="pwn"}`] != 1 || phases != 12 {
+		t.Fatalf("counts %v: want one Running instance without a template, one Pending of pwn, and every phase of both present", got)
 	}
 }
 
@@ -88,7 +91,7 @@ func TestWaitsAndOverdueExpiries(t *testing.T) {
 	}
 }
 
-// gather collects c into values by series name, its label in braces.
+// gather collects c into values by series, as name{label="value",...}.
 func gather(t *testing.T, c prometheus.Collector) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
@@ -100,9 +103,13 @@ func gather(t *testing.T, c prometheus.Collector) map[string]float64 {
 	out := map[string]float64{}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
+			var pairs []string
+			for _, l := range m.GetLabel() { // sorted by name
+				pairs = append(pairs, fmt.Sprintf(`%s=%q`, l.GetName(), l.GetValue()))
+			}
 			name := f.GetName()
-			if l := m.GetLabel(); len(l) > 0 {
-				name += fmt.Sprintf(`{%s=%q}`, l[0].GetName(), l[0].GetValue())
+			if len(pairs) > 0 {
+				name += "{" + strings.Join(pairs, ",") + "}"
 			}
 			out[name] = m.GetGauge().GetValue()
 		}

@@ -264,8 +264,8 @@ func TestMetricsCountPhasesAndTimeToReady(t *testing.T) {
 			}
 		}
 	}
-	g.Expect(byName).To(HaveKeyWithValue("challenge_phase_count/Running", BeNumerically(">=", 1)))
-	g.Expect(byName).To(HaveKey("challenge_phase_count/Error"))
+	g.Expect(byName).To(HaveKeyWithValue("challenge_phase_count/Running/", BeNumerically(">=", 1)), "by phase, and template (none)")
+	g.Expect(byName).To(HaveKey("challenge_phase_count/Error/"))
 	g.Expect(byName).To(HaveKeyWithValue("challenge_time_to_ready_seconds", BeNumerically(">=", 1)))
 }
 

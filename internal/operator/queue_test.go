@@ -3,9 +3,11 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -77,6 +79,24 @@ func queueWaits(g Gomega) uint64 {
 	for _, f := range families {
 		if f.GetName() == "challenge_queue_wait_seconds" {
 			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
+}
+
+// counted is the value of the counter name whose labels include label=value
+// (any series of name when label is empty); 0 before the first count.
+func counted(g Gomega, name, label, value string) float64 {
+	families, err := crmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == label && l.GetValue() == value }) {
+				return m.GetCounter().GetValue()
+			}
 		}
 	}
 	return 0

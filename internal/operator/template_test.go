@@ -96,6 +96,8 @@ func TestExpiryDeletesAndRenewalMovesIt(t *testing.T) {
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: lifetime}, MaxRenewals: ptr.To[int32](1)}
 	})
 	ch := fromTemplate(ns, "short", "team-d", "tpl-short")
+	renewed, refused := counted(g, "challenge_renewals_total", "reason", "Renewed"), counted(g, "challenge_renewals_total", "reason", "RenewalLimitReached")
+	expired := counted(g, "challenge_expiries_total", "", "")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Expect(got.Status.ExpiresAt).NotTo(BeNil())
@@ -138,6 +140,10 @@ func TestExpiryDeletesAndRenewalMovesIt(t *testing.T) {
 	g.Expect(gone).To(BeTemporally(">=", movedTo), "not before expiry")
 	g.Expect(gone).To(BeTemporally("<", movedTo.Add(5*time.Second)), "within seconds of expiry")
 	expectEvents(t, ns, "short", "Expired", "Renewed", "RenewalLimitReached")
+	// Other tests renew and expire at the same time: at least these.
+	g.Expect(counted(g, "challenge_renewals_total", "reason", "Renewed")).To(BeNumerically(">=", renewed+1))
+	g.Expect(counted(g, "challenge_renewals_total", "reason", "RenewalLimitReached")).To(BeNumerically(">=", refused+1))
+	g.Expect(counted(g, "challenge_expiries_total", "", "")).To(BeNumerically(">=", expired+1))
 }
 
 func TestQuotaAndDuplicateWithoutWebhook(t *testing.T) {
