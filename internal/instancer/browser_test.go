@@ -3,7 +3,6 @@ package instancer_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,22 +13,8 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
+	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
-
-// chromium finds Debian's headless browser; the project's CI setup
-// (hack/chromium.sh, run by make test) installs it.
-func chromium(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no chromium: hack/chromium.sh installs it")
-	}
-	t.Skip("no chromium installed (hack/chromium.sh installs it)")
-	return ""
-}
 
 // TestPageStartsShowsAndStopsAnInstance drives the page in headless
 // Chromium as a participant would: open the team's link, Start, wait for
@@ -38,7 +23,7 @@ func chromium(t *testing.T) string {
 // test's temporary directory).
 func TestPageStartsShowsAndStopsAnInstance(t *testing.T) {
 	g := NewWithT(t)
-	browser := chromium(t)
+	browser := testcluster.Chromium(t)
 	tmpl := startableTemplate(t, nil)
 	team := uniqueName("team")
 	tok := mint(t, team)
