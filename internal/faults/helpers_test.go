@@ -38,6 +38,12 @@ var processCount atomic.Int32
 // and kills it when the test ends.
 func startOperator(t *testing.T, name string, extra ...string) operatorProcess {
 	t.Helper()
+	return startOperatorBinary(t, managerBin, name, extra...)
+}
+
+// startOperatorBinary is startOperator with the operator binary bin.
+func startOperatorBinary(t *testing.T, bin, name string, extra ...string) operatorProcess {
+	t.Helper()
 	args := append([]string{
 		"--watches-file=" + watchesFile,
 		"--metrics-bind-address=0",
@@ -47,7 +53,7 @@ func startOperator(t *testing.T, name string, extra ...string) operatorProcess {
 		"--flag-secret-namespaces=" + testharness.OrganiserNamespace,
 		"--ingress-domain=" + testharness.IngressDomain,
 	}, extra...)
-	cmd := exec.Command(managerBin, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+operatorKubeconfig, "POD_NAMESPACE="+testharness.OperatorServiceAccount.Namespace)
 	p, err := testcluster.StartProcess(cmd, filepath.Join(cluster.LogDir, fmt.Sprintf("operator-%s-%d.log", name, processCount.Add(1))))
 	if err != nil {

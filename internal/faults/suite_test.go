@@ -1,7 +1,7 @@
 // Package faults_test runs the operator's own binary, as its service account,
 // on the local control plane and puts it through what a CTF weekend brings:
 // SIGKILLs mid-burst, a lost leader, a control-plane restart, mass deletion and
-// mass expiry. Every test ends by deleting what it made and finding nothing
+// mass expiry, and an upgrade of the operator itself. Every test ends by deleting what it made and finding nothing
 // left. `make test` runs each fault at a small scale; `make test-faults`
 // (CHALLENGE_FAULTS=full) at the scale docs/reliability.md reports.
 package faults_test
@@ -39,11 +39,13 @@ type scale struct {
 	DeleteAll, ExpireAll int
 	// Claims Challenges claim from a warm pool of Pool instances.
 	Claims, Pool int
+	// Upgrade Challenges are Running while the operator is upgraded.
+	Upgrade int
 }
 
 var scales = map[string]scale{
-	"fast": {Name: "fast", Burst: 24, Kills: 3, FailoverBurst: 16, Failovers: 1, RestartBurst: 12, Restarts: 2, DeleteAll: 30, ExpireAll: 20, Claims: 10, Pool: 6},
-	"full": {Name: "full", Burst: 200, Kills: 6, FailoverBurst: 200, Failovers: 3, RestartBurst: 100, Restarts: 3, DeleteAll: 500, ExpireAll: 200, Claims: 150, Pool: 100},
+	"fast": {Name: "fast", Burst: 24, Kills: 3, FailoverBurst: 16, Failovers: 1, RestartBurst: 12, Restarts: 2, DeleteAll: 30, ExpireAll: 20, Claims: 10, Pool: 6, Upgrade: 100},
+	"full": {Name: "full", Burst: 200, Kills: 6, FailoverBurst: 200, Failovers: 3, RestartBurst: 100, Restarts: 3, DeleteAll: 500, ExpireAll: 200, Claims: 150, Pool: 100, Upgrade: 300},
 }
 
 var (

@@ -38,6 +38,13 @@ func (p *Process) Kill() {
 	<-p.exited
 }
 
+// Stop ends the process as a rollout would (SIGTERM, its graceful
+// shutdown) and returns once it has exited.
+func (p *Process) Stop() {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	<-p.exited
+}
+
 // Running reports whether the process has not exited.
 func (p *Process) Running() bool {
 	select {
