@@ -172,6 +172,10 @@ func run(opts options) error {
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "challenge-operator.ctf.challenge-operator.io",
 		LeaderElectionNamespace: opts.leaderElectionNS,
+		// A stopped operator hands the lease over at once (an upgrade's new
+		// pod need not wait for it to expire): safe, as the process exits
+		// as soon as the manager returns.
+		LeaderElectionReleaseOnCancel: true,
 		Cache:                   operator.CacheOptions(watchNamespaces(), len(opts.operator.Values.Gateways) > 0),
 		// A panic in any reconciler (the Helm one's hooks, translator and
 		// policy gate included) fails that reconcile only, and is counted in
