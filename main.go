@@ -176,7 +176,7 @@ func run(opts options) error {
 		// pod need not wait for it to expire): safe, as the process exits
 		// as soon as the manager returns.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                   operator.CacheOptions(watchNamespaces(), len(opts.operator.Values.Gateways) > 0),
+		Cache:                         operator.CacheOptions(watchNamespaces(), len(opts.operator.Values.Gateways) > 0),
 		// A panic in any reconciler (the Helm one's hooks, translator and
 		// policy gate included) fails that reconcile only, and is counted in
 		// controller_runtime_reconcile_panics_total{controller}.
