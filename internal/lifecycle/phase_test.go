@@ -144,6 +144,27 @@ func TestKstatusReadsThePhase(t *testing.T) {
 	}
 }
 
+// TestKstatusConditionsKeepTheirTransitionTime: recomputing a status that
+// did not change leaves Reconciling's and Stalled's lastTransitionTime where
+// it was, so that the recompute is no write; a change of status moves it.
+func TestKstatusConditionsKeepTheirTransitionTime(t *testing.T) {
+	g := NewWithT(t)
+	first := metav1.NewTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	for _, obs := range []Observation{{Operation: Installing}, {Conditions: []metav1.Condition{installErr}}} {
+		st := ctfv1alpha1.ChallengeStatus{}
+		Apply(&st, 1, obs, first)
+		was := st.DeepCopy()
+		obs.Conditions = was.Conditions // observed from the last status, as the Observer does
+		Apply(&st, 1, obs, metav1.NewTime(first.Add(time.Minute)))
+		g.Expect(st).To(Equal(*was), "nothing changed for %s", st.Phase)
+	}
+	st := ctfv1alpha1.ChallengeStatus{}
+	Apply(&st, 1, Observation{Operation: Installing}, first)
+	Apply(&st, 1, Observation{Conditions: []metav1.Condition{installErr}}, metav1.NewTime(first.Add(time.Minute)))
+	g.Expect(meta.FindStatusCondition(st.Conditions, ConditionReconciling)).To(BeNil())
+	g.Expect(meta.FindStatusCondition(st.Conditions, ConditionStalled)).NotTo(BeNil())
+}
+
 func TestSpecReasonsSurviveWrapping(t *testing.T) {
 	for msg, want := range map[string][2]string{
 		"terminal error: TemplateNotFound: ChallengeTemplate \"x\" does not exist":                                   {"TemplateNotFound", "ChallengeTemplate \"x\" does not exist"},

@@ -104,15 +104,22 @@ const (
 // Error, Reconciling while None, Queued or Pending, neither once Running (or Deleted,
 // which kstatus reads from the deletion timestamp).
 func setKstatusConditions(conds *[]metav1.Condition, v Verdict, generation int64) {
-	meta.RemoveStatusCondition(conds, ConditionReconciling)
-	meta.RemoveStatusCondition(conds, ConditionStalled)
 	var t string
 	switch v.Phase {
 	case ctfv1alpha1.PhaseError:
 		t = ConditionStalled
 	case ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseQueued, ctfv1alpha1.PhasePending:
 		t = ConditionReconciling
-	default:
+	}
+	// The one that stays keeps its lastTransitionTime (SetStatusCondition
+	// moves it only when the status changes): removed and set again, it
+	// moved at every recompute, and every recompute was a status write.
+	for _, other := range []string{ConditionReconciling, ConditionStalled} {
+		if other != t {
+			meta.RemoveStatusCondition(conds, other)
+		}
+	}
+	if t == "" {
 		return
 	}
 	reason := v.Reason
