@@ -44,14 +44,24 @@ func TestStatusWriterPaths(t *testing.T) {
 		cl     client.Client
 		before *ctfv1alpha1.Challenge // as the cache holds it when the case acts
 	}
+	installing := func(g Gomega, _ env, w *StatusWriter, ch *ctfv1alpha1.Challenge) {
+		g.Expect(w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Installing)).To(Succeed())
+	}
+	markInstalling := func(w *StatusWriter, ch *ctfv1alpha1.Challenge) error {
+		return w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Installing)
+	}
+	markUpgrading := func(w *StatusWriter, ch *ctfv1alpha1.Challenge) error {
+		return w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Upgrading)
+	}
+	refresh := func(w *StatusWriter, ch *ctfv1alpha1.Challenge) error { return w.Refresh(ctx, ch) }
 	cases := []struct {
 		name string
 		// prepare brings the Challenge (created with spec) to where the case starts.
 		spec    func(*ctfv1alpha1.ChallengeSpec)
 		prepare func(g Gomega, e env, w *StatusWriter, ch *ctfv1alpha1.Challenge)
-		// cache is what the writer's Reader sees: e.before is the Challenge
-		// as prepared, or as created with staleCache. live: whether the
-		// writer has a live reader.
+		// cache is what the writer's Reader sees, by default e.before: the
+		// Challenge as prepared, or as created with staleCache. live:
+		// whether the writer has a live reader.
 		cache      func(e env) client.Reader
 		staleCache bool
 		live       bool
@@ -64,55 +74,35 @@ func TestStatusWriterPaths(t *testing.T) {
 		wantEvents []string // reasons, in order
 		check      func(g Gomega, got *ctfv1alpha1.Challenge)
 	}{{
-		name:  "first write",
-		cache: func(e env) client.Reader { return lastStatus{ch: e.before} },
-		live:  true,
-		act: func(w *StatusWriter, ch *ctfv1alpha1.Challenge) error {
-			return w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Installing)
-		},
+		name:       "first write",
+		live:       true,
+		act:        markInstalling,
 		wantWrites: 1, wantPhase: ctfv1alpha1.PhasePending, wantReason: string(lifecycle.Installing), wantEvents: []string{"Installing"},
 	}, {
-		name: "nothing changed: no write, no Event",
-		prepare: func(g Gomega, e env, w *StatusWriter, ch *ctfv1alpha1.Challenge) {
-			g.Expect(w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Installing)).To(Succeed())
-		},
-		cache: func(e env) client.Reader { return lastStatus{ch: e.before} },
-		live:  true,
-		act: func(w *StatusWriter, ch *ctfv1alpha1.Challenge) error {
-			return w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Installing)
-		},
+		name:       "nothing changed: no write, no Event",
+		prepare:    installing,
+		live:       true,
+		act:        markInstalling,
 		wantWrites: 0, wantPhase: ctfv1alpha1.PhasePending, wantReason: string(lifecycle.Installing),
 	}, {
-		name: "stale cache: a conflict, a live read, a second write",
-		prepare: func(g Gomega, e env, w *StatusWriter, ch *ctfv1alpha1.Challenge) {
-			g.Expect(w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Installing)).To(Succeed())
-		},
-		cache:      func(e env) client.Reader { return lastStatus{ch: e.before} },
+		name:       "stale cache: a conflict, a live read, a second write",
+		prepare:    installing,
 		staleCache: true,
 		live:       true,
-		act: func(w *StatusWriter, ch *ctfv1alpha1.Challenge) error {
-			return w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Upgrading)
-		},
+		act:        markUpgrading,
 		wantWrites: 2, wantPhase: ctfv1alpha1.PhasePending, wantReason: string(lifecycle.Upgrading), wantEvents: []string{"Upgrading"},
 	}, {
-		name: "stale cache without a live reader: the conflict is returned",
-		prepare: func(g Gomega, e env, w *StatusWriter, ch *ctfv1alpha1.Challenge) {
-			g.Expect(w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Installing)).To(Succeed())
-		},
-		cache:      func(e env) client.Reader { return lastStatus{ch: e.before} },
+		name:       "stale cache without a live reader: the conflict is returned",
+		prepare:    installing,
 		staleCache: true,
-		act: func(w *StatusWriter, ch *ctfv1alpha1.Challenge) error {
-			return w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Upgrading)
-		},
+		act:        markUpgrading,
 		wantErr:    apierrors.IsConflict,
 		wantWrites: 1, wantPhase: ctfv1alpha1.PhasePending, wantReason: string(lifecycle.Installing),
 	}, {
-		name:  "a cache that has not seen the Challenge: read live",
-		cache: func(env) client.Reader { return emptyCache{} },
-		live:  true,
-		act: func(w *StatusWriter, ch *ctfv1alpha1.Challenge) error {
-			return w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Installing)
-		},
+		name:       "a cache that has not seen the Challenge: read live",
+		cache:      func(env) client.Reader { return emptyCache{} },
+		live:       true,
+		act:        markInstalling,
 		wantWrites: 1, wantPhase: ctfv1alpha1.PhasePending, wantReason: string(lifecycle.Installing), wantEvents: []string{"Installing"},
 	}, {
 		name: "torn down: Deleted written once",
@@ -120,9 +110,8 @@ func TestStatusWriterPaths(t *testing.T) {
 			g.Expect(w.MarkReleasing(ctx, asUnstructured(ch), lifecycle.Installing)).To(Succeed())
 			g.Expect(e.cl.Delete(ctx, ch)).To(Succeed()) // its finalizer keeps it
 		},
-		cache:      func(e env) client.Reader { return lastStatus{ch: e.before} },
 		live:       true,
-		act:        func(w *StatusWriter, ch *ctfv1alpha1.Challenge) error { return w.Refresh(ctx, ch) },
+		act:        refresh,
 		wantWrites: 1, wantPhase: ctfv1alpha1.PhaseDeleted, wantEvents: []string{lifecycle.ReasonUninstalling},
 	}, {
 		name: "torn down, again: no write",
@@ -131,9 +120,8 @@ func TestStatusWriterPaths(t *testing.T) {
 			g.Expect(e.cl.Get(ctx, client.ObjectKeyFromObject(ch), ch)).To(Succeed())
 			g.Expect(w.Refresh(ctx, ch)).To(Succeed())
 		},
-		cache:      func(e env) client.Reader { return lastStatus{ch: e.before} },
 		live:       true,
-		act:        func(w *StatusWriter, ch *ctfv1alpha1.Challenge) error { return w.Refresh(ctx, ch) },
+		act:        refresh,
 		wantWrites: 0, wantPhase: ctfv1alpha1.PhaseDeleted,
 	}, {
 		name: "a renewal: counted, expiry moved, an Event",
@@ -148,9 +136,8 @@ func TestStatusWriterPaths(t *testing.T) {
 			ch.Spec.RenewedAt = &renewedAt
 			g.Expect(e.cl.Patch(ctx, ch, patch)).To(Succeed())
 		},
-		cache:      func(e env) client.Reader { return lastStatus{ch: e.before} },
 		live:       true,
-		act:        func(w *StatusWriter, ch *ctfv1alpha1.Challenge) error { return w.Refresh(ctx, ch) },
+		act:        refresh,
 		wantWrites: 1, wantPhase: ctfv1alpha1.PhasePending, wantEvents: []string{lifecycle.ReasonRenewed},
 		check: func(g Gomega, got *ctfv1alpha1.Challenge) {
 			g.Expect(got.Status.Renewals).To(Equal(int32(1)))
@@ -196,7 +183,11 @@ func TestStatusWriterPaths(t *testing.T) {
 				},
 			})
 			recorder := events.NewFakeRecorder(10)
-			w := &StatusWriter{Client: counting, Reader: tc.cache(e), Observer: &Observer{Reader: plain}, Recorder: recorder}
+			var cache client.Reader = lastStatus{ch: e.before}
+			if tc.cache != nil {
+				cache = tc.cache(e)
+			}
+			w := &StatusWriter{Client: counting, Reader: cache, Observer: &Observer{Reader: plain}, Recorder: recorder}
 			if tc.live {
 				w.Live = plain
 			}
