@@ -56,9 +56,9 @@ func startInstancer(ctx context.Context, cluster *testcluster.Cluster, bin strin
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		res, err := http.Get("http://" + instancerProbeAddr + "/readyz")
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not listening yet: poll again
 		}
-		res.Body.Close()
+		_ = res.Body.Close()
 		return res.StatusCode == http.StatusOK, nil
 	}); err != nil {
 		return nil, p, fmt.Errorf("instancer not ready: %w (log: %s)", err, p.Log)
@@ -75,7 +75,7 @@ func startInstancer(ctx context.Context, cluster *testcluster.Cluster, bin strin
 		if err != nil {
 			return err
 		}
-		defer res.Body.Close()
+		defer func() { _ = res.Body.Close() }()
 		if res.StatusCode != http.StatusCreated && res.StatusCode != http.StatusOK {
 			msg, _ := io.ReadAll(res.Body)
 			return fmt.Errorf("POST for %s: %s: %s", chs[i].Spec.Participant, res.Status, msg)

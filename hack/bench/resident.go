@@ -64,8 +64,8 @@ func resident(cfg config, root, bin string) error {
 	if err != nil {
 		return err
 	}
-	os.Setenv("GOMEMLIMIT", strconv.FormatInt(limit.Value()*9/10, 10))
-	defer os.Unsetenv("GOMEMLIMIT")
+	_ = os.Setenv("GOMEMLIMIT", strconv.FormatInt(limit.Value()*9/10, 10))
+	defer func() { _ = os.Unsetenv("GOMEMLIMIT") }()
 	proc, err := startProcess(cluster, cfg.cpu, filepath.Join(bin, "manager"), args...)
 	if err != nil {
 		return err
@@ -206,7 +206,7 @@ func heapInUse(path string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	text, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return 0, err
@@ -222,12 +222,12 @@ func heapInUse(path string) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		f, err := os.Create(path)
 		if err != nil {
 			return 0, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if _, err := io.Copy(f, resp.Body); err != nil {
 			return 0, err
 		}

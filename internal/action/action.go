@@ -169,7 +169,7 @@ func (g *ClientGetter) unlockStale(ctx context.Context, ac helmclient.ActionInte
 	}
 	rel, err := ac.Config().Releases.Last(obj.GetName())
 	if err != nil || !rel.Info.Status.IsPending() || g.inFlight.has(key) {
-		return nil
+		return nil //nolint:nilerr // no release, or none readable: nothing to unlock (the action reports a read failure itself)
 	}
 	from := rel.Info.Status
 	rel.SetStatus(release.StatusFailed, fmt.Sprintf("unlocked by challenge-operator: release was left %s with no operation in progress", from))
@@ -317,13 +317,13 @@ func (c *trackedClient) checkRecords(name string) error {
 // that is no verdict on the record (its template is gone, the cache did not
 // answer) is returned as it is: the record was not judged, and the error's
 // own reason is the instance's.
-func (c *trackedClient) refused(action string, rel *release.Release, err error) error {
+func (c *trackedClient) refused(op string, rel *release.Release, err error) error {
 	var violation *policy.Violation
 	if !errors.As(err, &violation) {
 		return err
 	}
 	err = fmt.Errorf("refusing release record %s version %d: %w", rel.Name, rel.Version, err)
-	c.recorder.Eventf(c.obj, nil, corev1.EventTypeWarning, ReasonRecordRefused, action, "%s", err)
+	c.recorder.Eventf(c.obj, nil, corev1.EventTypeWarning, ReasonRecordRefused, op, "%s", err)
 	return err
 }
 

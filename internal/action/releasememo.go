@@ -118,16 +118,16 @@ func (d *memoDriver) forget(key string) {
 const keyPrefix = "sh.helm.release.v1."
 
 func parseKey(key string) (name string, version int, ok bool) {
-	rest, found := strings.CutPrefix(key, keyPrefix)
-	i := strings.LastIndex(rest, ".v")
+	tail, found := strings.CutPrefix(key, keyPrefix)
+	i := strings.LastIndex(tail, ".v")
 	if !found || i <= 0 {
 		return "", 0, false
 	}
-	version, err := strconv.Atoi(rest[i+2:])
+	version, err := strconv.Atoi(tail[i+2:])
 	if err != nil {
 		return "", 0, false
 	}
-	return rest[:i], version, true
+	return tail[:i], version, true
 }
 
 // matches tells whether the Secret holding rel carries every label: the

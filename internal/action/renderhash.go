@@ -44,11 +44,11 @@ func chartDigest(chrt *chart.Chart) string {
 	var walk func(c *chart.Chart)
 	walk = func(c *chart.Chart) {
 		if c.Metadata != nil {
-			fmt.Fprintf(h, "%s\x00%s\x00", c.Metadata.Name, c.Metadata.Version)
+			_, _ = fmt.Fprintf(h, "%s\x00%s\x00", c.Metadata.Name, c.Metadata.Version)
 		}
 		for _, files := range [][]*chart.File{c.Templates, c.Files} {
 			for _, f := range files {
-				fmt.Fprintf(h, "%s\x00%d\x00", f.Name, len(f.Data))
+				_, _ = fmt.Fprintf(h, "%s\x00%d\x00", f.Name, len(f.Data))
 				h.Write(f.Data)
 			}
 		}

@@ -40,7 +40,7 @@ func TestImageBuildsFromItsContext(t *testing.T) {
 
 	f, err := os.Open(filepath.Join(root, "Dockerfile"))
 	g.Expect(err).NotTo(HaveOccurred())
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	ast, err := parser.Parse(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	stages, _, err := instructions.Parse(ast.AST, nil)
@@ -84,7 +84,7 @@ func assembleContext(t *testing.T) string {
 	g := NewWithT(t)
 	f, err := os.Open(filepath.Join(root, ".dockerignore"))
 	g.Expect(err).NotTo(HaveOccurred())
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	patterns, err := ignorefile.ReadAll(f)
 	g.Expect(err).NotTo(HaveOccurred())
 	pm, err := patternmatcher.New(patterns)

@@ -11,6 +11,7 @@ package bundle
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -246,7 +247,7 @@ func (b *builder) permissions() (namespaced, cluster []operatorsv1alpha1.Strateg
 	}
 	for _, r := range b.roles {
 		if err := b.scopes.checkNamespaced(r.Rules); err != nil {
-			return nil, nil, fmt.Errorf("Role %s: %w", r.Name, err)
+			return nil, nil, fmt.Errorf("the Role %s: %w", r.Name, err)
 		}
 		add(&namespaced, b.bindings["Role/"+r.Name], r.Rules)
 	}
@@ -355,7 +356,7 @@ func decode(r io.Reader) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for {
 		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err == io.EOF {
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
 			return out, nil
 		} else if err != nil {
 			return nil, fmt.Errorf("decoding manifests: %w", err)

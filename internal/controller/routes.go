@@ -47,7 +47,7 @@ func (o *Observer) route(ctx context.Context, key client.ObjectKey, https bool) 
 		return r, client.IgnoreNotFound(err)
 	}
 	if l, ok := listenerFor(gw, r, parent.SectionName); ok {
-		r.Port = int32(l.Port)
+		r.Port = l.Port
 	}
 	return r, nil
 }

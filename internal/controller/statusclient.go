@@ -36,7 +36,7 @@ func (c *StatusClient) Update(ctx context.Context, obj client.Object, opts ...cl
 	if err != nil {
 		return err
 	}
-	if err := c.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := c.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
 	c.Writer.FinalizersWritten(client.ObjectKeyFromObject(u), from, u.GetResourceVersion())

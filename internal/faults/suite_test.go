@@ -168,7 +168,7 @@ func report(t *testing.T, m measurement) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if _, err := fmt.Fprintf(f, "%s\n", line); err != nil {
 		t.Fatal(err)
 	}

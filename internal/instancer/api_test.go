@@ -312,7 +312,7 @@ func TestEveryBadTokenIsRefused(t *testing.T) {
 	req.AddCookie(&http.Cookie{Name: "token", Value: mint(t, "team-x")})
 	res, err := http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
-	res.Body.Close()
+	_ = res.Body.Close()
 	g.Expect(res.StatusCode).To(Equal(http.StatusUnauthorized))
 }
 
@@ -328,7 +328,7 @@ func TestEventStreamDeliversEveryPhaseInOrder(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+tok)
 	res, err := http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	g.Expect(res.Header.Get("Content-Type")).To(Equal("text/event-stream"))
 	phases := make(chan string, 64)
 	go func() {
@@ -406,7 +406,7 @@ func TestNoCORSUnlessAllowedAndNoFraming(t *testing.T) {
 	req.Header.Set("Origin", "https://evil.example")
 	res, err := http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
-	res.Body.Close()
+	_ = res.Body.Close()
 	g.Expect(res.StatusCode).To(Equal(http.StatusOK))
 	g.Expect(res.Header.Get("Access-Control-Allow-Origin")).To(BeEmpty())
 	g.Expect(res.Header.Get("Content-Security-Policy")).To(ContainSubstring("default-src 'self'"))
@@ -461,7 +461,7 @@ func openStream(t *testing.T, tok, tmpl string) <-chan struct{} {
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		defer res.Body.Close()
+		defer func() { _ = res.Body.Close() }()
 		_, _ = io.Copy(io.Discard, res.Body)
 	}()
 	return ended

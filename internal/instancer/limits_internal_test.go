@@ -59,10 +59,10 @@ func TestTeamLimitsAdmit(t *testing.T) {
 			state := tt.state
 			refusal := state.admit(tt.template, now, 3, time.Minute)
 			if tt.wantCode == "" {
-				g.Expect(refusal).To(BeNil())
+				g.Expect(refusal).NotTo(HaveOccurred())
 				g.Expect(state.Starts[len(state.Starts)-1]).To(Equal(now), "the start is recorded")
 			} else {
-				g.Expect(refusal).NotTo(BeNil())
+				g.Expect(refusal).To(HaveOccurred())
 				g.Expect(refusal.Status).To(Equal(http.StatusTooManyRequests))
 				g.Expect(refusal.Code).To(Equal(tt.wantCode))
 				g.Expect(refusal.RetryAfter).To(Equal(tt.wantWait))
@@ -110,11 +110,11 @@ func TestTeamLimitsRenew(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Date(2026, 11, 24, 18, 0, 0, 0, time.UTC)
 	var s teamLimits
-	g.Expect(s.renew("web", now, time.Minute)).To(BeNil(), "the first renewal")
+	g.Expect(s.renew("web", now, time.Minute)).To(Succeed(), "the first renewal")
 	refusal := s.renew("web", now.Add(3*time.Second), time.Minute)
-	g.Expect(refusal).NotTo(BeNil(), "a second one within the minute")
+	g.Expect(refusal).To(HaveOccurred(), "a second one within the minute")
 	g.Expect(refusal.Code).To(Equal("rate_limited"))
 	g.Expect(refusal.RetryAfter).To(Equal(57))
-	g.Expect(s.renew("pwn", now.Add(3*time.Second), time.Minute)).To(BeNil(), "another instance")
-	g.Expect(s.renew("web", now.Add(time.Minute), time.Minute)).To(BeNil(), "once the minute is over")
+	g.Expect(s.renew("pwn", now.Add(3*time.Second), time.Minute)).To(Succeed(), "another instance")
+	g.Expect(s.renew("web", now.Add(time.Minute), time.Minute)).To(Succeed(), "once the minute is over")
 }

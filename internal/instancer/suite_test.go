@@ -52,7 +52,7 @@ var (
 	api, api2 *replica
 	// newServer returns an in-process instancer like the replicas whose
 	// cache reads go through wrap: tests make it lag.
-	newServer func(wrap func(cache client.Reader) client.Reader) *instancer.Server
+	newServer func(wrap func(reader client.Reader) client.Reader) *instancer.Server
 	keys      = token.Keys{"2026": []byte("an instancer key of at least thirty-two bytes")}
 	// instancerBin is the operator's binary, built from this checkout.
 	instancerBin string
@@ -285,9 +285,9 @@ func (r *replica) start() error {
 		}
 		res, err := http.Get("http://" + r.probeAddr + "/readyz")
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not listening yet: poll again
 		}
-		res.Body.Close()
+		_ = res.Body.Close()
 		return res.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
@@ -341,7 +341,7 @@ func freeAddress() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return ln.Addr().String(), nil
 }
 
@@ -383,7 +383,7 @@ func callAt(t *testing.T, base, tok, method, path string, body any, out any) int
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	data, err := io.ReadAll(res.Body)
 	if err != nil {
 		t.Fatal(err)

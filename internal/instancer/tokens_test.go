@@ -30,7 +30,7 @@ func metric(t *testing.T, r *replica, series string) string {
 	t.Helper()
 	res, err := http.Get(r.metricsURL)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	data, err := io.ReadAll(res.Body)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(data)
@@ -94,7 +94,7 @@ func TestKeySetIsExactlyTheValidKeyFilesPresent(t *testing.T) {
 	g.Expect(r.process.Running()).To(BeTrue())
 	res, err := http.Get(r.URL + "/")
 	g.Expect(err).NotTo(HaveOccurred())
-	res.Body.Close()
+	_ = res.Body.Close()
 	g.Expect(res.StatusCode).To(Equal(http.StatusOK), "the page is still served")
 }
 

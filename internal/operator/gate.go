@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	sdkhandler "github.com/operator-framework/operator-lib/handler"
 	"time"
+
+	sdkhandler "github.com/operator-framework/operator-lib/handler"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/kube"

@@ -339,7 +339,7 @@ func TestTeardownsDoNotBlockInstalls(t *testing.T) {
 		g.Expect(k8s.Patch(ctx, pod, patch)).To(Succeed())
 		pods = append(pods, pod)
 	}
-	release := func() {
+	releasePods := func() {
 		for _, pod := range pods {
 			g.Expect(client.IgnoreNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod))).To(Succeed())
 			patch := client.MergeFrom(pod.DeepCopy())
@@ -347,7 +347,7 @@ func TestTeardownsDoNotBlockInstalls(t *testing.T) {
 			_ = k8s.Patch(ctx, pod, patch)
 		}
 	}
-	t.Cleanup(release)
+	t.Cleanup(releasePods)
 	for _, ch := range held {
 		g.Expect(k8s.Delete(ctx, ch)).To(Succeed())
 	}
@@ -363,7 +363,7 @@ func TestTeardownsDoNotBlockInstalls(t *testing.T) {
 		g.Expect(ch.Status.Phase).To(Equal(ctfv1alpha1.PhaseDeleted))
 	}
 
-	release()
+	releasePods()
 	for _, ch := range held {
 		h.EventuallyGone(t, ch, timeout, "gone once its pod is")
 	}

@@ -140,7 +140,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if w.GroupVersionKind != challengeGVK {
 			return fmt.Errorf("watches file %s: unsupported kind %s: this operator reconciles only Challenges", opts.WatchesFile, w.GroupVersionKind)
 		}
-		r, err := reconciler.New(reconcilerOptions(w, opts, wiring)...)
+		r, err := reconciler.New(reconcilerOptions(w, wiring)...)
 		if err != nil {
 			return fmt.Errorf("creating reconciler for %s: %w", w.GroupVersionKind, err)
 		}
@@ -201,7 +201,7 @@ func concurrency(w watches.Watch, opts Options) int {
 // reconcilerOptions configure the Helm reconciler completely: it runs under
 // setupHelmController, never its own SetupWithManager, which would fill in
 // defaults and register watches.
-func reconcilerOptions(w watches.Watch, opts Options, wiring reconcilerWiring) []reconciler.Option {
+func reconcilerOptions(w watches.Watch, wiring reconcilerWiring) []reconciler.Option {
 	var period time.Duration
 	if w.ReconcilePeriod != nil {
 		period = w.ReconcilePeriod.Duration
@@ -215,7 +215,7 @@ func reconcilerOptions(w watches.Watch, opts Options, wiring reconcilerWiring) [
 		// The typed API is registered in the scheme; keep it there.
 		reconciler.SkipPrimaryGVKSchemeRegistration(true),
 		reconciler.WithValueTranslator(wiring.translator),
-		reconciler.WithValueMapper(identityMapper),
+		reconciler.WithValueMapper(identityMapper), //nolint:staticcheck // deprecated, but required until SetupWithManager stops defaulting it
 		reconciler.WithLog(ctrl.Log.WithName("controllers").WithName("Helm")),
 		reconciler.WithEventRecorder(wiring.recorder),
 		reconciler.WithMaxReleaseHistory(maxReleaseHistory),
@@ -256,9 +256,9 @@ const DefaultMaxInstancesPerParticipant int32 = 5
 // refuses a pool namespace that is not watched. The gate also refuses an instance's own
 // namespace as a peer, whatever the mode.
 func CheckIngressFrom(opts Options, challengeNamespaces []string) error {
-	if pool := opts.PoolNamespace; pool != "" {
-		if len(challengeNamespaces) > 0 && !slices.Contains(challengeNamespaces, pool) {
-			return fmt.Errorf("--pool-namespace %q is not among the watched namespaces %v: its pooled instances would never be installed", pool, challengeNamespaces)
+	if poolNS := opts.PoolNamespace; poolNS != "" {
+		if len(challengeNamespaces) > 0 && !slices.Contains(challengeNamespaces, poolNS) {
+			return fmt.Errorf("--poolNS-namespace %q is not among the watched namespaces %v: its pooled instances would never be installed", poolNS, challengeNamespaces)
 		}
 	}
 	for _, ns := range opts.Values.IngressFromNamespaces {

@@ -77,7 +77,8 @@ func (c *checker) level() psaapi.Level { return c.part.level() }
 
 // widestLevel is the level a namespace holding every pod of the instance must allow.
 func (c *checker) widestLevel() psaapi.Level {
-	profiles := []ctfv1alpha1.SecurityProfile{c.primary.profile()}
+	profiles := make([]ctfv1alpha1.SecurityProfile, 0, 1+len(c.parts))
+	profiles = append(profiles, c.primary.profile())
 	for _, p := range c.parts {
 		profiles = append(profiles, p.profile())
 	}

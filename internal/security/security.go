@@ -145,7 +145,7 @@ func (b Bounds) Check(sec *ctfv1alpha1.Security) error {
 	}
 	for _, c := range []*ctfv1alpha1.Confinement{sec.SeccompProfile, sec.AppArmorProfile} {
 		if c != nil && c.Type == ctfv1alpha1.ConfinementLocalhost && !slices.Contains(b.LocalhostProfiles, c.LocalhostProfile) {
-			return fmt.Errorf("Localhost profile %q is not in --allowed-localhost-profiles (%s)", c.LocalhostProfile, list(b.LocalhostProfiles))
+			return fmt.Errorf("the Localhost profile %q is not in --allowed-localhost-profiles (%s)", c.LocalhostProfile, list(b.LocalhostProfiles))
 		}
 	}
 	return b.checkPlacement(sec)

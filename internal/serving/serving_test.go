@@ -96,7 +96,7 @@ func startMetrics(t *testing.T, opts serving.Options, cfg *rest.Config) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); <-done }) //nolint:errcheck // the server's end, whatever it returns
 	bound := srv.(interface{ GetBindAddr() string })
 	g.Eventually(bound.GetBindAddr, 10*time.Second, 20*time.Millisecond).ShouldNot(BeEmpty())
 	return bound.GetBindAddr()
@@ -113,12 +113,12 @@ func scrape(t *testing.T, url, token string) (status int, body string, proto int
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+	httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		// The endpoint's certificate is self-signed when none is mounted.
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a test of a self-signed endpoint
 		ForceAttemptHTTP2: true,
 	}}
-	resp, err := client.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func Run(ctx context.Context, args []string, out, report io.Writer) error {
 		return err
 	}
 	for _, l := range res.Report.Lines() {
-		fmt.Fprintln(report, l)
+		_, _ = fmt.Fprintln(report, l)
 	}
 	return nil
 }

@@ -134,7 +134,7 @@ func waitGone(ctx context.Context, pid int) error {
 	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 		if err != nil {
-			return true, nil
+			return true, nil //nolint:nilerr // no such process: gone
 		}
 		fields := bytes.Fields(stat[bytes.LastIndexByte(stat, ')')+1:])
 		return len(fields) > 0 && string(fields[0]) == "Z", nil

@@ -199,7 +199,7 @@ func (c *Cluster) addNode(ctx context.Context) error {
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not there yet: poll again
 		}
 		for _, cond := range node.Status.Conditions {
 			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega" //nolint:staticcheck // the harness asserts as the tests it serves do
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -177,7 +177,7 @@ func (h *Harness) Start() error { return h.start() }
 
 func (h *Harness) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := h.startOperator(ctx, h.root, h.opts)
+	stopped, err := h.startOperator(ctx, h.opts)
 	if err != nil {
 		cancel()
 		return err
@@ -186,7 +186,7 @@ func (h *Harness) start() error {
 	return nil
 }
 
-func (h *Harness) startOperator(ctx context.Context, root string, opts Options) (stopped <-chan struct{}, err error) {
+func (h *Harness) startOperator(ctx context.Context, opts Options) (stopped <-chan struct{}, err error) {
 	logFile, err := os.OpenFile(h.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -331,7 +331,7 @@ func WatchesFile() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	_, err = fmt.Fprintf(f, "- group: ctf.challenge-operator.io\n  version: v1alpha1\n  kind: Challenge\n  chart: %s\n",
 		filepath.Join(root, "charts", "challenge"))
 	return f.Name(), err

@@ -643,7 +643,8 @@ func namespaceQuota(n int) map[string]string {
 // widestProfile is the profile a namespace of the instance's own enforces:
 // the widest of its components'.
 func widestProfile(primary security.Context, components []ctfv1alpha1.Component) ctfv1alpha1.SecurityProfile {
-	profiles := []ctfv1alpha1.SecurityProfile{primary.Profile}
+	profiles := make([]ctfv1alpha1.SecurityProfile, 0, 1+len(components))
+	profiles = append(profiles, primary.Profile)
 	for i := range components {
 		profiles = append(profiles, security.ProfileOf(components[i].Security))
 	}
