@@ -11,6 +11,9 @@ CHANNELS ?= stable,candidate
 
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+# golangci-lint's version is pinned by hack/tools/golangci-lint/go.mod.
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 GO_TEST_FLAGS ?= -count=1
 SHELL := /usr/bin/env bash -o pipefail
@@ -48,11 +51,15 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: manifests generate bundle ## Fail if gofmt, go vet or regeneration (code, manifests, bundle) would change anything, or a build output is tracked.
+verify: manifests generate bundle lint ## Fail if gofmt, go vet, the linter or regeneration (code, manifests, bundle) would change anything, or a build output is tracked.
 	go test -count=1 -short -run 'TestNoBuildOutputIsTracked' ./internal/buildcheck/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
 	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile)" || { echo "generated files are stale: run make generate manifests bundle"; git status --porcelain -- config api bundle bundle.Dockerfile; exit 1; }
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint v2 with .golangci.yml (part of verify).
+	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test-bins
 test-bins: ## Build the local control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok), olm and promtool into the cache.
@@ -115,6 +122,10 @@ docker-build: ## Build the operator image (needs a Docker engine).
 	docker build -t $(IMG) .
 
 ##@ Tools
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(LOCALBIN)
+	cd hack/tools/golangci-lint && GOFLAGS=-mod=mod go build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)
