@@ -326,10 +326,11 @@ func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team strin
 		writeError(w, s.internal(ctx, err))
 		return
 	}
-	view := instanceView(ch, t)
-	view.Phase = string(ctfv1alpha1.PhaseDeleted)
-	view.Connect = ""
-	writeJSON(w, http.StatusAccepted, view)
+	// Answer with the instance as the delete left it: on its way out, in
+	// the words and without the connect string of a deleted one.
+	deleted := metav1.Now()
+	ch.DeletionTimestamp = &deleted
+	writeJSON(w, http.StatusAccepted, instanceView(ch, t))
 }
 
 func (s *Server) renewInstance(w http.ResponseWriter, r *http.Request, team string) {

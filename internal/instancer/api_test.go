@@ -368,7 +368,11 @@ func TestEventStreamDeliversEveryPhaseInOrder(t *testing.T) {
 	}
 	g.Expect(seen).To(Equal([]string{"None", "Pending", "Running"}))
 
-	g.Expect(call(t, tok, "DELETE", instancePath(tmpl), nil, nil)).To(Equal(http.StatusAccepted))
+	var stopped instancer.Instance
+	g.Expect(call(t, tok, "DELETE", instancePath(tmpl), nil, &stopped)).To(Equal(http.StatusAccepted))
+	g.Expect(stopped.Phase).To(Equal("Deleted"), "a Stop answers with the instance on its way out")
+	g.Expect(stopped.Message).To(Equal("Your instance is being removed."), "not the Running instance's words")
+	g.Expect(stopped.Connect).To(BeEmpty())
 	seen = nil
 	for len(seen) == 0 || seen[len(seen)-1] != instancer.PhaseAbsent {
 		p := next()
