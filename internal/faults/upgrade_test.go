@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,10 +18,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
@@ -79,7 +77,8 @@ func TestUpgradeIsSeamless(t *testing.T) {
 
 	old.Stop()
 	applyCRDs(t, currentCRDs)
-	addr := freeAddress(t)
+	addr, err := testcluster.FreeAddress()
+	g.Expect(err).NotTo(HaveOccurred())
 	start := time.Now()
 	startOperator(t, "upgrade-to", "--leader-elect", "--metrics-bind-address="+addr, "--metrics-secure=false")
 	// The Helm reconciler goes through every instance once it starts: after
@@ -135,29 +134,12 @@ func buildPrevious(t *testing.T) (bin, crds string) {
 }
 
 // applyCRDs replaces the cluster's Challenge CRDs with those of dir, as an
-// upgrade applies its CRDs before its operator starts.
+// upgrade applies its CRDs before its operator starts, and waits until they
+// are served.
 func applyCRDs(t *testing.T, dir string) {
 	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).NotTo(BeEmpty())
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		g.Expect(err).NotTo(HaveOccurred())
-		crd := &unstructured.Unstructured{}
-		g.Expect(utilyaml.Unmarshal(data, &crd.Object)).To(Succeed())
-		g.Eventually(func() error {
-			live := &unstructured.Unstructured{}
-			live.SetGroupVersionKind(crd.GroupVersionKind())
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(crd), live); err != nil {
-				return err
-			}
-			crd.SetResourceVersion(live.GetResourceVersion())
-			return k8s.Update(ctx, crd)
-		}, 10*time.Second, interval).Should(Succeed(), f)
-	}
+	_, err := envtest.InstallCRDs(cluster.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred(), dir)
 }
 
 // renewLasting renews each Challenge of template in ns once and waits until
@@ -281,15 +263,4 @@ func helmReconciles(url string) int {
 		n += v
 	}
 	return n
-}
-
-// freeAddress is a loopback address with a port free now.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }

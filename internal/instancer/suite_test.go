@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -251,7 +250,7 @@ func startReplica(name string, extra ...string) (*replica, error) {
 	var addrs [3]string
 	for i := range addrs {
 		var err error
-		if addrs[i], err = freeAddress(); err != nil {
+		if addrs[i], err = testcluster.FreeAddress(); err != nil {
 			return nil, err
 		}
 	}
@@ -333,16 +332,6 @@ func stopReplicas() error {
 		}
 	}
 	return nil
-}
-
-// freeAddress returns a loopback address with a port nothing listens on.
-func freeAddress() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String(), nil
 }
 
 // mint returns a valid token of team.
