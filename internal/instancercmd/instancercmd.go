@@ -66,6 +66,14 @@ func (o *options) bind(fs *flag.FlagSet) {
 	o.zap.BindFlags(fs)
 }
 
+// Flags returns the subcommand's flags, bound to throwaway options: their
+// names, defaults and help, for hack/chart-gen.
+func Flags() *flag.FlagSet {
+	fs := flag.NewFlagSet("instancer", flag.ContinueOnError)
+	new(options).bind(fs)
+	return fs
+}
+
 // Run serves the instancer until ctx ends.
 func Run(ctx context.Context, args []string) error {
 	var opts options
