@@ -29,14 +29,17 @@ all: build
 # whose markers alone make the ClusterRole of config/namespace-per-instance
 # (internal/bundle/rbac_test.go fails if a package with markers is read by
 # neither or both). bundle-gen then splits the manager's ClusterRole by scope
-# into the Role and ClusterRole of config/namespaced.
+# into the Role and ClusterRole of config/namespaced, and chart-gen writes the
+# install chart's CRDs, RBAC, alerts, dashboard and values schema (dist/chart)
+# from all of these.
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC manifests from the markers.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC manifests from the markers, and the install chart's copies.
 	$(CONTROLLER_GEN) crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/controller/...;./internal/operator;./internal/pool" output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=namespace-per-instance-role paths="./internal/operator/nsperinstance" output:rbac:artifacts:config=config/namespace-per-instance
 	$(CONTROLLER_GEN) rbac:roleName=instancer-role paths="./internal/instancer" output:rbac:artifacts:config=config/instancer
 	go run ./hack/bundle-gen --namespaced-rbac
+	go run ./hack/chart-gen
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the deepcopy methods.
@@ -55,7 +58,7 @@ verify: manifests generate bundle lint ## Fail if gofmt, go vet, the linter or r
 	go test -count=1 -short -run 'TestNoBuildOutputIsTracked' ./internal/buildcheck/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
-	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile)" || { echo "generated files are stale: run make generate manifests bundle"; git status --porcelain -- config api bundle bundle.Dockerfile; exit 1; }
+	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile dist)" || { echo "generated files are stale: run make generate manifests bundle"; git status --porcelain -- config api bundle bundle.Dockerfile dist; exit 1; }
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint v2 with .golangci.yml (part of verify).

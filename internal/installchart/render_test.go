@@ -1,0 +1,322 @@
+package installchart
+
+import (
+	"bytes"
+	"flag"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
+	"github.com/challenge-operator/challenge-operator/internal/operatorcmd"
+	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+)
+
+// The release the tests render: kustomize's namespace, so that every name
+// matches the kustomize installs'.
+const (
+	releaseName      = "challenge-operator"
+	releaseNamespace = kustomizeNamespace
+)
+
+var root = testcluster.RepoRoot()
+
+// kubeVersion is the control plane's the tests run against.
+var kubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
+
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(filepath.Join(root, Dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// render is `helm template` of the chart with vals, as the Helm SDK does it.
+func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	inst := action.NewInstall(&action.Configuration{})
+	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = releaseName, releaseNamespace
+	inst.KubeVersion = kubeVersion
+	rel, err := inst.Run(loadChart(t), vals)
+	if err != nil {
+		return nil, err
+	}
+	return Decode([]byte(rel.Manifest))
+}
+
+func mustRender(t *testing.T, vals map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := render(t, vals)
+	if err != nil {
+		t.Fatalf("rendering %v: %v", vals, err)
+	}
+	return objs
+}
+
+// modeValues are the chart's values for a kustomize install mode.
+func modeValues(m Mode) map[string]any {
+	return map[string]any{"installMode": m.InstallMode, "instancer": map[string]any{"enable": m.Instancer}}
+}
+
+// everything switches every optional part on.
+func everything(installMode string) map[string]any {
+	return map[string]any{
+		"installMode":   installMode,
+		"webhook":       map[string]any{"enable": true},
+		"instancer":     map[string]any{"enable": true},
+		"prometheus":    map[string]any{"serviceMonitor": map[string]any{"enable": true}, "rules": map[string]any{"enable": true}},
+		"grafana":       map[string]any{"dashboard": map[string]any{"enable": true}},
+		"networkPolicy": map[string]any{"enable": true},
+	}
+}
+
+func TestGeneratedPartsAreFresh(t *testing.T) {
+	g := NewWithT(t)
+	want, err := Generate(root)
+	g.Expect(err).NotTo(HaveOccurred())
+	have := map[string][]byte{}
+	for _, p := range Generated {
+		base := filepath.Join(root, Dir, p)
+		g.Expect(filepath.Walk(base, func(path string, info os.FileInfo, err error) error {
+			if err != nil || info.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(filepath.Join(root, Dir), path)
+			have[rel], err = os.ReadFile(path)
+			return err
+		})).To(Succeed())
+	}
+	g.Expect(slices.Sorted(maps.Keys(have))).To(Equal(slices.Sorted(maps.Keys(want))), "the generated files of %s: run make manifests", Dir)
+	for p, data := range want {
+		g.Expect(string(have[p])).To(Equal(string(data)), "%s/%s is stale: run make manifests", Dir, p)
+	}
+}
+
+func TestChartLintsClean(t *testing.T) {
+	combos := map[string]map[string]any{"defaults": nil}
+	for _, m := range Modes {
+		combos[m.Kustomization] = modeValues(m)
+		combos["everything, "+m.InstallMode] = everything(m.InstallMode)
+	}
+	combos["webhook with a provided certificate"] = map[string]any{"webhook": map[string]any{"enable": true,
+		"certificate": map[string]any{"source": "secret", "secretName": "webhook-tls", "caBundle": "Y2E="}}}
+	combos["no metrics, no CRDs"] = map[string]any{"metrics": map[string]any{"enable": false}, "crd": map[string]any{"enable": false, "keep": true}}
+	for name, vals := range combos {
+		t.Run(name, func(t *testing.T) {
+			lint := action.NewLint()
+			lint.Strict, lint.Namespace, lint.KubeVersion = true, releaseNamespace, kubeVersion
+			res := lint.Run([]string{filepath.Join(root, Dir)}, vals)
+			for _, m := range res.Messages {
+				// INFO is advice (an icon); WARNING and ERROR fail, as `helm lint --strict` does.
+				if m.Severity > support.InfoSev {
+					t.Errorf("helm lint: %s", m)
+				}
+			}
+			for _, err := range res.Errors {
+				t.Errorf("helm lint: %v", err)
+			}
+		})
+	}
+}
+
+// rbacOf returns the RBAC objects and ServiceAccounts of objs by kind/name,
+// without the labels the chart adds.
+func rbacOf(objs []*unstructured.Unstructured) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, o := range objs {
+		if !slices.Contains(rbacKinds, o.GetKind()) && o.GetKind() != "ServiceAccount" {
+			continue
+		}
+		c := o.DeepCopy()
+		c.SetLabels(nil)
+		c.SetAnnotations(nil)
+		out[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = c.Object
+	}
+	return out
+}
+
+func TestChartRendersTheRBACOfEachKustomizeInstall(t *testing.T) {
+	for _, m := range Modes {
+		t.Run(m.Kustomization, func(t *testing.T) {
+			g := NewWithT(t)
+			kustomized, err := KustomizeBuild(root, m.Kustomization)
+			g.Expect(err).NotTo(HaveOccurred())
+			want := rbacOf(kustomized)
+			g.Expect(want).NotTo(BeEmpty())
+			// Optional parts add no rights.
+			for _, vals := range []map[string]any{modeValues(m), everything(m.InstallMode)} {
+				if !m.Instancer {
+					vals["instancer"] = map[string]any{"enable": false}
+				}
+				have := rbacOf(mustRender(t, vals))
+				g.Expect(slices.Sorted(maps.Keys(have))).To(Equal(slices.Sorted(maps.Keys(want))), "the chart's RBAC objects with %v", vals)
+				for k, w := range want {
+					g.Expect(have[k]).To(Equal(w), "%s", k)
+				}
+			}
+		})
+	}
+}
+
+// deployment returns the rendered Deployment called name.
+func deployment(t *testing.T, objs []*unstructured.Unstructured, name string) appsv1.Deployment {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" && o.GetName() == name {
+			var d appsv1.Deployment
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+	}
+	t.Fatalf("no Deployment %s", name)
+	return appsv1.Deployment{}
+}
+
+func env(c corev1.Container, name string) *corev1.EnvVar {
+	for i := range c.Env {
+		if c.Env[i].Name == name {
+			return &c.Env[i]
+		}
+	}
+	return nil
+}
+
+func TestManagerMatchesItsInstallMode(t *testing.T) {
+	for _, m := range Modes {
+		t.Run(m.Kustomization, func(t *testing.T) {
+			g := NewWithT(t)
+			kustomized, err := KustomizeBuild(root, m.Kustomization)
+			g.Expect(err).NotTo(HaveOccurred())
+			want := deployment(t, kustomized, "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0]
+			have := deployment(t, mustRender(t, modeValues(m)), "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0]
+			g.Expect(slices.Contains(have.Args, "--namespace-per-instance")).To(Equal(slices.Contains(want.Args, "--namespace-per-instance")))
+			watch := env(have, "WATCH_NAMESPACE")
+			g.Expect(watch).NotTo(BeNil())
+			if m.InstallMode == "namespaced" {
+				g.Expect(watch.Value).To(Equal(releaseNamespace), "a namespaced operator watches its own namespace")
+			} else {
+				g.Expect(watch.Value).To(BeEmpty(), "a cluster-wide operator watches every namespace")
+			}
+			g.Expect(have.SecurityContext).To(Equal(want.SecurityContext))
+			g.Expect(have.Resources).To(Equal(want.Resources))
+		})
+	}
+}
+
+// parseArgs parses a rendered container's arguments with the binary's own
+// flags, as the process would at start.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(&bytes.Buffer{})
+	return fs.Parse(args)
+}
+
+func TestFlagValuesReachTheBinariesAsTheyParseThem(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, map[string]any{
+		"manager": map[string]any{"flags": map[string]any{
+			"max-pod-security":        "baseline",
+			"sandbox-runtime-classes": []any{"gvisor", "kata"},
+			"allowed-capabilities":    "SYS_PTRACE,NET_ADMIN",
+			"max-instances":           500,
+			"kube-api-qps":            150.5,
+			"allow-load-balancer":     true,
+			"ingress-domain":          "ctf.example.org",
+			"zap-log-level":           "debug",
+		}},
+		"instancer": map[string]any{"enable": true, "flags": map[string]any{
+			"allowed-origins":   []any{"https://ctf.example.org"},
+			"starts-per-minute": 5,
+			"cooldown":          "1m30s",
+		}},
+	})
+	manager := deployment(t, objs, "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0]
+	var opts operatorcmd.Options
+	fs := flag.NewFlagSet("challenge-operator", flag.ContinueOnError)
+	opts.Bind(fs)
+	g.Expect(parseArgs(fs, manager.Args)).To(Succeed(), "the operator parses %q", manager.Args)
+	g.Expect(fs.NArg()).To(BeZero())
+	g.Expect(string(opts.Operator.Values.Security.MaxProfile)).To(Equal("baseline"))
+	g.Expect(opts.Operator.Values.Security.SandboxRuntimeClasses).To(Equal([]string{"gvisor", "kata"}))
+	g.Expect(opts.Operator.Values.Security.AllowedCapabilities).To(Equal([]string{"SYS_PTRACE", "NET_ADMIN"}))
+	g.Expect(opts.Operator.MaxInstances).To(BeEquivalentTo(500))
+	g.Expect(opts.KubeAPIQPS).To(Equal(150.5))
+	g.Expect(opts.Operator.Limits.AllowLoadBalancer).To(BeTrue())
+	g.Expect(opts.Operator.Values.IngressDomain).To(Equal("ctf.example.org"))
+	g.Expect(opts.LeaderElect).To(BeTrue())
+	g.Expect(opts.Operator.WatchesFile).To(Equal("/watches.yaml"))
+
+	instancer := deployment(t, objs, "challenge-operator-instancer").Spec.Template.Spec.Containers[0]
+	g.Expect(instancer.Args[0]).To(Equal("instancer"))
+	ifs := instancercmd.Flags()
+	g.Expect(parseArgs(ifs, instancer.Args[1:])).To(Succeed(), "the instancer parses %q", instancer.Args)
+	g.Expect(ifs.Lookup("starts-per-minute").Value.String()).To(Equal("5"))
+	g.Expect(ifs.Lookup("cooldown").Value.String()).To(Equal("1m30s"))
+	g.Expect(instancer.Args).To(ContainElement("--allowed-origins=https://ctf.example.org"))
+}
+
+func TestDefaultArgumentsParse(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, everything("namespacePerInstance"))
+	manager := deployment(t, objs, "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0]
+	var opts operatorcmd.Options
+	fs := flag.NewFlagSet("challenge-operator", flag.ContinueOnError)
+	opts.Bind(fs)
+	g.Expect(parseArgs(fs, manager.Args)).To(Succeed())
+	g.Expect(opts.Operator.Webhook).To(BeTrue())
+	g.Expect(opts.Operator.Values.NamespacePerInstance).To(BeTrue())
+	g.Expect(opts.Serving.Metrics().SecureServing).To(BeTrue())
+	instancer := deployment(t, objs, "challenge-operator-instancer").Spec.Template.Spec.Containers[0]
+	g.Expect(parseArgs(instancercmd.Flags(), instancer.Args[1:])).To(Succeed())
+}
+
+func TestValuesAreRefusedWithAReason(t *testing.T) {
+	cases := []struct {
+		name string
+		vals map[string]any
+		want string
+	}{
+		{"unknown key", map[string]any{"replicas": 2}, "replicas"},
+		{"misspelt switch", map[string]any{"webhook": map[string]any{"enabled": true}}, "enabled"},
+		{"unknown install mode", map[string]any{"installMode": "everywhere"}, "installMode"},
+		{"unknown flag", map[string]any{"manager": map[string]any{"flags": map[string]any{"max-pod-securty": "baseline"}}}, "max-pod-securty"},
+		{"a flag the chart sets", map[string]any{"manager": map[string]any{"flags": map[string]any{"namespace-per-instance": true}}}, "namespace-per-instance"},
+		{"a flag moving the instancer's namespace", map[string]any{"instancer": map[string]any{"flags": map[string]any{"namespace": "kube-system"}}}, "namespace"},
+		{"a profile that is none", map[string]any{"manager": map[string]any{"flags": map[string]any{"max-pod-security": "root"}}}, "max-pod-security"},
+		{"a word with a comma in a list", map[string]any{"manager": map[string]any{"flags": map[string]any{"allowed-capabilities": []any{"SYS_ADMIN,NET_ADMIN"}}}}, "allowed-capabilities"},
+		{"a duration that is none", map[string]any{"instancer": map[string]any{"flags": map[string]any{"cooldown": "soon"}}}, "cooldown"},
+		{"a bool flag given a word", map[string]any{"manager": map[string]any{"flags": map[string]any{"allow-load-balancer": "yes"}}}, "allow-load-balancer"},
+		{"a provided certificate without its CA", map[string]any{"webhook": map[string]any{"enable": true, "certificate": map[string]any{"source": "secret", "secretName": "tls"}}}, "caBundle"},
+		{"a monitor without metrics", map[string]any{"metrics": map[string]any{"enable": false}, "prometheus": map[string]any{"serviceMonitor": map[string]any{"enable": true}}}, "needs metrics.enable"},
+		{"an image name with a newline", map[string]any{"image": map[string]any{"repository": "ghcr.io/x\nkind: Secret"}}, "repository"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := render(t, c.vals)
+			if err == nil {
+				t.Fatalf("values %v rendered", c.vals)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("the error does not name %q: %v", c.want, err)
+			}
+		})
+	}
+}
