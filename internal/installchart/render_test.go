@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint/support"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -319,4 +320,101 @@ func TestValuesAreRefusedWithAReason(t *testing.T) {
 			}
 		})
 	}
+}
+
+// byKind returns the rendered objects of kind.
+func byKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func TestWebhookIsTheGeneratedOne(t *testing.T) {
+	g := NewWithT(t)
+	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	generated, err := Decode(data)
+	g.Expect(err).NotTo(HaveOccurred())
+	var want admissionregistrationv1.ValidatingWebhookConfiguration
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(byKind(generated, "ValidatingWebhookConfiguration")[0].Object, &want)).To(Succeed())
+	for _, mode := range []string{"cluster", "namespaced"} {
+		rendered := byKind(mustRender(t, map[string]any{"installMode": mode, "webhook": map[string]any{"enable": true}}), "ValidatingWebhookConfiguration")
+		g.Expect(rendered).To(HaveLen(1))
+		var have admissionregistrationv1.ValidatingWebhookConfiguration
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(rendered[0].Object, &have)).To(Succeed())
+		g.Expect(have.Webhooks).To(HaveLen(len(want.Webhooks)))
+		for i, w := range want.Webhooks {
+			h := have.Webhooks[i]
+			g.Expect(h.ClientConfig.Service.Name).To(Equal("challenge-operator-webhook-service"))
+			g.Expect(h.ClientConfig.Service.Namespace).To(Equal(releaseNamespace))
+			g.Expect(h.ClientConfig.Service.Path).To(Equal(w.ClientConfig.Service.Path))
+			if mode == "namespaced" {
+				g.Expect(h.NamespaceSelector.MatchLabels).To(Equal(map[string]string{"kubernetes.io/metadata.name": releaseNamespace}),
+					"a namespaced operator judges its own namespace's Challenges only")
+			} else {
+				g.Expect(h.NamespaceSelector).To(BeNil())
+			}
+			h.ClientConfig, w.ClientConfig, h.NamespaceSelector = admissionregistrationv1.WebhookClientConfig{}, admissionregistrationv1.WebhookClientConfig{}, nil
+			g.Expect(h).To(Equal(w), "webhook %s as controller-gen wrote it", w.Name)
+		}
+		g.Expect(have.Annotations).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", releaseNamespace+"/challenge-operator-serving-cert"))
+	}
+}
+
+func TestMonitorsAndPoliciesNameWhatExists(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, everything("cluster"))
+	services := byKind(objs, "Service")
+	jobs := map[string]bool{}
+	for _, m := range byKind(objs, "ServiceMonitor") {
+		selector, _, _ := unstructured.NestedStringMap(m.Object, "spec", "selector", "matchLabels")
+		jobLabel, _, _ := unstructured.NestedString(m.Object, "spec", "jobLabel")
+		var selected []*unstructured.Unstructured
+		for _, s := range services {
+			if labelsMatch(s.GetLabels(), selector) {
+				selected = append(selected, s)
+			}
+		}
+		g.Expect(selected).To(HaveLen(1), "ServiceMonitor %s selects one Service", m.GetName())
+		ports, _, _ := unstructured.NestedSlice(selected[0].Object, "spec", "ports")
+		g.Expect(ports).To(ContainElement(HaveKeyWithValue("name", "https")), "%s has the port %s scrapes", selected[0].GetName(), m.GetName())
+		jobs[selected[0].GetLabels()[jobLabel]] = true
+	}
+	// The jobs the alerts select.
+	g.Expect(jobs).To(Equal(map[string]bool{"challenge-operator": true, "challenge-operator-instancer": true}))
+
+	for _, p := range byKind(objs, "NetworkPolicy") {
+		selector, _, _ := unstructured.NestedStringMap(p.Object, "spec", "podSelector", "matchLabels")
+		var pods []corev1.PodTemplateSpec
+		for _, d := range byKind(objs, "Deployment") {
+			dep := deployment(t, objs, d.GetName())
+			if labelsMatch(dep.Spec.Template.Labels, selector) {
+				pods = append(pods, dep.Spec.Template)
+			}
+		}
+		g.Expect(pods).To(HaveLen(1), "NetworkPolicy %s selects one Deployment's pods", p.GetName())
+		var named []string
+		for _, port := range pods[0].Spec.Containers[0].Ports {
+			named = append(named, port.Name)
+		}
+		rules, _, _ := unstructured.NestedSlice(p.Object, "spec", "ingress")
+		for _, r := range rules {
+			for _, port := range r.(map[string]any)["ports"].([]any) {
+				g.Expect(named).To(ContainElement(port.(map[string]any)["port"]), "NetworkPolicy %s admits a port its pods have", p.GetName())
+			}
+		}
+	}
+}
+
+func labelsMatch(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
 }
