@@ -38,6 +38,8 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC manifests fro
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/controller/...;./internal/operator;./internal/pool" output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=namespace-per-instance-role paths="./internal/operator/nsperinstance" output:rbac:artifacts:config=config/namespace-per-instance
 	$(CONTROLLER_GEN) rbac:roleName=instancer-role paths="./internal/instancer" output:rbac:artifacts:config=config/instancer
+	$(CONTROLLER_GEN) rbac:roleName=self-monitoring-role paths="./internal/selfmonitor" output:rbac:artifacts:config=config/self-monitoring
+	cp config/prometheus/monitor.yaml config/prometheus/rules.yaml internal/selfmonitor/
 	go run ./hack/bundle-gen --namespaced-rbac
 	go run ./hack/chart-gen
 
@@ -58,7 +60,7 @@ verify: manifests generate bundle lint ## Fail if gofmt, go vet, the linter or r
 	go test -count=1 -short -run 'TestNoBuildOutputIsTracked' ./internal/buildcheck/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
-	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile dist)" || { echo "generated files are stale: run make generate manifests bundle"; git status --porcelain -- config api bundle bundle.Dockerfile dist; exit 1; }
+	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor)" || { echo "generated files are stale: run make generate manifests bundle"; git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor; exit 1; }
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint v2 with .golangci.yml (part of verify).

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/discovery"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +28,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/operatorcmd"
+	"github.com/challenge-operator/challenge-operator/internal/selfmonitor"
 	"github.com/challenge-operator/challenge-operator/internal/templatecmd"
 	"github.com/challenge-operator/challenge-operator/internal/tokencmd"
 )
@@ -69,6 +72,20 @@ func main() {
 		ctrl.Log.Error(err, "challenge-operator failed")
 		os.Exit(1)
 	}
+}
+
+// addMonitors adds the runnable that applies the operator's own ServiceMonitor
+// and alerts in its namespace (--create-monitors).
+func addMonitors(mgr ctrl.Manager) error {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		return errors.New("--create-monitors needs POD_NAMESPACE, the operator's namespace")
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&selfmonitor.Monitors{Namespace: ns, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc})
 }
 
 // setMemoryLimit tells the Go runtime the container's memory limit (90% of
@@ -119,6 +136,11 @@ func run(opts operatorcmd.Options) error {
 	}
 	if err := operator.Setup(mgr, opts.Operator); err != nil {
 		return err
+	}
+	if opts.CreateMonitors {
+		if err := addMonitors(mgr); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -125,7 +125,8 @@ func (b *builder) add(o *unstructured.Unstructured) error {
 	case "Service":
 		// The metrics Service: OLM creates it in the install's namespace.
 		// (No ServiceMonitor or PrometheusRule: OLM fails a whole install
-		// whose bundle holds a kind the cluster lacks; config/prometheus.)
+		// whose bundle holds a kind the cluster lacks. The operator applies
+		// them itself where they are served: --create-monitors.)
 		return b.extra(o)
 	case "ValidatingWebhookConfiguration":
 		var w admissionregistrationv1.ValidatingWebhookConfiguration

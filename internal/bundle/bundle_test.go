@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
 
+	"github.com/challenge-operator/challenge-operator/internal/operatorcmd"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
 
@@ -97,6 +99,17 @@ func TestCSVCarriesWhatOperatorHubShows(t *testing.T) {
 		}
 	}
 	g.Expect(status).To(ContainElements("phase", "endpoint.address", "expiresAt"))
+
+	// The operator parses its arguments, which ask it to bring its own
+	// ServiceMonitor and alerts (the bundle cannot carry them).
+	container := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0]
+	var opts operatorcmd.Options
+	flags := flag.NewFlagSet("challenge-operator", flag.ContinueOnError)
+	opts.Bind(flags)
+	g.Expect(flags.Parse(container.Args)).To(Succeed())
+	g.Expect(flags.NArg()).To(BeZero())
+	g.Expect(opts.CreateMonitors).To(BeTrue())
+	g.Expect(opts.Operator.Webhook).To(BeTrue())
 	annotations, err := os.ReadFile(filepath.Join(root, "bundle", "metadata", "annotations.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(annotations)).To(ContainSubstring("operators.operatorframework.io.bundle.channels.v1: stable,candidate"))

@@ -64,6 +64,9 @@ func builtinScopes() scopes {
 	// The Gateway API is not built in, but its kinds are the same in every cluster that has it.
 	add(true, "gateway.networking.k8s.io", "gateways", "grpcroutes", "httproutes", "referencegrants", "tcproutes", "tlsroutes", "udproutes")
 	add(false, "gateway.networking.k8s.io", "gatewayclasses")
+	// So are the Prometheus Operator's (--create-monitors applies two of them).
+	add(true, "monitoring.coreos.com", "alertmanagerconfigs", "alertmanagers", "podmonitors", "probes", "prometheusagents",
+		"prometheuses", "prometheusrules", "scrapeconfigs", "servicemonitors", "thanosrulers")
 	add(true, "networking.k8s.io", "ingresses", "networkpolicies")
 	add(false, "networking.k8s.io", "ingressclasses", "ipaddresses", "servicecidrs")
 	add(false, "node.k8s.io", "runtimeclasses")

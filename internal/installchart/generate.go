@@ -73,6 +73,8 @@ var (
 	operatorOwnFlags = []string{
 		"metrics-bind-address", "metrics-secure", "metrics-cert-dir", "health-probe-bind-address",
 		"leader-elect", "leader-election-namespace", "watches-file", "enable-webhook", "namespace-per-instance",
+		// The chart ships the monitors itself (prometheus.*) and grants no rights for this.
+		"create-monitors",
 	}
 	instancerOwnFlags = []string{
 		"bind-address", "key-dir", "revocations-dir", "namespace",

@@ -27,28 +27,6 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
 
-// stubCRD serves kind with any content: the Prometheus Operator's and
-// cert-manager's kinds the chart may create, whose controllers (and real
-// schemas) this cluster does not have.
-func stubCRD(group, kind, plural string) *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptrTo(true),
-				}},
-			}},
-		},
-	}
-}
-
-func ptrTo[T any](v T) *T { return &v }
-
 // helmFor is the Helm SDK's configuration for releases in namespace.
 func helmFor(t *testing.T, c *testcluster.Cluster, namespace string) *action.Configuration {
 	t.Helper()
@@ -149,10 +127,10 @@ func TestChartInstallsUpgradesAndUninstalls(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	cluster, err := testcluster.Start(ctx, testcluster.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{
-		stubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
-		stubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
-		stubCRD("cert-manager.io", "Certificate", "certificates"),
-		stubCRD("cert-manager.io", "Issuer", "issuers"),
+		testcluster.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+		testcluster.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+		testcluster.StubCRD("cert-manager.io", "Certificate", "certificates"),
+		testcluster.StubCRD("cert-manager.io", "Issuer", "issuers"),
 	}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(cluster.Stop)

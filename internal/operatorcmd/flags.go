@@ -28,6 +28,7 @@ type Options struct {
 	PprofAddr        string
 	LeaderElect      bool
 	LeaderElectionNS string
+	CreateMonitors   bool
 	KubeAPIQPS       float64
 	KubeAPIBurst     int
 	Operator         operator.Options
@@ -54,6 +55,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.Var(cidrsValue{&o.Operator.Values.InternalCIDRs}, "internal-cidrs", "Comma-separated pod, service and other ranges instances may not reach, added to the private, link-local, loopback, unique-local and metadata ranges of IPv4 and IPv6 that always apply.")
 	fs.StringVar(&o.Operator.PoolNamespace, "pool-namespace", "", "Namespace where templates' warm pools (spec.pool) keep their unclaimed instances; platforms need no rights there. Empty: no pools.")
 	fs.BoolVar(&o.Operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")
+	fs.BoolVar(&o.CreateMonitors, "create-monitors", false, "Apply the operator's own ServiceMonitor and alerts (PrometheusRule) in its namespace, owned by its metrics Service, wherever the cluster serves the Prometheus Operator's kinds (the OLM bundle sets it; needs config/self-monitoring's Role).")
 	fs.BoolVar(&o.Operator.Webhook, "enable-webhook", false, "Serve the validating webhook that refuses duplicate and over-quota Challenges at admission (needs a serving certificate).")
 	// The security policy: what values may set and what a release may contain.
 	fs.Var(listValue{&o.Operator.Values.IngressFromNamespaces}, "ingress-from-namespaces", "Comma-separated namespaces (an ingress controller's, the platform's) whose pods may connect to instances.")

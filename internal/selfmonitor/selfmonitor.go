@@ -1,0 +1,200 @@
+// Package selfmonitor creates the operator's own ServiceMonitor and alerts
+// (PrometheusRule) in its namespace when the cluster serves the Prometheus
+// Operator's kinds (--create-monitors, which the OLM bundle sets).
+//
+// An OLM bundle cannot carry them: OLM fails a whole install whose bundle
+// holds a kind the cluster does not serve, and many clusters have no
+// Prometheus Operator. So the operator brings them where they can exist, as
+// config/prometheus and the Helm chart do elsewhere: the same objects (the
+// files here are make manifests' copies of config/prometheus), owned by the
+// operator's metrics Service, so that they go with the install.
+package selfmonitor
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Rights in the operator's own namespace only (a Role): the monitors and
+// alerts it applies, and finding its metrics Service to own them.
+// +kubebuilder:rbac:groups=monitoring.coreos.com,namespace=system,resources=servicemonitors;prometheusrules,verbs=get;create;patch
+// +kubebuilder:rbac:groups="",namespace=system,resources=services,verbs=list
+
+var (
+	//go:embed monitor.yaml
+	monitorYAML []byte
+	//go:embed rules.yaml
+	rulesYAML []byte
+)
+
+const (
+	// groupVersion is the Prometheus Operator's API.
+	groupVersion = "monitoring.coreos.com/v1"
+	// namePrefix is what kustomize's namePrefix gives config/prometheus' objects.
+	namePrefix = "challenge-operator-"
+	fieldOwner = "challenge-operator-monitoring"
+	// Interval is how often the objects are applied again: they appear once
+	// the Prometheus Operator is installed, and edits to them are undone.
+	Interval = 10 * time.Minute
+)
+
+// metricsServiceLabels select the operator's metrics Service (config/manager).
+var metricsServiceLabels = client.MatchingLabels{"control-plane": "controller-manager", "app.kubernetes.io/component": "metrics"}
+
+// Monitors applies the operator's ServiceMonitor and PrometheusRule in
+// Namespace at start and every Interval, where the cluster serves them.
+type Monitors struct {
+	// Namespace is the operator's own.
+	Namespace string
+	// Client applies the objects; Reader finds the metrics Service.
+	Client client.Client
+	Reader client.Reader
+	// Discovery tells whether the Prometheus Operator's kinds are served.
+	Discovery discovery.DiscoveryInterface
+}
+
+// NeedLeaderElection makes only the leader write.
+func (m *Monitors) NeedLeaderElection() bool { return true }
+
+// Start applies the objects until ctx ends; a failed round is logged and
+// tried again at the next.
+func (m *Monitors) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("selfmonitor")
+	t := time.NewTicker(Interval)
+	defer t.Stop()
+	for {
+		if applied, err := m.Apply(ctx); err != nil {
+			log.Error(err, "applying the operator's ServiceMonitor and alerts")
+		} else if len(applied) == 0 {
+			log.V(1).Info("no Prometheus Operator kinds served, or no metrics Service: nothing to monitor with")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Apply applies whichever of the ServiceMonitor and the PrometheusRule the
+// cluster serves, owned by the metrics Service, and returns their kinds.
+// Without the kinds or the Service it applies nothing, and that is no error.
+func (m *Monitors) Apply(ctx context.Context) ([]string, error) {
+	served, err := m.served()
+	if err != nil || len(served) == 0 {
+		return nil, err
+	}
+	owner, err := m.metricsService(ctx)
+	if err != nil || owner == nil {
+		return nil, err
+	}
+	objs, err := Objects()
+	if err != nil {
+		return nil, err
+	}
+	var applied []string
+	for _, o := range objs {
+		if !slices.Contains(served, o.GetKind()) {
+			continue
+		}
+		o.SetNamespace(m.Namespace)
+		o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: owner.Name, UID: owner.UID}})
+		if err := m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+			return applied, fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		applied = append(applied, o.GetKind())
+	}
+	return applied, nil
+}
+
+// served returns which of ServiceMonitor and PrometheusRule the cluster serves.
+func (m *Monitors) served() ([]string, error) {
+	list, err := m.Discovery.ServerResourcesForGroupVersion(groupVersion)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("discovering %s: %w", groupVersion, err)
+	}
+	var out []string
+	for _, r := range list.APIResources {
+		if r.Kind == "ServiceMonitor" || r.Kind == "PrometheusRule" {
+			out = append(out, r.Kind)
+		}
+	}
+	return out, nil
+}
+
+// metricsService returns the operator's metrics Service, or nil without one.
+func (m *Monitors) metricsService(ctx context.Context) (*corev1.Service, error) {
+	var list corev1.ServiceList
+	if err := m.Reader.List(ctx, &list, client.InNamespace(m.Namespace), metricsServiceLabels); err != nil {
+		return nil, fmt.Errorf("finding the metrics Service: %w", err)
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(list.Items, func(a, b corev1.Service) int { return strings.Compare(a.Name, b.Name) })
+	return &list.Items[0], nil
+}
+
+// Objects are the operator's ServiceMonitor and PrometheusRule of
+// config/prometheus, named as kustomize names them, without a namespace.
+func Objects() ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	monitors, err := decode(monitorYAML)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range monitors {
+		// The instancer's monitor is not the operator's business: the bundle has no instancer.
+		if o.GetLabels()["control-plane"] == "controller-manager" {
+			out = append(out, o)
+		}
+	}
+	rules, err := decode(rulesYAML)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, rules...)
+	for _, o := range out {
+		o.SetName(namePrefix + o.GetName())
+		o.SetNamespace("")
+	}
+	if len(out) != 2 {
+		return nil, fmt.Errorf("config/prometheus: want the operator's ServiceMonitor and one PrometheusRule, found %d objects", len(out))
+	}
+	return out, nil
+}
+
+func decode(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var o map[string]any
+		if err := dec.Decode(&o); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if len(o) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: o})
+		}
+	}
+}
