@@ -23,10 +23,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/challenge-operator/challenge-operator/internal/installchart"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
 
@@ -49,11 +48,7 @@ func TestEmbeddedFilesAreConfigPrometheus(t *testing.T) {
 
 // kustomized builds config/<dir> as kubectl apply -k would.
 func kustomized(g Gomega, dir string) []*unstructured.Unstructured {
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", dir))
-	g.Expect(err).NotTo(HaveOccurred())
-	data, err := res.AsYaml()
-	g.Expect(err).NotTo(HaveOccurred())
-	objs, err := decode(data)
+	objs, err := installchart.KustomizeBuild(root, dir)
 	g.Expect(err).NotTo(HaveOccurred())
 	return objs
 }
