@@ -1,7 +1,6 @@
 package instancer_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
+	"github.com/challenge-operator/challenge-operator/internal/testbrowser"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
 
@@ -23,19 +23,12 @@ import (
 // test's temporary directory).
 func TestPageStartsShowsAndStopsAnInstance(t *testing.T) {
 	g := NewWithT(t)
-	browser := testcluster.Chromium(t)
+	testcluster.Chromium(t) // before any setup: skipped early without a browser
 	tmpl := startableTemplate(t, nil)
 	team := uniqueName("team")
 	tok := mint(t, team)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-		chromedp.WindowSize(1000, 700), chromedp.Flag("disable-dev-shm-usage", true))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*timeout)
-	defer cancelTimeout()
+	ctx := testbrowser.New(t, 1000, 700, 3*timeout)
 
 	card := `li.card[data-template="` + tmpl + `"]`
 	var url string

@@ -2,7 +2,6 @@ package monitoring_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -19,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 
+	"github.com/challenge-operator/challenge-operator/internal/testbrowser"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
 
@@ -109,7 +109,7 @@ var palette = []string{"#73bf69", "#f2cc0c", "#5794f2", "#ff780a", "#b877d9", "#
 // (docs/dashboard.png in the README), else to the test's directory.
 func TestDashboardRenders(t *testing.T) {
 	g := NewWithT(t)
-	browser := testcluster.Chromium(t)
+	testcluster.Chromium(t) // before any setup: skipped early without a browser
 	raw, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(), "config", "grafana", "challenge-operator.json"))
 	g.Expect(err).NotTo(HaveOccurred())
 	var dashboard struct {
@@ -160,14 +160,7 @@ h1{font-size:17px;font-weight:500;margin:0;padding:10px 12px}
 		_, _ = w.Write([]byte(doc))
 	}))
 	defer srv.Close()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-		chromedp.WindowSize(pageWidth, bottom+10), chromedp.Flag("disable-dev-shm-usage", true))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, time.Minute)
-	defer cancelTimeout()
+	ctx := testbrowser.New(t, pageWidth, bottom+10, time.Minute)
 
 	var panels int
 	var shot []byte
