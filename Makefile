@@ -3,6 +3,8 @@
 # and the demo is built once into a cache that survives fresh clones.
 
 CONTROLLER_TOOLS_VERSION ?= v0.20.0
+# The operator's version: the image tag, the bundle's CSV and dist/chart/Chart.yaml's
+# version and appVersion (internal/installchart fails if the chart lags).
 VERSION ?= 0.1.0
 IMG ?= ghcr.io/challenge-operator/challenge-operator:v$(VERSION)
 # Pinned so that `make bundle` reproduces byte for byte; bump it with VERSION.

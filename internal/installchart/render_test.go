@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -417,4 +418,18 @@ func labelsMatch(labels, selector map[string]string) bool {
 		}
 	}
 	return len(selector) > 0
+}
+
+// The chart's version and appVersion are the operator's (Makefile VERSION,
+// which also versions the bundle and the image): bump them together.
+func TestChartVersionIsTheOperators(t *testing.T) {
+	g := NewWithT(t)
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	g.Expect(err).NotTo(HaveOccurred())
+	m := regexp.MustCompile(`(?m)^VERSION \?= (\S+)$`).FindSubmatch(makefile)
+	g.Expect(m).NotTo(BeNil(), "the Makefile sets VERSION")
+	c := loadChart(t)
+	g.Expect(c.Metadata.Version).To(Equal(string(m[1])), "Chart.yaml version")
+	g.Expect(c.Metadata.AppVersion).To(Equal(string(m[1])), "Chart.yaml appVersion")
+	g.Expect(c.Values["image"]).To(HaveKeyWithValue("repository", "ghcr.io/challenge-operator/challenge-operator"))
 }
