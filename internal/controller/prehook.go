@@ -18,17 +18,16 @@ import (
 // MarkReleasingHook runs just before the Helm reconciler installs or upgrades:
 // when the Challenge's generation has not been handled yet, it writes Pending
 // (Installing or Upgrading) so that the platform never sees a gap between None
-// and the outcome. The reconciler only logs hook errors; the status written
+// and the outcome. A generation that renders as the last one (a renewal) is
+// no upgrade: nothing is marked. The reconciler only logs hook errors; the status written
 // after the release is complete on its own.
 func MarkReleasingHook(w *StatusWriter) hook.PreHook {
 	return hook.PreHookFunc(func(obj *unstructured.Unstructured, _ chartutil.Values, log logr.Logger) error {
-		var st struct {
-			Status ctfv1alpha1.ChallengeStatus `json:"status"`
+		ch := &ctfv1alpha1.Challenge{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ch); err != nil {
+			return fmt.Errorf("decoding Challenge: %w", err)
 		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &st); err != nil {
-			return fmt.Errorf("decoding status: %w", err)
-		}
-		op := lifecycle.OperationFor(obj.GetGeneration(), st.Status.ObservedGeneration, st.Status.Conditions)
+		op := w.operationFor(ch)
 		if op == lifecycle.NoOperation || !obj.GetDeletionTimestamp().IsZero() {
 			return nil
 		}

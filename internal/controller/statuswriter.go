@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -45,9 +46,14 @@ type StatusWriter struct {
 	// Recorder emits an Event on every phase change.
 	Recorder events.EventRecorder
 
-	// rendered is the generation of each Challenge (by namespace/name) that
-	// the Helm reconciler last rendered: what its status may claim observed.
+	// rendered is the render (a renderRecord) of each Challenge (by
+	// namespace/name) that the Helm reconciler last began: the generation
+	// its status may claim observed.
 	rendered sync.Map
+	// handled is the render (a renderRecord) whose outcome the Helm
+	// reconciler last wrote, by namespace/name: what a new generation is
+	// compared with to tell a renewal from a spec to roll out.
+	handled sync.Map
 	// finalized holds, by namespace/name, the resourceVersions before and
 	// after the Helm reconciler's last finalizer patch (finalizerStep), until
 	// the next status write from the cache consumes it.
@@ -72,21 +78,67 @@ func (w *StatusWriter) FinalizersWritten(key client.ObjectKey, from, to string) 
 // its generation. The reconciler re-reads the Challenge before it writes its
 // status, so a generation that arrived meanwhile would otherwise be claimed
 // observed although the release holds the one before.
-func (w *StatusWriter) Rendering(obj client.Object) {
-	w.rendered.Store(client.ObjectKeyFromObject(obj), obj.GetGeneration())
+func (w *StatusWriter) Rendering(obj *unstructured.Unstructured) {
+	ch := &ctfv1alpha1.Challenge{}
+	rec := renderRecord{generation: obj.GetGeneration()}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ch); err == nil {
+		rec.spec = renderedSpec(ch)
+	}
+	w.rendered.Store(client.ObjectKeyFromObject(obj), rec)
+}
+
+// renderRecord is a render of a Challenge: its generation, and its spec
+// without the fields that are never rendered (renderedSpec).
+type renderRecord struct {
+	generation int64
+	spec       string
+}
+
+// renderedSpec is what of ch's spec reaches its release: all of it but the
+// renewal and the lifetime, which only move the expiry (internal/lifecycle)
+// and are no Helm value. Empty if it cannot be encoded.
+func renderedSpec(ch *ctfv1alpha1.Challenge) string {
+	spec := ch.Spec.DeepCopy()
+	spec.RenewedAt, spec.Lifetime = nil, nil
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// operationFor is the release operation outstanding for ch
+// (lifecycle.OperationFor), but none for a new generation that renders as
+// the one the Helm reconciler last handled: a renewal, or a lowered
+// lifetime, rolls nothing out, so the instance stays as it is (Running)
+// instead of passing through Pending. After a restart, with nothing
+// recorded, a new generation is an upgrade until the reconciler has seen it.
+func (w *StatusWriter) operationFor(ch *ctfv1alpha1.Challenge) lifecycle.Operation {
+	op := lifecycle.OperationFor(ch.Generation, ch.Status.ObservedGeneration, ch.Status.Conditions)
+	if op != lifecycle.Upgrading {
+		return op
+	}
+	if v, ok := w.handled.Load(client.ObjectKeyFromObject(ch)); ok {
+		rec := v.(renderRecord)
+		if rec.generation == ch.Status.ObservedGeneration && rec.spec != "" && rec.spec == renderedSpec(ch) {
+			return lifecycle.NoOperation
+		}
+	}
+	return op
 }
 
 // Forget drops what is recorded of a Challenge that is gone.
 func (w *StatusWriter) Forget(key client.ObjectKey) {
 	w.rendered.Delete(key)
+	w.handled.Delete(key)
 	w.finalized.Delete(key)
 }
 
 // observedGeneration is the generation a status written by the Helm
 // reconciler may claim: ch's, unless the last render was of an older one.
 func (w *StatusWriter) observedGeneration(ch *ctfv1alpha1.Challenge) int64 {
-	if g, ok := w.rendered.Load(client.ObjectKeyFromObject(ch)); ok {
-		return min(g.(int64), ch.Generation)
+	if v, ok := w.rendered.Load(client.ObjectKeyFromObject(ch)); ok {
+		return min(v.(renderRecord).generation, ch.Generation)
 	}
 	return ch.Generation
 }
@@ -94,8 +146,7 @@ func (w *StatusWriter) observedGeneration(ch *ctfv1alpha1.Challenge) int64 {
 // Refresh recomputes the status of ch without advancing observedGeneration,
 // and writes it if it changed.
 func (w *StatusWriter) Refresh(ctx context.Context, ch *ctfv1alpha1.Challenge) error {
-	op := lifecycle.OperationFor(ch.Generation, ch.Status.ObservedGeneration, ch.Status.Conditions)
-	return w.write(ctx, ch, ch.Status.ObservedGeneration, op)
+	return w.write(ctx, ch, ch.Status.ObservedGeneration, w.operationFor(ch))
 }
 
 // MarkReleasing writes that op is starting on the release of obj, so that a
@@ -111,7 +162,15 @@ func (w *StatusWriter) MarkReleasing(ctx context.Context, obj *unstructured.Unst
 // has handled this generation, and writes it.
 func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Unstructured) error {
 	return w.fromHelm(ctx, obj, func(ch *ctfv1alpha1.Challenge) error {
-		return w.write(ctx, ch, w.observedGeneration(ch), lifecycle.NoOperation)
+		observed := w.observedGeneration(ch)
+		if err := w.write(ctx, ch, observed, lifecycle.NoOperation); err != nil {
+			return err
+		}
+		key := client.ObjectKeyFromObject(ch)
+		if v, ok := w.rendered.Load(key); ok && v.(renderRecord).generation == observed {
+			w.handled.Store(key, v)
+		}
+		return nil
 	})
 }
 

@@ -468,3 +468,61 @@ func TestStatusIsAppliedByOneFieldManager(t *testing.T) {
 	g.Expect(status[0].Operation).To(Equal(metav1.ManagedFieldsOperationApply))
 	g.Expect(string(status[0].FieldsV1.Raw)).To(And(ContainSubstring(`"f:phase"`), ContainSubstring(`"f:endpoint"`), ContainSubstring(`"f:conditions"`)))
 }
+
+// A renewal moves the expiry and renders nothing new: the instance stays
+// Running throughout, as a participant who reloads the page must see it,
+// although the renewal is a new generation of the Challenge.
+func TestRenewalKeepsTheInstanceRunning(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	newTemplate(t, "tpl-renew-running", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}}
+	})
+	ch := fromTemplate(ns, "renewing", "team-renew", "tpl-renew-running")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	rec := record(t, ns, "renewing")
+
+	// Times are kept to the second: renew once the clock is past the creation's.
+	g.Eventually(time.Now, timeout, interval).Should(BeTemporally(">=", got.CreationTimestamp.Add(time.Second)))
+	renewedAt := metav1.NewTime(time.Now().Truncate(time.Second))
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.RenewedAt = &renewedAt
+	g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		statuses, _ := rec.seen()
+		g.Expect(statuses).NotTo(BeEmpty())
+		last := statuses[len(statuses)-1]
+		g.Expect(last.Renewals).To(Equal(int32(1)))
+		g.Expect(last.ObservedGeneration).To(Equal(got.Generation), "the Helm reconciler has seen the renewal")
+	}, timeout, interval).Should(Succeed())
+	g.Expect(rec.phases()).To(Equal([]ctfv1alpha1.Phase{ctfv1alpha1.PhaseRunning}), "never Pending for a renewal")
+}
+
+// A spec that renders differently is rolled out, and says so: Pending
+// (Upgrading) until the new release's workloads are ready again.
+func TestSpecChangeIsRolledOutThroughPending(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	ch := newChallenge(ns, "changing", "team-change")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	rec := record(t, ns, "changing")
+
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Image = "registry.example/ctf/web-intro:1.1"
+	g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		statuses, _ := rec.seen()
+		g.Expect(statuses).NotTo(BeEmpty())
+		last := statuses[len(statuses)-1]
+		g.Expect(last.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(last.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(rec.phases()).To(Equal([]ctfv1alpha1.Phase{ctfv1alpha1.PhaseRunning, ctfv1alpha1.PhasePending, ctfv1alpha1.PhaseRunning}))
+	var dep appsv1.Deployment
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "changing"}, &dep)).To(Succeed())
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example/ctf/web-intro:1.1"))
+}
