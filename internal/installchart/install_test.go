@@ -17,10 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -126,20 +124,12 @@ func withUpgradedCRD(g Gomega, c *chart.Chart) *chart.Chart {
 func TestChartInstallsUpgradesAndUninstalls(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cluster, err := testcluster.Start(ctx, testcluster.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{
+	cluster, cl := testcluster.StartForTest(t, testcluster.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{
 		testcluster.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
 		testcluster.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
 		testcluster.StubCRD("cert-manager.io", "Certificate", "certificates"),
 		testcluster.StubCRD("cert-manager.io", "Issuer", "issuers"),
 	}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(cluster.Stop)
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-	g.Expect(ctfv1alpha1.AddToScheme(scheme)).To(Succeed())
-	cl, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
 
 	// A cluster-wide install with the defaults: the CRDs come with it.
 	const ns, release = "ctf-system", "ctf"
@@ -147,7 +137,7 @@ func TestChartInstallsUpgradesAndUninstalls(t *testing.T) {
 	helm := helmFor(t, cluster, ns)
 	install := action.NewInstall(helm)
 	install.ReleaseName, install.Namespace = release, ns
-	_, err = install.Run(loadChart(t), nil)
+	_, err := install.Run(loadChart(t), nil)
 	g.Expect(err).NotTo(HaveOccurred(), "helm install with the defaults")
 	available(ctx, g, cl, ns, "challenge-operator-controller-manager", "challenge-operator-controller-manager-metrics-service")
 	for _, name := range []string{"challenges.ctf.challenge-operator.io", "challengetemplates.ctf.challenge-operator.io"} {

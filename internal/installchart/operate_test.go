@@ -14,8 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,20 +55,13 @@ func operatorArgs(g Gomega, rendered []string, namespace string) []string {
 func TestNamespacedInstallRunsTheOperator(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cluster, err := testcluster.Start(ctx, testcluster.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(cluster.Stop)
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(ctfv1alpha1.AddToScheme(scheme)).To(Succeed())
-	cl, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	cluster, cl := testcluster.StartForTest(t, testcluster.Options{})
 
 	const ns, release = "ctf-event", "ctf"
 	restrictedNamespace(ctx, g, cl, ns)
 	install := action.NewInstall(helmFor(t, cluster, ns))
 	install.ReleaseName, install.Namespace = release, ns
-	_, err = install.Run(loadChart(t), map[string]any{"installMode": "namespaced"})
+	_, err := install.Run(loadChart(t), map[string]any{"installMode": "namespaced"})
 	g.Expect(err).NotTo(HaveOccurred())
 	var manager appsv1.Deployment
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "challenge-operator-controller-manager"}, &manager)).To(Succeed())

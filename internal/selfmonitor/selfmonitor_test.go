@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -67,13 +66,7 @@ func monitoringObject(kind, namespace, name string) *unstructured.Unstructured {
 func TestMonitorsComeWithThePrometheusOperatorAndGoWithTheInstall(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cluster, err := testcluster.Start(ctx, testcluster.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(cluster.Stop)
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	admin, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	cluster, admin := testcluster.StartForTest(t, testcluster.Options{})
 
 	// The operator's namespace, ServiceAccount and Role as the bundle makes them.
 	const ns, account = "challenge-operator-system", "challenge-operator-controller-manager"
@@ -98,7 +91,7 @@ func TestMonitorsComeWithThePrometheusOperatorAndGoWithTheInstall(t *testing.T) 
 
 	asOperator := rest.CopyConfig(cluster.Config)
 	asOperator.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + account}
-	operatorClient, err := client.New(asOperator, client.Options{Scheme: scheme})
+	operatorClient, err := client.New(asOperator, client.Options{Scheme: admin.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	dc, err := discovery.NewDiscoveryClientForConfig(asOperator)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,4 +67,27 @@ func StubCRD(group, kind, plural string) *apiextensionsv1.CustomResourceDefiniti
 			}},
 		},
 	}
+}
+
+// StartForTest starts a whole cluster (Start) for one test, stopped when it
+// ends, and returns it with an admin client that knows the built-in kinds,
+// CRDs and the project's kinds.
+func StartForTest(t testing.TB, opts Options) (*Cluster, client.Client) {
+	t.Helper()
+	c, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, ctfv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cl
 }
