@@ -86,6 +86,21 @@ func TestMissingTemplateHealsWhenItAppears(t *testing.T) {
 	g.Expect(got.Status.Endpoint.Port).To(Equal(int32(1337)))
 }
 
+// renewNow renews ch as a platform does, setting spec.renewedAt to now, and
+// returns that time. Times are kept to the second, so a renewal within the
+// second of the creation would move nothing: it waits until the clock is
+// past it (an install takes less).
+func renewNow(t *testing.T, ch *ctfv1alpha1.Challenge) metav1.Time {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(time.Now, timeout, interval).Should(BeTemporally(">=", ch.CreationTimestamp.Add(time.Second)))
+	renewedAt := metav1.NewTime(time.Now().Truncate(time.Second))
+	patch := client.MergeFrom(ch.DeepCopy())
+	ch.Spec.RenewedAt = &renewedAt
+	g.Expect(k8s.Patch(context.Background(), ch, patch)).To(Succeed())
+	return renewedAt
+}
+
 func TestExpiryDeletesAndRenewalMovesIt(t *testing.T) {
 	// Long enough for the steps below on a loaded CI machine, short enough to wait for.
 	const lifetime = 10 * time.Second
@@ -103,14 +118,8 @@ func TestExpiryDeletesAndRenewalMovesIt(t *testing.T) {
 	g.Expect(got.Status.ExpiresAt).NotTo(BeNil())
 	g.Expect(got.Status.ExpiresAt.Time).To(Equal(got.CreationTimestamp.Add(lifetime)))
 
-	// Renew: expiry moves to a lifetime after the renewal. Times are kept
-	// to the second, so a renewal within the second of the creation would
-	// move nothing: renew once the clock is past it (the install takes less).
-	g.Eventually(time.Now, timeout, interval).Should(BeTemporally(">=", got.CreationTimestamp.Add(time.Second)))
-	renewedAt := metav1.NewTime(time.Now().Truncate(time.Second))
-	patch := client.MergeFrom(got.DeepCopy())
-	got.Spec.RenewedAt = &renewedAt
-	g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
+	// Renew: expiry moves to a lifetime after the renewal.
+	renewedAt := renewNow(t, got)
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
 		g.Expect(got.Status.Renewals).To(Equal(int32(1)))
@@ -121,7 +130,7 @@ func TestExpiryDeletesAndRenewalMovesIt(t *testing.T) {
 
 	// A second renewal is beyond the template's limit.
 	later := metav1.NewTime(renewedAt.Add(time.Second))
-	patch = client.MergeFrom(got.DeepCopy())
+	patch := client.MergeFrom(got.DeepCopy())
 	got.Spec.RenewedAt = &later
 	g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
 	g.Eventually(func(g Gomega) {
