@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -87,24 +88,28 @@ func (w *StatusWriter) Rendering(obj *unstructured.Unstructured) {
 	w.rendered.Store(client.ObjectKeyFromObject(obj), rec)
 }
 
-// renderRecord is a render of a Challenge: its generation, and its spec
-// without the fields that are never rendered (renderedSpec).
+// renderRecord is a render of a Challenge: its generation, and the digest
+// of its spec without the fields that are never rendered (renderedSpec).
 type renderRecord struct {
 	generation int64
-	spec       string
+	spec       specDigest
 }
 
-// renderedSpec is what of ch's spec reaches its release: all of it but the
-// renewal and the lifetime, which only move the expiry (internal/lifecycle)
-// and are no Helm value. Empty if it cannot be encoded.
-func renderedSpec(ch *ctfv1alpha1.Challenge) string {
+// specDigest is the SHA-256 of a spec: 32 bytes per Challenge kept, where
+// the spec itself would be a kilobyte or more.
+type specDigest [sha256.Size]byte
+
+// renderedSpec digests what of ch's spec reaches its release: all of it but
+// the renewal and the lifetime, which only move the expiry
+// (internal/lifecycle) and are no Helm value. Zero if it cannot be encoded.
+func renderedSpec(ch *ctfv1alpha1.Challenge) specDigest {
 	spec := ch.Spec.DeepCopy()
 	spec.RenewedAt, spec.Lifetime = nil, nil
 	data, err := json.Marshal(spec)
 	if err != nil {
-		return ""
+		return specDigest{}
 	}
-	return string(data)
+	return sha256.Sum256(data)
 }
 
 // operationFor is the release operation outstanding for ch
@@ -120,7 +125,7 @@ func (w *StatusWriter) operationFor(ch *ctfv1alpha1.Challenge) lifecycle.Operati
 	}
 	if v, ok := w.handled.Load(client.ObjectKeyFromObject(ch)); ok {
 		rec := v.(renderRecord)
-		if rec.generation == ch.Status.ObservedGeneration && rec.spec != "" && rec.spec == renderedSpec(ch) {
+		if rec.generation == ch.Status.ObservedGeneration && rec.spec != (specDigest{}) && rec.spec == renderedSpec(ch) {
 			return lifecycle.NoOperation
 		}
 	}
