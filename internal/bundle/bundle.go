@@ -11,7 +11,6 @@ package bundle
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -25,10 +24,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/challenge-operator/challenge-operator/internal/manifests"
 )
 
 // Package is the OLM package name.
@@ -48,23 +46,23 @@ type Options struct {
 
 // FromKustomization builds the kustomization in dir and generates the bundle from it.
 func FromKustomization(dir string, opts Options) (map[string][]byte, error) {
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-	if err != nil {
-		return nil, fmt.Errorf("building %s: %w", dir, err)
-	}
-	data, err := res.AsYaml()
+	objs, err := manifests.Kustomize(dir)
 	if err != nil {
 		return nil, err
 	}
-	return Generate(bytes.NewReader(data), opts)
+	return generate(objs, opts)
 }
 
 // Generate returns the bundle's files by path: manifests/*, metadata/annotations.yaml, and bundle.Dockerfile.
-func Generate(manifests io.Reader, opts Options) (map[string][]byte, error) {
-	objs, err := decode(manifests)
+func Generate(r io.Reader, opts Options) (map[string][]byte, error) {
+	objs, err := manifests.Decode(r)
 	if err != nil {
 		return nil, err
 	}
+	return generate(objs, opts)
+}
+
+func generate(objs []*unstructured.Unstructured, opts Options) (map[string][]byte, error) {
 	b := &builder{opts: opts, files: map[string][]byte{}, scopes: builtinScopes()}
 	for _, o := range objs {
 		if err := b.add(o); err != nil {
@@ -350,22 +348,6 @@ func (b *builder) write(path string, obj any) error {
 func exampleName(obj map[string]any) string {
 	name, _, _ := unstructured.NestedString(obj, "metadata", "name")
 	return name
-}
-
-func decode(r io.Reader) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("decoding manifests: %w", err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
 }
 
 func convert(o *unstructured.Unstructured, into any) error {

@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"bytes"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,8 +12,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/challenge-operator/challenge-operator/internal/manifests"
 )
 
 // install is what `kubectl apply -k` of one install mode would create.
@@ -32,12 +31,8 @@ const managerName = "challenge-operator-controller-manager"
 // buildInstall builds the kustomization config/<mode> with the kustomize library.
 func buildInstall(t *testing.T, mode string) install {
 	g := NewWithT(t)
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", mode))
+	objs, err := manifests.Kustomize(filepath.Join(root, "config", mode))
 	g.Expect(err).NotTo(HaveOccurred(), "config/%s builds", mode)
-	data, err := res.AsYaml()
-	g.Expect(err).NotTo(HaveOccurred())
-	objs, err := decode(bytes.NewReader(data))
-	g.Expect(err).NotTo(HaveOccurred())
 	in := install{objs: objs, scopes: builtinScopes(), others: map[string]appsv1.Deployment{}}
 	managers := 0
 	for _, o := range objs {

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/challenge-operator/challenge-operator/internal/manifests"
 )
 
 // Names of the roles config/namespaced holds: the manager's rights on
@@ -175,7 +175,7 @@ func NamespacedRBAC(roleFile, crdDir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, err := decode(bytes.NewReader(data))
+	objs, err := manifests.Decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", roleFile, err)
 	}
@@ -220,22 +220,18 @@ func rolesYAML(namespaced, cluster []rbacv1.PolicyRule) ([]byte, error) {
 // crdScopes returns the built-in scopes plus those of the CRDs the
 // kustomization dir builds.
 func crdScopes(dir string) (scopes, error) {
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	objs, err := manifests.Kustomize(dir)
 	if err != nil {
-		return nil, fmt.Errorf("building %s: %w", dir, err)
+		return nil, err
 	}
 	s := builtinScopes()
-	for _, r := range res.Resources() {
-		if r.GetKind() != "CustomResourceDefinition" {
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
 			continue
 		}
-		m, err := r.Map()
-		if err != nil {
-			return nil, err
-		}
 		var crd apiextensionsv1.CustomResourceDefinition
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &crd); err != nil {
-			return nil, fmt.Errorf("CRD %s: %w", r.GetName(), err)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &crd); err != nil {
+			return nil, fmt.Errorf("CRD %s: %w", o.GetName(), err)
 		}
 		s.addCRD(&crd)
 	}

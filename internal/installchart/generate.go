@@ -17,10 +17,8 @@ package installchart
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -29,12 +27,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
+	"github.com/challenge-operator/challenge-operator/internal/manifests"
 	"github.com/challenge-operator/challenge-operator/internal/operatorcmd"
 )
 
@@ -160,7 +156,7 @@ type rbacObject struct {
 func rbac(root string, out map[string][]byte) error {
 	objects := map[string]*rbacObject{}
 	for _, m := range Modes {
-		objs, err := KustomizeBuild(root, m.Kustomization)
+		objs, err := manifests.Kustomize(filepath.Join(root, "config", m.Kustomization))
 		if err != nil {
 			return err
 		}
@@ -382,37 +378,6 @@ func flagType(f *flag.Flag) map[string]any {
 		}}
 	}
 	return map[string]any{typeKey: "string"}
-}
-
-// KustomizeBuild builds config/<kustomization> as `kubectl apply -k` would.
-func KustomizeBuild(root, kustomization string) ([]*unstructured.Unstructured, error) {
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", kustomization))
-	if err != nil {
-		return nil, fmt.Errorf("config/%s: %w", kustomization, err)
-	}
-	data, err := res.AsYaml()
-	if err != nil {
-		return nil, err
-	}
-	return Decode(data)
-}
-
-// Decode reads a stream of YAML documents, skipping empty ones.
-func Decode(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var o map[string]any
-		if err := dec.Decode(&o); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(o) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: o})
-		}
-	}
 }
 
 func relative(root, p string) string {

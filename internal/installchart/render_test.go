@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
+	"github.com/challenge-operator/challenge-operator/internal/manifests"
 	"github.com/challenge-operator/challenge-operator/internal/operatorcmd"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
@@ -60,7 +61,7 @@ func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, er
 	if err != nil {
 		return nil, err
 	}
-	return Decode([]byte(rel.Manifest))
+	return manifests.Decode(strings.NewReader(rel.Manifest))
 }
 
 func mustRender(t *testing.T, vals map[string]any) []*unstructured.Unstructured {
@@ -158,7 +159,7 @@ func TestChartRendersTheRBACOfEachKustomizeInstall(t *testing.T) {
 	for _, m := range Modes {
 		t.Run(m.Kustomization, func(t *testing.T) {
 			g := NewWithT(t)
-			kustomized, err := KustomizeBuild(root, m.Kustomization)
+			kustomized, err := manifests.Kustomize(filepath.Join(root, "config", m.Kustomization))
 			g.Expect(err).NotTo(HaveOccurred())
 			want := rbacOf(kustomized)
 			g.Expect(want).NotTo(BeEmpty())
@@ -206,7 +207,7 @@ func TestManagerMatchesItsInstallMode(t *testing.T) {
 	for _, m := range Modes {
 		t.Run(m.Kustomization, func(t *testing.T) {
 			g := NewWithT(t)
-			kustomized, err := KustomizeBuild(root, m.Kustomization)
+			kustomized, err := manifests.Kustomize(filepath.Join(root, "config", m.Kustomization))
 			g.Expect(err).NotTo(HaveOccurred())
 			want := deployment(t, kustomized, "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0]
 			have := deployment(t, mustRender(t, modeValues(m)), "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0]
@@ -338,7 +339,7 @@ func TestWebhookIsTheGeneratedOne(t *testing.T) {
 	g := NewWithT(t)
 	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
-	generated, err := Decode(data)
+	generated, err := manifests.Decode(bytes.NewReader(data))
 	g.Expect(err).NotTo(HaveOccurred())
 	var want admissionregistrationv1.ValidatingWebhookConfiguration
 	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(byKind(generated, "ValidatingWebhookConfiguration")[0].Object, &want)).To(Succeed())

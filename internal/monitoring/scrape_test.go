@@ -9,9 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/challenge-operator/challenge-operator/internal/manifests"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
 
@@ -54,20 +53,15 @@ func TestServiceMonitorsScrapeTheMetricsServices(t *testing.T) {
 // build returns the objects of kind in the kustomization config/dir.
 func build(t *testing.T, dir, kind string) []*unstructured.Unstructured {
 	t.Helper()
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(testcluster.RepoRoot(), "config", dir))
+	objs, err := manifests.Kustomize(filepath.Join(testcluster.RepoRoot(), "config", dir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []*unstructured.Unstructured
-	for _, r := range res.Resources() {
-		if r.GetKind() != kind {
-			continue
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
 		}
-		m, err := r.Map()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
 	}
 	return out
 }

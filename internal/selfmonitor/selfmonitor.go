@@ -14,9 +14,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -25,10 +23,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/challenge-operator/challenge-operator/internal/manifests"
 )
 
 // Rights in the operator's own namespace only (a Role): the monitors and
@@ -158,7 +157,7 @@ func (m *Monitors) metricsService(ctx context.Context) (*corev1.Service, error) 
 // config/prometheus, named as kustomize names them, without a namespace.
 func Objects() ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	monitors, err := decode(monitorYAML)
+	monitors, err := manifests.Decode(bytes.NewReader(monitorYAML))
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +167,7 @@ func Objects() ([]*unstructured.Unstructured, error) {
 			out = append(out, o)
 		}
 	}
-	rules, err := decode(rulesYAML)
+	rules, err := manifests.Decode(bytes.NewReader(rulesYAML))
 	if err != nil {
 		return nil, err
 	}
@@ -181,20 +180,4 @@ func Objects() ([]*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("config/prometheus: want the operator's ServiceMonitor and one PrometheusRule, found %d objects", len(out))
 	}
 	return out, nil
-}
-
-func decode(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var o map[string]any
-		if err := dec.Decode(&o); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, err
-		}
-		if len(o) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: o})
-		}
-	}
 }

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/challenge-operator/challenge-operator/internal/installchart"
+	"github.com/challenge-operator/challenge-operator/internal/manifests"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
 
@@ -47,7 +47,7 @@ func TestEmbeddedFilesAreConfigPrometheus(t *testing.T) {
 
 // kustomized builds config/<dir> as kubectl apply -k would.
 func kustomized(g Gomega, dir string) []*unstructured.Unstructured {
-	objs, err := installchart.KustomizeBuild(root, dir)
+	objs, err := manifests.Kustomize(filepath.Join(root, "config", dir))
 	g.Expect(err).NotTo(HaveOccurred())
 	return objs
 }
