@@ -101,7 +101,9 @@ type specDigest [sha256.Size]byte
 
 // renderedSpec digests what of ch's spec reaches its release: all of it but
 // the renewal and the lifetime, which only move the expiry
-// (internal/lifecycle) and are no Helm value. Zero if it cannot be encoded.
+// (internal/lifecycle) and are no Helm value (internal/values'
+// TestRenewalAndLifetimeReachNoValue holds it to that). Zero if it cannot be
+// encoded.
 func renderedSpec(ch *ctfv1alpha1.Challenge) specDigest {
 	spec := ch.Spec.DeepCopy()
 	spec.RenewedAt, spec.Lifetime = nil, nil

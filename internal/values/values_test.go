@@ -3,6 +3,7 @@ package values
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -164,4 +165,27 @@ func FuzzForChallenge(f *testing.F) {
 			t.Fatalf("enforced or typed value lost for spec.values %q: %v", values, got)
 		}
 	})
+}
+
+// The status writer tells a renewal from a spec to roll out by leaving
+// spec.renewedAt and spec.lifetime out of what it compares
+// (controller.renderedSpec): neither may reach the values.
+func TestRenewalAndLifetimeReachNoValue(t *testing.T) {
+	g := NewWithT(t)
+	base := challenge(func(s *ctfv1alpha1.ChallengeSpec) { s.Lifetime = &metav1.Duration{Duration: time.Hour} })
+	renewed := base.DeepCopy()
+	renewed.Spec.RenewedAt = &metav1.Time{Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+	renewed.Spec.Lifetime = &metav1.Duration{Duration: 30 * time.Minute}
+	want, err := ForChallenge(base)
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err := ForChallenge(renewed)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(want))
+	for _, c := range []*ctfv1alpha1.Challenge{base, renewed} {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+		g.Expect(err).NotTo(HaveOccurred())
+		vals, err := Translator{}.Translate(t.Context(), &unstructured.Unstructured{Object: m})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(vals).To(Equal(want))
+	}
 }
