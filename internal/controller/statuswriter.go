@@ -47,13 +47,12 @@ type StatusWriter struct {
 	// Recorder emits an Event on every phase change.
 	Recorder events.EventRecorder
 
-	// rendered is the render (a renderRecord) of each Challenge (by
-	// namespace/name) that the Helm reconciler last began: the generation
-	// its status may claim observed.
+	// rendered is the generation of each Challenge (by namespace/name) that
+	// the Helm reconciler last rendered: what its status may claim observed.
 	rendered sync.Map
-	// handled is the render (a renderRecord) whose outcome the Helm
-	// reconciler last wrote, by namespace/name: what a new generation is
-	// compared with to tell a renewal from a spec to roll out.
+	// handled is, by namespace/name, the generation (a handledSpec) whose
+	// outcome the Helm reconciler last wrote, with its spec: what a new
+	// generation is compared with to tell a renewal from a spec to roll out.
 	handled sync.Map
 	// finalized holds, by namespace/name, the resourceVersions before and
 	// after the Helm reconciler's last finalizer patch (finalizerStep), until
@@ -79,18 +78,14 @@ func (w *StatusWriter) FinalizersWritten(key client.ObjectKey, from, to string) 
 // its generation. The reconciler re-reads the Challenge before it writes its
 // status, so a generation that arrived meanwhile would otherwise be claimed
 // observed although the release holds the one before.
-func (w *StatusWriter) Rendering(obj *unstructured.Unstructured) {
-	ch := &ctfv1alpha1.Challenge{}
-	rec := renderRecord{generation: obj.GetGeneration()}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ch); err == nil {
-		rec.spec = renderedSpec(ch)
-	}
-	w.rendered.Store(client.ObjectKeyFromObject(obj), rec)
+func (w *StatusWriter) Rendering(obj client.Object) {
+	w.rendered.Store(client.ObjectKeyFromObject(obj), obj.GetGeneration())
 }
 
-// renderRecord is a render of a Challenge: its generation, and the digest
-// of its spec without the fields that are never rendered (renderedSpec).
-type renderRecord struct {
+// handledSpec is a generation of a Challenge the Helm reconciler handled,
+// and the digest of its spec without the fields that are never rendered
+// (renderedSpec).
+type handledSpec struct {
 	generation int64
 	spec       specDigest
 }
@@ -114,6 +109,20 @@ func renderedSpec(ch *ctfv1alpha1.Challenge) specDigest {
 	return sha256.Sum256(data)
 }
 
+// recordHandled records ch's spec as the one the Helm reconciler handled at
+// generation observed, when ch holds that generation's spec (the reconciler
+// may hold a newer one than it rendered), once per generation.
+func (w *StatusWriter) recordHandled(ch *ctfv1alpha1.Challenge, observed int64) {
+	key := client.ObjectKeyFromObject(ch)
+	if ch.Generation != observed {
+		return
+	}
+	if v, ok := w.handled.Load(key); ok && v.(handledSpec).generation == observed {
+		return
+	}
+	w.handled.Store(key, handledSpec{generation: observed, spec: renderedSpec(ch)})
+}
+
 // operationFor is the release operation outstanding for ch
 // (lifecycle.OperationFor), but none for a new generation that renders as
 // the one the Helm reconciler last handled: a renewal, or a lowered
@@ -126,7 +135,7 @@ func (w *StatusWriter) operationFor(ch *ctfv1alpha1.Challenge) lifecycle.Operati
 		return op
 	}
 	if v, ok := w.handled.Load(client.ObjectKeyFromObject(ch)); ok {
-		rec := v.(renderRecord)
+		rec := v.(handledSpec)
 		if rec.generation == ch.Status.ObservedGeneration && rec.spec != (specDigest{}) && rec.spec == renderedSpec(ch) {
 			return lifecycle.NoOperation
 		}
@@ -144,8 +153,8 @@ func (w *StatusWriter) Forget(key client.ObjectKey) {
 // observedGeneration is the generation a status written by the Helm
 // reconciler may claim: ch's, unless the last render was of an older one.
 func (w *StatusWriter) observedGeneration(ch *ctfv1alpha1.Challenge) int64 {
-	if v, ok := w.rendered.Load(client.ObjectKeyFromObject(ch)); ok {
-		return min(v.(renderRecord).generation, ch.Generation)
+	if g, ok := w.rendered.Load(client.ObjectKeyFromObject(ch)); ok {
+		return min(g.(int64), ch.Generation)
 	}
 	return ch.Generation
 }
@@ -173,10 +182,7 @@ func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Uns
 		if err := w.write(ctx, ch, observed, lifecycle.NoOperation); err != nil {
 			return err
 		}
-		key := client.ObjectKeyFromObject(ch)
-		if v, ok := w.rendered.Load(key); ok && v.(renderRecord).generation == observed {
-			w.handled.Store(key, v)
-		}
+		w.recordHandled(ch, observed)
 		return nil
 	})
 }
