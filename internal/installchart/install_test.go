@@ -3,6 +3,8 @@ package installchart
 import (
 	"context"
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
@@ -186,10 +189,12 @@ func TestChartInstallsUpgradesAndUninstalls(t *testing.T) {
 	rule := &unstructured.Unstructured{}
 	rule.SetGroupVersionKind(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"})
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "challenge-operator-alerts"}, rule)).To(Succeed())
-	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
-	g.Expect(groups).NotTo(BeEmpty())
-	g.Expect(rule.Object).To(HaveKey("spec"))
-	g.Expect(toString(rule.Object)).To(ContainSubstring("{{ $labels"))
+	data, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "rules.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var want unstructured.Unstructured
+	g.Expect(yaml.Unmarshal(data, &want.Object)).To(Succeed())
+	g.Expect(rule.Object["spec"]).To(Equal(want.Object["spec"]), "the alerts of config/prometheus")
+	g.Expect(data).To(ContainSubstring("{{ $labels"), "which hold Prometheus' own templates")
 
 	// Uninstall: everything of the release is gone but the kept CRDs, and
 	// with them the Challenges.
@@ -234,25 +239,4 @@ func TestChartInstallsUpgradesAndUninstalls(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	err = cl.Get(ctx, client.ObjectKey{Name: "challenges.ctf.challenge-operator.io"}, &crd)
 	g.Expect(apierrors.IsNotFound(err)).To(BeFalse(), "the namespaced release never owned the CRDs")
-}
-
-func toString(v any) string {
-	var b strings.Builder
-	var walk func(any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for _, x := range v {
-				walk(x)
-			}
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
-		case string:
-			b.WriteString(v + "\n")
-		}
-	}
-	walk(v)
-	return b.String()
 }
