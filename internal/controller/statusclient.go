@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +19,33 @@ import (
 type StatusClient struct {
 	client.Client
 	Writer *StatusWriter
+}
+
+// Get reads as the embedded client does, but a Get into a Challenge the
+// caller holds (its UID set) is not found once its name holds another
+// Challenge. After removing its finalizer, the Helm reconciler polls Get of
+// the Challenge it held until that is not found, for up to 30 s
+// (WithWaitForDeletionTimeout), and a name's next Challenge waits behind that
+// worker: one deleted and created again under the same name, as a team
+// restarting its instance, would otherwise sit at None for the whole wait.
+func (c *StatusClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	held := obj.GetUID()
+	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if held != "" && obj.GetUID() != held && isChallenge(obj) {
+		return apierrors.NewNotFound(ctfv1alpha1.GroupVersion.WithResource("challenges").GroupResource(), key.Name)
+	}
+	return nil
+}
+
+// isChallenge tells a Challenge, typed or unstructured.
+func isChallenge(obj client.Object) bool {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.GroupVersionKind() == ctfv1alpha1.GroupVersion.WithKind("Challenge")
+	}
+	_, ok := obj.(*ctfv1alpha1.Challenge)
+	return ok
 }
 
 // Update writes only the finalizers of an unstructured Challenge, the one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,5 +60,48 @@ func TestStatusAfterTheFinalizerNeedsNoRetry(t *testing.T) {
 	}
 	if len(got.Finalizers) != 1 || got.Spec.Image != ch.Spec.Image {
 		t.Errorf("finalizers %v, image %q: the patch changed more than the finalizers", got.Finalizers, got.Spec.Image)
+	}
+}
+
+// TestGetOfAChallengeDeletedAndCreatedAgainIsNotFound: once the Helm
+// reconciler has removed its finalizer it polls Get of the Challenge it held
+// until that is not found (up to 30 s). A Challenge deleted and created again
+// under the same name, as a team restarting its instance, must end that wait
+// at once: a Get into the old Challenge (its UID) does not find the new one,
+// while a Get into an empty object does.
+func TestGetOfAChallengeDeletedAndCreatedAgainIsNotFound(t *testing.T) {
+	ctx := context.Background()
+	_, cl := testcluster.StartAPIServer(t)
+	helm := &StatusClient{Client: cl}
+	newChallenge := func() *ctfv1alpha1.Challenge {
+		ch := &ctfv1alpha1.Challenge{}
+		ch.Namespace, ch.Name = "default", "restarted"
+		ch.Spec = ctfv1alpha1.ChallengeSpec{Participant: "team-r", Image: "registry.example/ctf/web:1",
+			Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}}
+		return ch
+	}
+	first := newChallenge()
+	if err := cl.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	held := &unstructured.Unstructured{}
+	held.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+	if err := helm.Get(ctx, client.ObjectKeyFromObject(first), held); err != nil || held.GetUID() != first.UID {
+		t.Fatalf("the first Challenge: uid %q, %v", held.GetUID(), err)
+	}
+	if err := cl.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	second := newChallenge()
+	if err := cl.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	if err := helm.Get(ctx, client.ObjectKeyFromObject(first), held); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get into the deleted Challenge: %v, want not found (found uid %s)", err, held.GetUID())
+	}
+	fresh := &unstructured.Unstructured{}
+	fresh.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+	if err := helm.Get(ctx, client.ObjectKeyFromObject(second), fresh); err != nil || fresh.GetUID() != second.UID {
+		t.Fatalf("the second Challenge: uid %q, %v", fresh.GetUID(), err)
 	}
 }
