@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,7 +33,8 @@ import (
 
 // Rights in the operator's own namespace only (a Role): the monitors and
 // alerts it applies, and finding its metrics Service to own them.
-// +kubebuilder:rbac:groups=monitoring.coreos.com,namespace=system,resources=servicemonitors;prometheusrules,verbs=get;create;patch
+// Server-side apply needs patch, and create for an object not there yet.
+// +kubebuilder:rbac:groups=monitoring.coreos.com,namespace=system,resources=servicemonitors;prometheusrules,verbs=create;patch
 // +kubebuilder:rbac:groups="",namespace=system,resources=services,verbs=list
 
 var (
@@ -48,13 +50,22 @@ const (
 	// namePrefix is what kustomize's namePrefix gives config/prometheus' objects.
 	namePrefix = "challenge-operator-"
 	fieldOwner = "challenge-operator-monitoring"
-	// Interval is how often the objects are applied again: they appear once
-	// the Prometheus Operator is installed, and edits to them are undone.
+	// Interval is how often the objects are applied again once they are:
+	// edits to them are undone.
 	Interval = 10 * time.Minute
+	// FirstRetry is the wait after a round that applied nothing (an error,
+	// the kinds not served, no metrics Service yet); it doubles up to
+	// Interval, so monitors come soon after the Prometheus Operator or the
+	// Service does, and a webhook briefly down at start costs seconds.
+	FirstRetry = time.Second
 )
 
 // metricsServiceLabels select the operator's metrics Service (config/manager).
-var metricsServiceLabels = client.MatchingLabels{"control-plane": "controller-manager", "app.kubernetes.io/component": "metrics"}
+// The name keeps them from another operator's Service in a namespace shared
+// by several operators (OLM's "operators"), which would otherwise own, and
+// take with it, our monitors.
+var metricsServiceLabels = client.MatchingLabels{"control-plane": "controller-manager",
+	"app.kubernetes.io/name": "challenge-operator", "app.kubernetes.io/component": "metrics"}
 
 // Monitors applies the operator's ServiceMonitor and PrometheusRule in
 // Namespace at start and every Interval, where the cluster serves them.
@@ -71,29 +82,39 @@ type Monitors struct {
 // NeedLeaderElection makes only the leader write.
 func (m *Monitors) NeedLeaderElection() bool { return true }
 
-// Start applies the objects until ctx ends; a failed round is logged and
-// tried again at the next.
+// Start applies the objects until ctx ends: every Interval once a round has
+// applied them, and sooner, backing off from FirstRetry, while rounds apply
+// nothing or fail (failures are logged).
 func (m *Monitors) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("selfmonitor")
-	t := time.NewTicker(Interval)
-	defer t.Stop()
+	retry := FirstRetry
 	for {
-		if applied, err := m.Apply(ctx); err != nil {
-			log.Error(err, "applying the operator's ServiceMonitor and alerts")
-		} else if len(applied) == 0 {
-			log.V(1).Info("no Prometheus Operator kinds served, or no metrics Service: nothing to monitor with")
+		wait := Interval
+		applied, err := m.Apply(ctx)
+		switch {
+		case err != nil:
+			log.Error(err, "applying the operator's ServiceMonitor and alerts", "retryIn", retry)
+		case len(applied) == 0:
+			log.V(1).Info("no Prometheus Operator kinds served, or no metrics Service: nothing to monitor with", "retryIn", retry)
+		}
+		if err != nil || len(applied) == 0 {
+			wait, retry = retry, min(2*retry, Interval)
+		} else {
+			retry = FirstRetry
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }
 
 // Apply applies whichever of the ServiceMonitor and the PrometheusRule the
-// cluster serves, owned by the metrics Service, and returns their kinds.
-// Without the kinds or the Service it applies nothing, and that is no error.
+// cluster serves, owned by the metrics Service, and returns the kinds it
+// applied. Without the kinds or the Service it applies nothing, and that is
+// no error. One refused object (a policy forbidding insecureSkipVerify, say)
+// keeps the other from nobody: the errors are joined.
 func (m *Monitors) Apply(ctx context.Context) ([]string, error) {
 	served, err := m.served()
 	if err != nil || len(served) == 0 {
@@ -108,6 +129,7 @@ func (m *Monitors) Apply(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var applied []string
+	var errs []error
 	for _, o := range objs {
 		if !slices.Contains(served, o.GetKind()) {
 			continue
@@ -115,11 +137,12 @@ func (m *Monitors) Apply(ctx context.Context) ([]string, error) {
 		o.SetNamespace(m.Namespace)
 		o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: owner.Name, UID: owner.UID}})
 		if err := m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-			return applied, fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
+			errs = append(errs, fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err))
+			continue
 		}
 		applied = append(applied, o.GetKind())
 	}
-	return applied, nil
+	return applied, errors.Join(errs...)
 }
 
 // served returns which of ServiceMonitor and PrometheusRule the cluster serves.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -103,14 +105,7 @@ func TestMonitorsComeWithThePrometheusOperatorAndGoWithTheInstall(t *testing.T) 
 	g.Expect(applied).To(BeEmpty())
 
 	// The metrics Service of config/manager, still without the Prometheus Operator.
-	var service *corev1.Service
-	for _, o := range kustomized(g, "default") {
-		if o.GetKind() == "Service" {
-			service = &corev1.Service{}
-			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, service)).To(Succeed())
-		}
-	}
-	g.Expect(service).NotTo(BeNil())
+	service := metricsService(g)
 	g.Expect(admin.Create(ctx, service)).To(Succeed())
 	applied, err = m.Apply(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -161,4 +156,109 @@ func TestMonitorsComeWithThePrometheusOperatorAndGoWithTheInstall(t *testing.T) 
 	applied, err = m.Apply(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(applied).To(BeEmpty(), "nothing without a metrics Service to own them")
+}
+
+// metricsService is config/default's metrics Service.
+func metricsService(g Gomega) *corev1.Service {
+	for _, o := range kustomized(g, "default") {
+		if o.GetKind() == "Service" {
+			service := &corev1.Service{}
+			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, service)).To(Succeed())
+			return service
+		}
+	}
+	g.Expect("config/default's metrics Service").To(BeEmpty())
+	return nil
+}
+
+// TestMonitorsFollowSoonAfterTheirKindsAndService runs Start as the manager
+// does: the Prometheus Operator and the metrics Service arriving after the
+// operator has started bring the monitors within seconds, not at the next
+// Interval, and another operator's metrics Service in a shared namespace
+// owns nothing of ours.
+func TestMonitorsFollowSoonAfterTheirKindsAndService(t *testing.T) {
+	g := NewWithT(t)
+	cfg, admin := testcluster.StartAPIServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ns = "operators"
+	g.Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	m := &Monitors{Namespace: ns, Client: admin, Reader: admin, Discovery: dc}
+	stopped := make(chan error)
+	go func() { stopped <- m.Start(ctx) }()
+
+	// Another operator's metrics Service, labelled as kubebuilder scaffolds
+	// every operator's, sorts first.
+	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "another-operator-metrics-service", Namespace: ns,
+		Labels: map[string]string{"control-plane": "controller-manager", "app.kubernetes.io/name": "another-operator", "app.kubernetes.io/component": "metrics"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 8443}}}}
+	g.Expect(admin.Create(ctx, other)).To(Succeed())
+	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{
+		testcluster.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+		testcluster.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+	}})
+	g.Expect(err).NotTo(HaveOccurred())
+	service := metricsService(g)
+	service.Namespace = ns
+	g.Expect(admin.Create(ctx, service)).To(Succeed())
+
+	monitor := monitoringObject("ServiceMonitor", ns, "challenge-operator-controller-manager-metrics-monitor")
+	g.Eventually(func() error {
+		return admin.Get(ctx, client.ObjectKeyFromObject(monitor), monitor)
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed(), "the monitor follows within seconds, not at the next %s", Interval)
+	g.Expect(monitor.GetOwnerReferences()).To(ConsistOf(HaveField("UID", service.UID)), "ours owns it, not %s", other.Name)
+	selector, _, _ := unstructured.NestedStringMap(monitor.Object, "spec", "selector", "matchLabels")
+	g.Expect(selector).To(HaveKeyWithValue("app.kubernetes.io/name", "challenge-operator"), "it scrapes ours alone")
+	cancel()
+	g.Eventually(stopped).Should(Receive(BeNil()))
+}
+
+// TestOneRefusedObjectKeepsNothingElseBack: a policy refusing the
+// ServiceMonitor (here a ValidatingAdmissionPolicy against
+// insecureSkipVerify, as Kyverno or Gatekeeper rules do) still lets the
+// alerts in, and the error names what was refused.
+func TestOneRefusedObjectKeepsNothingElseBack(t *testing.T) {
+	g := NewWithT(t)
+	cfg, admin := testcluster.StartAPIServer(t)
+	ctx := context.Background()
+	const ns = "challenge-operator-system"
+	g.Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{
+		testcluster.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+		testcluster.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+	}})
+	g.Expect(err).NotTo(HaveOccurred())
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "verified-tls"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"monitoring.coreos.com"}, APIVersions: []string{"v1"},
+						Resources: []string{"servicemonitors"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "!has(object.spec.endpoints) || object.spec.endpoints.all(e, !has(e.tlsConfig) || !has(e.tlsConfig.insecureSkipVerify) || !e.tlsConfig.insecureSkipVerify)",
+				Message:    "scrapes must verify TLS"}}}}
+	g.Expect(admin.Create(ctx, policy)).To(Succeed())
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "verified-tls"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}
+	g.Expect(admin.Create(ctx, binding)).To(Succeed())
+	service := metricsService(g)
+	g.Expect(admin.Create(ctx, service)).To(Succeed())
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	m := &Monitors{Namespace: ns, Client: admin, Reader: admin, Discovery: dc}
+
+	// The policy takes effect once the API server has loaded it.
+	g.Eventually(func(g Gomega) {
+		applied, err := m.Apply(ctx)
+		g.Expect(err).To(MatchError(And(ContainSubstring("ServiceMonitor challenge-operator-controller-manager-metrics-monitor"),
+			ContainSubstring("scrapes must verify TLS"))))
+		g.Expect(applied).To(ConsistOf("PrometheusRule"))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	rule := monitoringObject("PrometheusRule", ns, "challenge-operator-alerts")
+	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(rule), rule)).To(Succeed())
 }
