@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,8 +85,11 @@ func (w *StatusWriter) Rendering(obj client.Object) {
 
 // handledSpec is a generation of a Challenge the Helm reconciler handled,
 // and the digest of its spec without the fields that are never rendered
-// (renderedSpec).
+// (renderedSpec). The UID tells a Challenge deleted and created again under
+// the same name (a team restarting its instance) from the one before, whose
+// record its delete event may not have dropped yet.
 type handledSpec struct {
+	uid        types.UID
 	generation int64
 	spec       specDigest
 }
@@ -117,10 +121,10 @@ func (w *StatusWriter) recordHandled(ch *ctfv1alpha1.Challenge, observed int64) 
 	if ch.Generation != observed {
 		return
 	}
-	if v, ok := w.handled.Load(key); ok && v.(handledSpec).generation == observed {
+	if v, ok := w.handled.Load(key); ok && v.(handledSpec).uid == ch.UID && v.(handledSpec).generation == observed {
 		return
 	}
-	w.handled.Store(key, handledSpec{generation: observed, spec: renderedSpec(ch)})
+	w.handled.Store(key, handledSpec{uid: ch.UID, generation: observed, spec: renderedSpec(ch)})
 }
 
 // operationFor is the release operation outstanding for ch
@@ -136,7 +140,7 @@ func (w *StatusWriter) operationFor(ch *ctfv1alpha1.Challenge) lifecycle.Operati
 	}
 	if v, ok := w.handled.Load(client.ObjectKeyFromObject(ch)); ok {
 		rec := v.(handledSpec)
-		if rec.generation == ch.Status.ObservedGeneration && rec.spec != (specDigest{}) && rec.spec == renderedSpec(ch) {
+		if rec.uid == ch.UID && rec.generation == ch.Status.ObservedGeneration && rec.spec != (specDigest{}) && rec.spec == renderedSpec(ch) {
 			return lifecycle.NoOperation
 		}
 	}
@@ -179,11 +183,11 @@ func (w *StatusWriter) MarkReleasing(ctx context.Context, obj *unstructured.Unst
 func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Unstructured) error {
 	return w.fromHelm(ctx, obj, func(ch *ctfv1alpha1.Challenge) error {
 		observed := w.observedGeneration(ch)
-		if err := w.write(ctx, ch, observed, lifecycle.NoOperation); err != nil {
-			return err
-		}
+		// Recorded before the write: once it claims observed, a renewal
+		// arriving meanwhile must find the record, or it flashes Pending. A
+		// failed write leaves a record no status refers to.
 		w.recordHandled(ch, observed)
-		return nil
+		return w.write(ctx, ch, observed, lifecycle.NoOperation)
 	})
 }
 
