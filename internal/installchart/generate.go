@@ -265,7 +265,7 @@ func rbacTemplate(o *rbacObject) ([]byte, error) {
 	}
 	text := strings.NewReplacer(
 		"__PREFIX__", `{{ include "challenge-operator.prefix" . }}`,
-		"__NAMESPACE__", "{{ .Release.Namespace }}",
+		"__NAMESPACE__", "{{ .Release.Namespace | quote }}",
 	).Replace(b.String())
 	return []byte(text), nil
 }

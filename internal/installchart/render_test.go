@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
 	"github.com/challenge-operator/challenge-operator/internal/manifests"
@@ -53,9 +54,15 @@ func loadChart(t *testing.T) *chart.Chart {
 // render is `helm template` of the chart with vals, as the Helm SDK does it.
 func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
+	return renderIn(t, releaseNamespace, vals)
+}
+
+// renderIn renders the chart for a release in namespace.
+func renderIn(t *testing.T, namespace string, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	t.Helper()
 	inst := action.NewInstall(&action.Configuration{})
 	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
-	inst.ReleaseName, inst.Namespace = releaseName, releaseNamespace
+	inst.ReleaseName, inst.Namespace = releaseName, namespace
 	inst.KubeVersion = kubeVersion
 	rel, err := inst.Run(loadChart(t), vals)
 	if err != nil {
@@ -310,6 +317,11 @@ func TestValuesAreRefusedWithAReason(t *testing.T) {
 		{"a provided certificate without its CA", map[string]any{"webhook": map[string]any{"enable": true, "certificate": map[string]any{"source": "secret", "secretName": "tls"}}}, "caBundle"},
 		{"a monitor without metrics", map[string]any{"metrics": map[string]any{"enable": false}, "prometheus": map[string]any{"serviceMonitor": map[string]any{"enable": true}}}, "needs metrics.enable"},
 		{"an image name with a newline", map[string]any{"image": map[string]any{"repository": "ghcr.io/x\nkind: Secret"}}, "repository"},
+		{"a name too long for its Services", map[string]any{"nameOverride": strings.Repeat("a", 29)}, "nameOverride"},
+		{"a name starting with a digit", map[string]any{"nameOverride": "1ctf"}, "nameOverride"},
+		{"metrics open to no one named", map[string]any{"networkPolicy": map[string]any{"enable": true, "metricsFrom": []any{}}}, "metricsFrom"},
+		{"an empty peer", map[string]any{"networkPolicy": map[string]any{"enable": true, "metricsFrom": []any{map[string]any{}}}}, "metricsFrom"},
+		{"an issuer without its name", map[string]any{"webhook": map[string]any{"enable": true, "certificate": map[string]any{"issuerRef": map[string]any{"kind": "ClusterIssuer"}}}}, "issuerRef"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -433,4 +445,56 @@ func TestChartVersionIsTheOperators(t *testing.T) {
 	g.Expect(c.Metadata.Version).To(Equal(string(m[1])), "Chart.yaml version")
 	g.Expect(c.Metadata.AppVersion).To(Equal(string(m[1])), "Chart.yaml appVersion")
 	g.Expect(c.Values["image"]).To(HaveKeyWithValue("repository", "ghcr.io/challenge-operator/challenge-operator"))
+}
+
+// The longest name the schema admits, in a namespace YAML would read as a
+// number, renders objects the API server accepts: every name a DNS
+// subdomain, every Service's a DNS-1035 label, every namespace a string.
+func TestLongestNameAndANumericNamespaceRenderValidObjects(t *testing.T) {
+	g := NewWithT(t)
+	vals := everything("namespacePerInstance")
+	vals["nameOverride"] = "ctf-" + strings.Repeat("x", 24)
+	vals["webhook"] = map[string]any{"enable": true, "certificate": map[string]any{"source": "secret", "secretName": "2027", "caBundle": "Q0E="}}
+	objs, err := renderIn(t, "2026", vals)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, o := range objs {
+		id := o.GetKind() + " " + o.GetName()
+		g.Expect(validation.IsDNS1123Subdomain(o.GetName())).To(BeEmpty(), id)
+		if o.GetKind() == "Service" {
+			g.Expect(validation.IsDNS1035Label(o.GetName())).To(BeEmpty(), id)
+		}
+		if ns, found, err := unstructured.NestedFieldNoCopy(o.Object, "metadata", "namespace"); found {
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ns).To(Equal("2026"), "%s: its namespace is a string", id)
+		}
+	}
+	manager := deployment(t, objs, "ctf-"+strings.Repeat("x", 24)+"-controller-manager").Spec.Template.Spec
+	g.Expect(env(manager.Containers[0], "WATCH_NAMESPACE").Value).To(BeEmpty())
+	g.Expect(manager.Volumes).To(ContainElement(HaveField("Secret.SecretName", "2027")))
+}
+
+// Numbers in a values file reach Helm as float64: a large whole one still
+// reaches the flag as written, not as 1e+06.
+func TestFlagNumbersFromAValuesFileKeepTheirDigits(t *testing.T) {
+	g := NewWithT(t)
+	vals, err := chartutil.ReadValues([]byte("manager:\n  flags:\n    max-instances: 1000000\n    kube-api-qps: 150.5\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	manager := deployment(t, mustRender(t, vals), "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0]
+	g.Expect(manager.Args).To(ContainElements("--max-instances=1000000", "--kube-api-qps=150.5"))
+	var opts operatorcmd.Options
+	fs := flag.NewFlagSet("challenge-operator", flag.ContinueOnError)
+	opts.Bind(fs)
+	g.Expect(parseArgs(fs, manager.Args)).To(Succeed())
+	g.Expect(opts.Operator.MaxInstances).To(BeEquivalentTo(1000000))
+}
+
+// A dashboard whose sidecar label is cleared (null, to find it another way)
+// renders without it rather than failing on the empty map.
+func TestDashboardWithoutSidecarLabel(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, map[string]any{"grafana": map[string]any{"dashboard": map[string]any{"enable": true, "labels": nil}}})
+	dashboards := byKind(objs, "ConfigMap")
+	g.Expect(dashboards).To(HaveLen(1))
+	g.Expect(dashboards[0].GetLabels()).NotTo(HaveKey("grafana_dashboard"))
+	g.Expect(dashboards[0].GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/part-of", "challenge-operator"))
 }

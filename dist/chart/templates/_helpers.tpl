@@ -3,7 +3,7 @@ The prefix of every object's name, cluster-scoped ones included: the same
 names as the kustomize install (challenge-operator-controller-manager, ...).
 */}}
 {{- define "challenge-operator.prefix" -}}
-{{- .Values.nameOverride | default .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- .Values.nameOverride | default .Chart.Name | trunc 28 | trimSuffix "-" -}}
 {{- end }}
 
 {{/* Labels of every object. */}}
@@ -28,11 +28,15 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{/*
 Command-line flags from a map of flag name to value (manager.flags,
 instancer.flags): sorted by name, lists joined by commas, each quoted.
+Numbers from a values file are float64 to Helm, which %v would print as
+1e+06: toJson writes them as they were written.
 */}}
 {{- define "challenge-operator.flags" -}}
 {{- range $name, $value := . }}
 {{- if kindIs "slice" $value }}
 - {{ printf "--%s=%s" $name (join "," $value) | quote }}
+{{- else if kindIs "float64" $value }}
+- {{ printf "--%s=%s" $name (toJson $value) | quote }}
 {{- else }}
 - {{ printf "--%s=%v" $name $value | quote }}
 {{- end }}
