@@ -67,6 +67,12 @@ func (c *StatusClient) Update(ctx context.Context, obj client.Object, opts ...cl
 	if err := c.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
+	if u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) == 0 {
+		// The last finalizer went: the Challenge is gone, no status follows
+		// to use the step, and its delete event may already have been handled
+		// (Forget), so a record would outlive it.
+		return nil
+	}
 	c.Writer.FinalizersWritten(client.ObjectKeyFromObject(u), from, u.GetResourceVersion())
 	return nil
 }

@@ -105,3 +105,41 @@ func TestGetOfAChallengeDeletedAndCreatedAgainIsNotFound(t *testing.T) {
 		t.Fatalf("the second Challenge: uid %q, %v", fresh.GetUID(), err)
 	}
 }
+
+// TestNothingIsKeptOfAChallengeWhoseLastFinalizerGoes: removing the Helm
+// reconciler's finalizer from a deleted Challenge ends it, and its delete
+// event may have been handled before the patch returns (Forget), so the
+// writer keeps no finalizer step for it; one per deleted instance would
+// otherwise pile up over a CTF.
+func TestNothingIsKeptOfAChallengeWhoseLastFinalizerGoes(t *testing.T) {
+	ctx := context.Background()
+	_, cl := testcluster.StartAPIServer(t)
+	writer := &StatusWriter{Client: cl, Reader: cl, Observer: &Observer{Reader: cl}}
+	helm := &StatusClient{Client: cl, Writer: writer}
+	ch := &ctfv1alpha1.Challenge{}
+	ch.Namespace, ch.Name = "default", "gone"
+	ch.Finalizers = []string{"uninstall-helm-release"}
+	ch.Spec = ctfv1alpha1.ChallengeSpec{Participant: "team-g", Image: "registry.example/ctf/web:1",
+		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}}
+	if err := cl.Create(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Delete(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(ch), u); err != nil || u.GetDeletionTimestamp() == nil {
+		t.Fatalf("the deleted Challenge, held by its finalizer: %v", err)
+	}
+	u.SetFinalizers(nil)
+	if err := helm.Update(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the Challenge after its last finalizer: %v, want not found", err)
+	}
+	if _, kept := writer.finalized.Load(client.ObjectKeyFromObject(ch)); kept {
+		t.Error("a finalizer step is kept for a Challenge that is gone")
+	}
+}
