@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -355,30 +356,87 @@ func flagsSchema(fs *flag.FlagSet, own []string, description string) map[string]
 	}
 }
 
-// flagType is the JSON schema type of a flag's value.
+// Patterns of flag values the binaries parse: a value the schema admits
+// parses, so that a mistake fails `helm install` instead of crash-looping
+// the pod (TestSchemaAdmitsWhatTheBinariesParse holds the two together).
+const (
+	// durationPattern is time.ParseDuration's syntax, without a sign.
+	durationPattern = `^(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$|^0$`
+	// quantityPattern is resource.ParseQuantity's syntax, without a sign
+	// (the Kubernetes OpenAPI pattern of a quantity).
+	quantityPattern = `^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+	// wordPattern is an item of a comma-separated list.
+	wordPattern = `[^,\s]+`
+	// cidrPattern is a CIDR narrower than every address (/0 is refused).
+	cidrPattern = `[0-9A-Fa-f:.]+/[1-9][0-9]{0,2}`
+	// gatewayPattern is a Gateway's namespace/name.
+	gatewayPattern = `[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?`
+)
+
+// flagType is the JSON schema of a flag's value, from the flag's type.
 func flagType(f *flag.Flag) map[string]any {
 	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 		return map[string]any{typeKey: "boolean"}
 	}
 	switch t := reflect.TypeOf(f.Value).String(); {
-	case t == "*flag.intValue" || strings.HasSuffix(t, ".int32Value"):
-		return map[string]any{typeKey: "integer"}
+	case t == "*flag.intValue":
+		return atLeast("integer", 0)
+	case strings.HasSuffix(t, ".int32Value"):
+		s := atLeast("integer", 0)
+		s["maximum"] = math.MaxInt32
+		return s
 	case t == "*flag.float64Value":
-		return map[string]any{typeKey: "number"}
+		return atLeast("number", 0)
 	case t == "*flag.durationValue":
-		return map[string]any{typeKey: "string", "pattern": `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$|^0$`}
+		return oneOf(matching(durationPattern), map[string]any{"const": 0})
+	case strings.HasSuffix(t, ".quantityValue"):
+		return oneOf(matching(quantityPattern), atLeast("number", 0))
 	case strings.HasSuffix(t, ".profileValue"):
-		return map[string]any{"enum": []any{"restricted", "baseline", "privileged"}}
+		return enum("restricted", "baseline", "privileged")
+	case strings.HasSuffix(t, ".cidrsValue") || strings.HasSuffix(t, ".prefixesValue"):
+		return listOf(cidrPattern)
+	case strings.HasSuffix(t, ".gatewaysValue"):
+		return listOf(gatewayPattern)
+	case t == "*zap.encoderFlag":
+		return enum("json", "console")
+	case t == "*zap.stackTraceFlag":
+		return enum("info", "error", "panic")
+	case t == "*zap.timeEncodingFlag":
+		return enum("epoch", "millis", "nanos", "iso8601", "rfc3339", "rfc3339nano")
+	case t == "*zap.levelFlag":
+		// A word, or a verbosity: 2 logs what V(2) logs.
+		verbosity := atLeast("integer", 1)
+		verbosity["maximum"] = 127
+		return oneOf(enum("debug", "info", "error", "panic"), verbosity)
 	}
 	if strings.HasPrefix(f.Usage, "Comma-separated") {
-		word := map[string]any{typeKey: "string", "pattern": `^[^,\s]+$`}
-		return map[string]any{"oneOf": []any{
-			map[string]any{typeKey: "string"},
-			map[string]any{typeKey: "array", "items": word},
-		}}
+		return listOf(wordPattern)
 	}
 	return map[string]any{typeKey: "string"}
 }
+
+// listOf is the schema of a list flag whose items match item: a list, or
+// the items joined by commas as the flag itself reads them.
+func listOf(item string) map[string]any {
+	return oneOf(
+		matching(fmt.Sprintf(`^\s*(%[1]s(\s*,\s*%[1]s)*)?\s*$`, item)),
+		map[string]any{typeKey: "array", "items": matching("^" + item + "$")},
+	)
+}
+
+// matching is a string matching pattern.
+func matching(pattern string) map[string]any {
+	return map[string]any{typeKey: "string", "pattern": pattern}
+}
+
+// atLeast is a number of type (integer or number) of at least minimum.
+func atLeast(typ string, minimum int) map[string]any {
+	return map[string]any{typeKey: typ, "minimum": minimum}
+}
+
+func enum(words ...any) map[string]any { return map[string]any{"enum": words} }
+
+func oneOf(schemas ...any) map[string]any { return map[string]any{"oneOf": schemas} }
 
 func relative(root, p string) string {
 	if r, err := filepath.Rel(root, p); err == nil {

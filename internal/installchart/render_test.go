@@ -3,6 +3,7 @@ package installchart
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -316,6 +317,7 @@ func TestValuesAreRefusedWithAReason(t *testing.T) {
 		{"a bool flag given a word", map[string]any{"manager": map[string]any{"flags": map[string]any{"allow-load-balancer": "yes"}}}, "allow-load-balancer"},
 		{"a provided certificate without its CA", map[string]any{"webhook": map[string]any{"enable": true, "certificate": map[string]any{"source": "secret", "secretName": "tls"}}}, "caBundle"},
 		{"a monitor without metrics", map[string]any{"metrics": map[string]any{"enable": false}, "prometheus": map[string]any{"serviceMonitor": map[string]any{"enable": true}}}, "needs metrics.enable"},
+		{"a pool outside a namespaced install's namespace", map[string]any{"installMode": "namespaced", "manager": map[string]any{"flags": map[string]any{"pool-namespace": "pools"}}}, "pool-namespace"},
 		{"an image name with a newline", map[string]any{"image": map[string]any{"repository": "ghcr.io/x\nkind: Secret"}}, "repository"},
 		{"a name too long for its Services", map[string]any{"nameOverride": strings.Repeat("a", 29)}, "nameOverride"},
 		{"a name starting with a digit", map[string]any{"nameOverride": "1ctf"}, "nameOverride"},
@@ -497,4 +499,79 @@ func TestDashboardWithoutSidecarLabel(t *testing.T) {
 	g.Expect(dashboards).To(HaveLen(1))
 	g.Expect(dashboards[0].GetLabels()).NotTo(HaveKey("grafana_dashboard"))
 	g.Expect(dashboards[0].GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/part-of", "challenge-operator"))
+}
+
+// The schema admits what the binaries parse, on samples of every kind of
+// flag value: what it admits starts (the arguments parse); what the binary
+// would refuse at start, crash-looping the pod, or read as nonsense (a
+// negative count) fails `helm install` naming the flag.
+func TestSchemaAdmitsWhatTheBinariesParse(t *testing.T) {
+	cases := []struct {
+		component, flag string
+		value           any
+		parses          bool
+	}{
+		{"manager", "zap-encoder", "console", true},
+		{"manager", "zap-encoder", "xml", false},
+		{"manager", "zap-log-level", "debug", true},
+		{"manager", "zap-log-level", 2, true},
+		{"manager", "zap-log-level", "verbose", false},
+		{"manager", "zap-log-level", 0, false},
+		{"manager", "zap-time-encoding", "rfc3339nano", true},
+		{"manager", "zap-time-encoding", "nano", false},
+		{"manager", "zap-stacktrace-level", "panic", true},
+		{"manager", "zap-stacktrace-level", "warn", false},
+		{"manager", "max-cpu", "500m", true},
+		{"manager", "max-cpu", 2, true},
+		{"manager", "max-cpu", 1.5, true},
+		{"manager", "max-cpu", "two", false},
+		{"manager", "max-memory", "1Gi", true},
+		{"manager", "max-memory", "1GB", false},
+		{"manager", "max-instances", 500, true},
+		{"manager", "max-instances", 3000000000, false},
+		{"manager", "max-instances", -1, false},
+		{"manager", "kube-api-burst", -5, false},
+		{"manager", "internal-cidrs", "10.0.0.0/8, fd00::/8", true},
+		{"manager", "internal-cidrs", []any{"10.0.0.0/8"}, true},
+		{"manager", "internal-cidrs", "10.0.0.1", false},
+		{"manager", "allow-egress-cidrs", []any{"10.96.0.10/32"}, true},
+		{"manager", "allow-egress-cidrs", []any{"0.0.0.0/0"}, false},
+		{"manager", "allow-egress-cidrs", "::/0", false},
+		{"manager", "gateways", []any{"infra/ctf-gateway"}, true},
+		{"manager", "gateways", "infra/a,infra/b", true},
+		{"manager", "gateways", []any{"ctf-gateway"}, false},
+		{"manager", "allowed-registries", "ghcr.io/ctf,registry.example", true},
+		{"instancer", "cooldown", "1m30s", true},
+		{"instancer", "cooldown", ".5s", true},
+		{"instancer", "cooldown", 0, true},
+		{"instancer", "cooldown", "soon", false},
+		{"instancer", "cooldown", 30, false},
+		{"instancer", "starts-per-minute", 5, true},
+		{"instancer", "starts-per-minute", -1, false},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s %s=%v", c.component, c.flag, c.value), func(t *testing.T) {
+			g := NewWithT(t)
+			vals := map[string]any{c.component: map[string]any{"flags": map[string]any{c.flag: c.value}}}
+			if c.component == "instancer" {
+				vals["instancer"].(map[string]any)["enable"] = true
+			}
+			objs, err := render(t, vals)
+			if !c.parses {
+				g.Expect(err).To(MatchError(ContainSubstring(c.flag)), "refused at install, naming the flag")
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			if c.component == "manager" {
+				var opts operatorcmd.Options
+				fs := flag.NewFlagSet("challenge-operator", flag.ContinueOnError)
+				opts.Bind(fs)
+				args := deployment(t, objs, "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0].Args
+				g.Expect(parseArgs(fs, args)).To(Succeed(), "the operator parses %q", args)
+				return
+			}
+			args := deployment(t, objs, "challenge-operator-instancer").Spec.Template.Spec.Containers[0].Args
+			g.Expect(parseArgs(instancercmd.Flags(), args[1:])).To(Succeed(), "the instancer parses %q", args)
+		})
+	}
 }

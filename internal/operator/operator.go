@@ -258,7 +258,7 @@ const DefaultMaxInstancesPerParticipant int32 = 5
 func CheckIngressFrom(opts Options, challengeNamespaces []string) error {
 	if poolNS := opts.PoolNamespace; poolNS != "" {
 		if len(challengeNamespaces) > 0 && !slices.Contains(challengeNamespaces, poolNS) {
-			return fmt.Errorf("--poolNS-namespace %q is not among the watched namespaces %v: its pooled instances would never be installed", poolNS, challengeNamespaces)
+			return fmt.Errorf("--pool-namespace %q is not among the watched namespaces %v: its pooled instances would never be installed", poolNS, challengeNamespaces)
 		}
 	}
 	for _, ns := range opts.Values.IngressFromNamespaces {
