@@ -60,13 +60,6 @@ const (
 	FirstRetry = time.Second
 )
 
-// metricsServiceLabels select the operator's metrics Service (config/manager).
-// The name keeps them from another operator's Service in a namespace shared
-// by several operators (OLM's "operators"), which would otherwise own, and
-// take with it, our monitors.
-var metricsServiceLabels = client.MatchingLabels{"control-plane": "controller-manager",
-	"app.kubernetes.io/name": "challenge-operator", "app.kubernetes.io/component": "metrics"}
-
 // Monitors applies the operator's ServiceMonitor and PrometheusRule in
 // Namespace at start and every Interval, where the cluster serves them.
 type Monitors struct {
@@ -90,16 +83,14 @@ func (m *Monitors) Start(ctx context.Context) error {
 	retry := FirstRetry
 	for {
 		wait := Interval
-		applied, err := m.Apply(ctx)
-		switch {
+		switch applied, err := m.Apply(ctx); {
 		case err != nil:
 			log.Error(err, "applying the operator's ServiceMonitor and alerts", "retryIn", retry)
+			wait, retry = retry, min(2*retry, Interval)
 		case len(applied) == 0:
 			log.V(1).Info("no Prometheus Operator kinds served, or no metrics Service: nothing to monitor with", "retryIn", retry)
-		}
-		if err != nil || len(applied) == 0 {
 			wait, retry = retry, min(2*retry, Interval)
-		} else {
+		default:
 			retry = FirstRetry
 		}
 		select {
@@ -120,12 +111,12 @@ func (m *Monitors) Apply(ctx context.Context) ([]string, error) {
 	if err != nil || len(served) == 0 {
 		return nil, err
 	}
-	owner, err := m.metricsService(ctx)
-	if err != nil || owner == nil {
-		return nil, err
-	}
 	objs, err := Objects()
 	if err != nil {
+		return nil, err
+	}
+	owner, err := m.metricsService(ctx, objs)
+	if err != nil || owner == nil {
 		return nil, err
 	}
 	var applied []string
@@ -163,10 +154,23 @@ func (m *Monitors) served() ([]string, error) {
 	return out, nil
 }
 
-// metricsService returns the operator's metrics Service, or nil without one.
-func (m *Monitors) metricsService(ctx context.Context) (*corev1.Service, error) {
+// metricsService returns the operator's metrics Service, the one the
+// ServiceMonitor among objs scrapes, or nil without one. Its selector names
+// the operator (app.kubernetes.io/name), so in a namespace shared by several
+// operators (OLM's "operators") another's Service neither owns, and takes
+// with it, our monitors nor is scraped as ours.
+func (m *Monitors) metricsService(ctx context.Context, objs []*unstructured.Unstructured) (*corev1.Service, error) {
+	var selector map[string]string
+	for _, o := range objs {
+		if o.GetKind() == "ServiceMonitor" {
+			selector, _, _ = unstructured.NestedStringMap(o.Object, "spec", "selector", "matchLabels")
+		}
+	}
+	if len(selector) == 0 {
+		return nil, errors.New("config/prometheus: the operator's ServiceMonitor selects no Service by label")
+	}
 	var list corev1.ServiceList
-	if err := m.Reader.List(ctx, &list, client.InNamespace(m.Namespace), metricsServiceLabels); err != nil {
+	if err := m.Reader.List(ctx, &list, client.InNamespace(m.Namespace), client.MatchingLabels(selector)); err != nil {
 		return nil, fmt.Errorf("finding the metrics Service: %w", err)
 	}
 	if len(list.Items) == 0 {
