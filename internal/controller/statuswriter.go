@@ -121,8 +121,10 @@ func (w *StatusWriter) recordHandled(ch *ctfv1alpha1.Challenge, observed int64) 
 	if ch.Generation != observed {
 		return
 	}
-	if v, ok := w.handled.Load(key); ok && v.(handledSpec).uid == ch.UID && v.(handledSpec).generation == observed {
-		return
+	if v, ok := w.handled.Load(key); ok {
+		if rec := v.(handledSpec); rec.uid == ch.UID && rec.generation == observed {
+			return
+		}
 	}
 	w.handled.Store(key, handledSpec{uid: ch.UID, generation: observed, spec: renderedSpec(ch)})
 }
