@@ -317,9 +317,7 @@ func valuesSchema(root string) ([]byte, error) {
 	if err := json.Unmarshal(data, &schema); err != nil {
 		return nil, fmt.Errorf("hack/chart-gen/values.schema.json: %w", err)
 	}
-	var operator operatorcmd.Options
-	operatorFlags := flag.NewFlagSet("challenge-operator", flag.ContinueOnError)
-	operator.Bind(operatorFlags)
+	_, operatorFlags := operatorcmd.NewFlagSet()
 	managerFlags, err := flagsSchema(operatorFlags, operatorOwnFlags, "The operator's flags by name (challenge-operator --help), but those the chart sets itself.")
 	if err != nil {
 		return nil, err
@@ -394,9 +392,7 @@ func flagType(f *flag.Flag) map[string]any {
 	case t == "*flag.intValue":
 		return atLeast("integer", 0)
 	case strings.HasSuffix(t, ".int32Value"):
-		s := atLeast("integer", 0)
-		s["maximum"] = math.MaxInt32
-		return s
+		return between(0, math.MaxInt32)
 	case t == "*flag.float64Value":
 		return atLeast("number", 0)
 	case t == "*flag.durationValue":
@@ -417,9 +413,7 @@ func flagType(f *flag.Flag) map[string]any {
 		return enum("epoch", "millis", "nanos", "iso8601", "rfc3339", "rfc3339nano")
 	case t == "*zap.levelFlag":
 		// A word, or a verbosity: 2 logs what V(2) logs.
-		verbosity := atLeast("integer", 1)
-		verbosity["maximum"] = 127
-		return oneOf(enum("debug", "info", "error", "panic"), verbosity)
+		return oneOf(enum("debug", "info", "error", "panic"), between(1, 127))
 	}
 	if strings.HasPrefix(f.Usage, "Comma-separated") {
 		return listOf(wordPattern)
@@ -444,6 +438,13 @@ func matching(pattern string) map[string]any {
 // atLeast is a number of type (integer or number) of at least minimum.
 func atLeast(typ string, minimum int) map[string]any {
 	return map[string]any{typeKey: typ, "minimum": minimum}
+}
+
+// between is an integer from minimum to maximum.
+func between(minimum, maximum int) map[string]any {
+	s := atLeast("integer", minimum)
+	s["maximum"] = maximum
+	return s
 }
 
 func enum(words ...any) map[string]any { return map[string]any{"enum": words} }

@@ -260,9 +260,7 @@ func TestFlagValuesReachTheBinariesAsTheyParseThem(t *testing.T) {
 		}},
 	})
 	manager := deployment(t, objs, "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0]
-	var opts operatorcmd.Options
-	fs := flag.NewFlagSet("challenge-operator", flag.ContinueOnError)
-	opts.Bind(fs)
+	opts, fs := operatorcmd.NewFlagSet()
 	g.Expect(parseArgs(fs, manager.Args)).To(Succeed(), "the operator parses %q", manager.Args)
 	g.Expect(fs.NArg()).To(BeZero())
 	g.Expect(string(opts.Operator.Values.Security.MaxProfile)).To(Equal("baseline"))
@@ -288,9 +286,7 @@ func TestDefaultArgumentsParse(t *testing.T) {
 	g := NewWithT(t)
 	objs := mustRender(t, everything("namespacePerInstance"))
 	manager := deployment(t, objs, "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0]
-	var opts operatorcmd.Options
-	fs := flag.NewFlagSet("challenge-operator", flag.ContinueOnError)
-	opts.Bind(fs)
+	opts, fs := operatorcmd.NewFlagSet()
 	g.Expect(parseArgs(fs, manager.Args)).To(Succeed())
 	g.Expect(opts.Operator.Webhook).To(BeTrue())
 	g.Expect(opts.Operator.Values.NamespacePerInstance).To(BeTrue())
@@ -483,9 +479,7 @@ func TestFlagNumbersFromAValuesFileKeepTheirDigits(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	manager := deployment(t, mustRender(t, vals), "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0]
 	g.Expect(manager.Args).To(ContainElements("--max-instances=1000000", "--kube-api-qps=150.5"))
-	var opts operatorcmd.Options
-	fs := flag.NewFlagSet("challenge-operator", flag.ContinueOnError)
-	opts.Bind(fs)
+	opts, fs := operatorcmd.NewFlagSet()
 	g.Expect(parseArgs(fs, manager.Args)).To(Succeed())
 	g.Expect(opts.Operator.MaxInstances).To(BeEquivalentTo(1000000))
 }
@@ -563,9 +557,7 @@ func TestSchemaAdmitsWhatTheBinariesParse(t *testing.T) {
 			}
 			g.Expect(err).NotTo(HaveOccurred())
 			if c.component == "manager" {
-				var opts operatorcmd.Options
-				fs := flag.NewFlagSet("challenge-operator", flag.ContinueOnError)
-				opts.Bind(fs)
+				_, fs := operatorcmd.NewFlagSet()
 				args := deployment(t, objs, "challenge-operator-controller-manager").Spec.Template.Spec.Containers[0].Args
 				g.Expect(parseArgs(fs, args)).To(Succeed(), "the operator parses %q", args)
 				return

@@ -35,6 +35,16 @@ type Options struct {
 	Zap              zap.Options
 }
 
+// NewFlagSet returns the operator's flags bound to fresh options, for reading
+// arguments other than the command line's: their names, types and help for
+// hack/chart-gen, and the install chart's rendered arguments in its tests.
+func NewFlagSet() (*Options, *flag.FlagSet) {
+	opts := &Options{}
+	fs := flag.NewFlagSet("challenge-operator", flag.ContinueOnError)
+	opts.Bind(fs)
+	return opts, fs
+}
+
 // Bind registers the flags on fs, with their defaults.
 func (o *Options) Bind(fs *flag.FlagSet) {
 	o.Serving.Bind(fs, ":8443")
