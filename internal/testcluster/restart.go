@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +52,9 @@ func (c *Cluster) RestartControlPlane(ctx context.Context, down time.Duration) e
 			}
 		}
 		r := restarts[i]
+		if err := waitBindable(ctx, listenAddresses(r.argv)); err != nil {
+			return fmt.Errorf("restarting %s: %w", r.argv[0], err)
+		}
 		cmd := exec.Command(r.argv[0], r.argv[1:]...)
 		cmd.Env = r.env
 		p, err := StartProcess(cmd, filepath.Join(c.LogDir, filepath.Base(r.argv[0])+".log"))
@@ -139,4 +145,55 @@ func waitGone(ctx context.Context, pid int) error {
 		fields := bytes.Fields(stat[bytes.LastIndexByte(stat, ')')+1:])
 		return len(fields) > 0 && string(fields[0]) == "Z", nil
 	})
+}
+
+// listenAddresses are the host:ports a control-plane process listens on,
+// read from its command line: etcd's client and peer URLs, the API server's
+// secure port on its bind address.
+func listenAddresses(argv []string) []string {
+	var out []string
+	bind, port := "0.0.0.0", ""
+	for _, a := range argv {
+		name, value, _ := strings.Cut(a, "=")
+		switch name {
+		case "--listen-client-urls", "--listen-peer-urls":
+			for _, raw := range strings.Split(value, ",") {
+				if u, err := url.Parse(raw); err == nil && u.Host != "" {
+					out = append(out, u.Host)
+				}
+			}
+		case "--bind-address":
+			bind = value
+		case "--secure-port":
+			port = value
+		}
+	}
+	if port != "" && port != "0" {
+		out = append(out, net.JoinHostPort(bind, port))
+	}
+	return out
+}
+
+// waitBindable waits until every one of addresses can be listened on. A
+// process killed with SIGKILL shows as a zombie once its main thread has
+// exited, while its other threads, and so its listening sockets, may not
+// have gone yet: started at once, its successor failed with "bind: address
+// already in use".
+func waitBindable(ctx context.Context, addresses []string) error {
+	var busy error
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		for _, a := range addresses {
+			ln, err := net.Listen("tcp", a)
+			if err != nil {
+				busy = err
+				return false, nil //nolint:nilerr // in use: not yet
+			}
+			_ = ln.Close()
+		}
+		return true, nil
+	})
+	if err != nil && busy != nil {
+		return fmt.Errorf("%w: %w", err, busy)
+	}
+	return err
 }

@@ -56,3 +56,14 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 		g.Expect(dep.Status.AvailableReplicas).To(Equal(int32(1)))
 	}
 }
+
+// A restart waits for the ports of the process it starts again, read from
+// its command line.
+func TestListenAddressesOfTheControlPlane(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(listenAddresses([]string{"/bin/etcd", "--listen-peer-urls=http://localhost:40001",
+		"--listen-client-urls=http://127.0.0.1:40002", "--data-dir=/tmp/x"})).To(ConsistOf("localhost:40001", "127.0.0.1:40002"))
+	g.Expect(listenAddresses([]string{"/bin/kube-apiserver", "--secure-port=40003", "--bind-address=127.0.0.1", "--etcd-servers=http://127.0.0.1:40002"})).
+		To(ConsistOf("127.0.0.1:40003"))
+	g.Expect(listenAddresses([]string{"/bin/kube-scheduler", "--secure-port=0", "--bind-address=127.0.0.1"})).To(BeEmpty())
+}
