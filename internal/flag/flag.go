@@ -60,11 +60,44 @@ func secretValue(ctx context.Context, reader client.Reader, ref *ctfv1alpha1.Sec
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &s); err != nil {
 		return nil, fmt.Errorf("reading flag Secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
+	if problem := NotOrganisers(&s); problem != "" {
+		return nil, lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "flag-secret: Secret %s/%s %s; a template reads only Secrets labelled %s=true",
+			ref.Namespace, ref.Name, problem, ctfv1alpha1.OrganiserSecretLabel)
+	}
 	v, ok := s.Data[ref.Key]
 	if !ok || len(v) == 0 {
 		return nil, fmt.Errorf("flag Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
 	}
 	return v, nil
+}
+
+// NotOrganisers says why a template may not read s, "" when it may. The
+// namespace is the admin's bound; within it only Secrets marked as the
+// organiser's are read, never one of an instance (its flag Secret holds a
+// team's flag) nor one of a type that carries a credential of the cluster
+// (a ServiceAccount token, a TLS key, a registry login, a Helm release).
+func NotOrganisers(s *corev1.Secret) string {
+	switch {
+	case s.Labels[ctfv1alpha1.OrganiserSecretLabel] != "true":
+		return "is not marked as the organiser's"
+	case s.Type != "" && s.Type != corev1.SecretTypeOpaque:
+		return fmt.Sprintf("is of type %s, not Opaque", s.Type)
+	case s.Labels[instanceLabel] != "" || ownedByChallenge(s):
+		return "belongs to an instance"
+	}
+	return ""
+}
+
+// instanceLabel is on every object of an instance, its flag Secret included.
+const instanceLabel = "ctf.challenge-operator.io/instance"
+
+func ownedByChallenge(s *corev1.Secret) bool {
+	for _, o := range s.OwnerReferences {
+		if o.Kind == "Challenge" && strings.HasPrefix(o.APIVersion, ctfv1alpha1.GroupVersion.Group+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxLength is the longest flag the chart accepts.

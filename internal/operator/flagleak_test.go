@@ -6,9 +6,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,10 +25,7 @@ func TestStaticFlagThatCannotRenderIsNeverShown(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	const body = "CTF{never-shown-3f9a}"
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "flag-newline", Namespace: testharness.OrganiserNamespace},
-		Data:       map[string][]byte{"web": []byte(body + "\n")},
-	}
+	secret := testharness.OrganiserSecret("flag-newline", map[string][]byte{"web": []byte(body + "\n")})
 	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
 	newTemplate(t, "tpl-flag-newline", func(s *ctfv1alpha1.ChallengeTemplateSpec) {

@@ -198,10 +198,7 @@ func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
 	ns := namespace(t)
 	organiser := testharness.OrganiserNamespace
 	key := []byte("hmac-key-for-tests-0123456789")
-	g.Expect(k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "flag-key", Namespace: organiser},
-		Data:       map[string][]byte{"key": key},
-	})).To(Succeed())
+	g.Expect(k8s.Create(ctx, testharness.OrganiserSecret("flag-key", map[string][]byte{"key": key}))).To(Succeed())
 	newTemplate(t, "tpl-flag", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flag = &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{
 			SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: organiser, Name: "flag-key", Key: "key"},

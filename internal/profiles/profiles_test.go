@@ -47,13 +47,11 @@ func TestMain(m *testing.M) {
 			ExtendedResources:     []string{kvmDevice},
 		}},
 	}}, &h, func() {
-		key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flag-key", Namespace: testharness.OrganiserNamespace},
-			Data: map[string][]byte{"key": []byte("hmac-key-for-the-shapes-0123456789")}}
+		key := testharness.OrganiserSecret("flag-key", map[string][]byte{"key": []byte("hmac-key-for-the-shapes-0123456789")})
 		if err := h.Client.Create(context.Background(), key); err != nil {
 			panic(err)
 		}
-		bot := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bot", Namespace: testharness.OrganiserNamespace},
-			Data: map[string][]byte{"password": []byte(botPassword), "echoed": []byte("never-shown-either\n")}}
+		bot := testharness.OrganiserSecret("bot", map[string][]byte{"password": []byte(botPassword), "echoed": []byte("never-shown-either\n")})
 		if err := h.Client.Create(context.Background(), bot); err != nil {
 			panic(err)
 		}

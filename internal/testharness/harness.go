@@ -47,6 +47,15 @@ const (
 // namespace the operator under test reads flag Secrets from.
 const OrganiserNamespace = "ctf-organiser"
 
+// OrganiserSecret is a Secret of the organiser's, marked as such, in
+// OrganiserNamespace: what templates may read flags and secretEnv from.
+func OrganiserSecret(name string, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: OrganiserNamespace, Labels: map[string]string{ctfv1alpha1.OrganiserSecretLabel: "true"}},
+		Data:       data,
+	}
+}
+
 // IngressDomain is the organiser domain Ingress hosts must be under in tests.
 const IngressDomain = "ctf.example"
 
