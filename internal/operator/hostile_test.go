@@ -197,6 +197,18 @@ func hostileChallenges() []hostileChallenge {
 		{name: "keep the Service after deletion", mutate: withValues(`{"expose": {"annotations": {"helm.sh/resource-policy": "keep"}}}`), want: violation, field: "helm.sh/resource-policy"},
 		{name: "turn the Service into a hook", mutate: withValues(`{"expose": {"annotations": {"helm.sh/hook": "pre-install"}}}`), want: violation, field: "helm.sh/hook"},
 		{name: "claim another release", mutate: withValues(`{"expose": {"annotations": {"meta.helm.sh/release-name": "victim"}}}`), want: violation, field: "meta.helm.sh/release-name"},
+		// Other controllers' keys: an address from a shared pool, an ingress controller's
+		// configuration snippet, a reissued shared certificate, a runtime's devices.
+		{name: "take a load balancer address from MetalLB's pool", mutate: withValues(`{"expose": {"annotations": {"metallb.universe.tf/address-pool": "organisers"}}}`), want: violation, field: "metallb.universe.tf/address-pool"},
+		{name: "take Cilium's load balancer addresses", mutate: withValues(`{"expose": {"annotations": {"lbipam.cilium.io/ips": "10.0.0.1"}}}`), want: violation, field: "lbipam.cilium.io/ips"},
+		{name: "an NGINX configuration snippet", mutate: withValues(`{"expose": {"annotations": {"nginx.org/server-snippets": "location / {}"}}}`), want: violation, field: "nginx.org/server-snippets"},
+		{name: "a HAProxy configuration snippet", mutate: withValues(`{"expose": {"annotations": {"haproxy.org/backend-config-snippet": "x"}}}`), want: violation, field: "haproxy.org/backend-config-snippet"},
+		{name: "Kong plugins", mutate: withValues(`{"expose": {"annotations": {"konghq.com/plugins": "x"}}}`), want: violation, field: "konghq.com/plugins"},
+		{name: "reissue the shared certificate", mutate: withValues(`{"expose": {"annotations": {"cert-manager.io/cluster-issuer": "letsencrypt"}}}`), want: violation, field: "cert-manager.io/cluster-issuer"},
+		{name: "CRI-O devices", mutate: withValues(`{"podAnnotations": {"io.kubernetes.cri-o.Devices": "/dev/kvm"}}`), want: violation, field: "io.kubernetes.cri-o.Devices"},
+		{name: "Kata kernel parameters", mutate: withValues(`{"podAnnotations": {"io.katacontainers.config.hypervisor.kernel_params": "x"}}`), want: violation, field: "io.katacontainers.config.hypervisor.kernel_params"},
+		{name: "a gVisor flag", mutate: withValues(`{"podAnnotations": {"dev.gvisor.flag.net-raw": "true"}}`), want: violation, field: "dev.gvisor.flag.net-raw"},
+		{name: "a controller's label", mutate: withValues(`{"podLabels": {"sidecar.istio.io/inject": "true"}}`), want: violation, field: "sidecar.istio.io/inject"},
 		{name: "AppArmor through a template's allowlist", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.OverridableValues = []ctfv1alpha1.ValuePath{"env", "podAnnotations"}
 		}, mutate: withValues(`{"podAnnotations": {"container.apparmor.security.beta.kubernetes.io/challenge": "unconfined"}}`), want: violation, field: "apparmor"},
@@ -279,8 +291,8 @@ func hostileChallenges() []hostileChallenge {
 		}, want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
 			g.Expect(deployment(g, ch).Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "NOTE", Value: `a: b" --- {{ .Release.Name }} #'`}))
 		}},
-		{name: "YAML in an annotation value", mutate: withValues(`{"podAnnotations": {"ctf.example/note": "key: [value] & *alias"}}`), want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
-			g.Expect(deployment(g, ch).Spec.Template.Annotations).To(HaveKeyWithValue("ctf.example/note", "key: [value] & *alias"))
+		{name: "YAML in an annotation value", mutate: withValues(`{"podAnnotations": {"note": "key: [value] & *alias"}}`), want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
+			g.Expect(deployment(g, ch).Spec.Template.Annotations).To(HaveKeyWithValue("note", "key: [value] & *alias"))
 		}},
 		{name: "an Ingress on the instance's own host", mutate: ingress, want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
 			url := "http://" + values.InstanceHost(ch, testharness.IngressDomain) + "/"

@@ -61,7 +61,7 @@ func TestSpecValuesOverrideChartDefaults(t *testing.T) {
 	ns := namespace(t)
 	ch := newChallenge(ns, "pwn", "team-2")
 	ch.Spec.Values = testharness.Values(`{
-		"podAnnotations": {"ctf.example/category": "pwn"},
+		"podAnnotations": {"category": "pwn"},
 		"resources": {"limits": {"memory": "128Mi"}},
 		"image": "ignored.example/typed-field-wins:1"
 	}`)
@@ -73,7 +73,7 @@ func TestSpecValuesOverrideChartDefaults(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), dep)).To(Succeed())
 	pod := dep.Spec.Template
 	c := pod.Spec.Containers[0]
-	g.Expect(pod.Annotations).To(HaveKeyWithValue("ctf.example/category", "pwn"), "spec.values overrides a chart default")
+	g.Expect(pod.Annotations).To(HaveKeyWithValue("category", "pwn"), "spec.values overrides a chart default")
 	g.Expect(c.Resources.Limits.Memory().String()).To(Equal("128Mi"), "spec.values overrides a chart default")
 	g.Expect(c.Resources.Limits.Cpu().String()).To(Equal("500m"), "chart defaults not overridden remain")
 	g.Expect(c.Image).To(Equal(ch.Spec.Image), "typed spec fields win over spec.values")

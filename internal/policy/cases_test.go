@@ -690,7 +690,7 @@ var harmlessChanges = []harmless{
 	}},
 	{name: "pod labels and annotations of the challenge's own", apply: func(fx *fixture) {
 		fx.podMeta().Labels["tier"] = "web"
-		annotate(fx.podMeta(), "example.com/owner", "organisers")
+		annotate(fx.podMeta(), "owner", "organisers")
 	}},
 	{name: "a DNS namespace of the organiser's", apply: func(fx *fixture) {
 		fx.in.Limits.DNSNamespace = "dns"

@@ -128,7 +128,7 @@ func TestInstanceTheGateCannotJudgeBy(t *testing.T) {
 func TestKeysRefused(t *testing.T) {
 	keys := Keys{Allowed: []string{
 		"service.beta.kubernetes.io/", "node.kubernetes.io/exact", "helm.sh/", "meta.helm.sh/release-name",
-		"ctf.challenge-operator.io/", "app.kubernetes.io/version",
+		"ctf.challenge-operator.io/", "app.kubernetes.io/version", "allowed.example.com/",
 	}}
 	tests := []struct {
 		key     string
@@ -154,11 +154,31 @@ func TestKeysRefused(t *testing.T) {
 		{"x.ctf.challenge-operator.io/participant", true},
 		{"HELM.SH/hook", true},
 		{"Kubernetes.IO/x", true},
-		{"evilkubernetes.io/x", false},
-		{"kubernetes.io.example.com/x", false},
-		{"example.com/owner", false},
+		{"evilkubernetes.io/x", true},
+		{"kubernetes.io.example.com/x", true},
+		{"example.com/owner", true},
+		{"allowed.example.com/owner", false},
 		{"tier", false},
 		{"app", false},
+		// Other controllers' keys: an address from a shared pool, an ingress controller's
+		// configuration, a reissued shared certificate, a runtime's devices and flags.
+		{"metallb.universe.tf/address-pool", true},
+		{"metallb.io/loadBalancerIPs", true},
+		{"io.cilium/lb-ipam-ips", true},
+		{"lbipam.cilium.io/ips", true},
+		{"kube-vip.io/loadbalancerIPs", true},
+		{"nginx.org/server-snippets", true},
+		{"nginx.ingress.kubernetes.io/configuration-snippet", true},
+		{"haproxy.org/backend-config-snippet", true},
+		{"konghq.com/plugins", true},
+		{"cert-manager.io/cluster-issuer", true},
+		{"io.kubernetes.cri-o.Devices", true}, // no prefix, yet a runtime's
+		{"io.kubernetes.cri-o.userns-mode", true},
+		{"io.katacontainers.config.hypervisor.kernel_params", true},
+		{"dev.gvisor.flag.net-raw", true},
+		{"dev.gvisor.spec.mount.shared.share", true},
+		{"category", false},
+		{"team_name", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {

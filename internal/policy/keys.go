@@ -9,36 +9,37 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Keys decides which label and annotation keys may be set beyond the identity labels.
-// Reserved keys steer controllers, the scheduler, Helm or this operator, so a release
-// that could set them could change how other objects are treated.
+// Keys decides which label and annotation keys may be set beyond the identity labels. A
+// prefixed key belongs to whoever owns its domain, and controllers read their own keys to decide
+// how they treat an object: an ingress controller's configuration snippets, a load balancer's
+// address pool, cert-manager's issuer, a container runtime's devices and kernel parameters. So
+// the keys are an allowlist: free are only plain words without a prefix, which Kubernetes'
+// conventions leave to the user, and whatever the cluster admin allows; a key a controller starts
+// reading tomorrow is refused until the admin allows it.
 type Keys struct {
-	// Allowed lists exact keys, or prefixes ending in "/", that organisers allow on purpose
+	// Allowed lists exact keys, or prefixes ending in "/", that the admin allows on purpose
 	// (e.g. "service.beta.kubernetes.io/" for a cloud load balancer's settings).
 	Allowed []string
 }
 
-// neverAllowed are the prefixes no organiser setting can open: Helm reads them to decide
+// neverAllowed are the prefixes no admin setting can open: Helm reads them to decide
 // what to keep or hook, and the operator reads its own to tell instances apart.
 var neverAllowed = []string{"helm.sh", "meta.helm.sh", "ctf.challenge-operator.io"}
 
-// reservedDomains are the prefix domains whose keys, and their subdomains' keys, are reserved.
-var reservedDomains = []string{"ctf.challenge-operator.io", "helm.sh", "kubernetes.io", "k8s.io"}
-
-// Refused reports whether key is reserved and not allowed. Reserved: keys whose prefix (the part
-// before "/") is ctf.challenge-operator.io, app.kubernetes.io, helm.sh, meta.helm.sh, kubernetes.io or
-// any *.kubernetes.io, *.k8s.io, k8s.io; the bare key k8s-app; AppArmor and seccomp keys (covered by
-// *.kubernetes.io). Keys under helm.sh/, meta.helm.sh/ and ctf.challenge-operator.io/ can never be
-// allowed, whatever Allowed says, so a release can never speak for Helm or for the operator.
+// Refused reports whether key may not be set: every key the admin did not allow but plain words
+// (a name without a prefix or a dot, such as tier or category). A dotted name without a prefix
+// is no user's either: container runtimes read theirs from pod annotations that way
+// (io.kubernetes.cri-o.Devices, io.katacontainers.config.hypervisor.kernel_params,
+// dev.gvisor.flag.*). k8s-app, the bare key cluster add-ons select their pods by (kube-dns among
+// them), is refused too. Keys under helm.sh/, meta.helm.sh/ and ctf.challenge-operator.io/ can
+// never be allowed, whatever Allowed says, so a release can never speak for Helm or for the
+// operator.
 func (k Keys) Refused(key string) bool {
 	prefix, _, hasPrefix := strings.Cut(strings.ToLower(key), "/")
-	if !hasPrefix {
+	switch {
+	case !hasPrefix && !strings.Contains(key, "."):
 		return key == "k8s-app"
-	}
-	if !reserved(prefix) {
-		return false
-	}
-	if underAny(prefix, neverAllowed) {
+	case hasPrefix && underAny(prefix, neverAllowed):
 		return true
 	}
 	return !k.allows(key)
@@ -52,11 +53,6 @@ func (k Keys) allows(key string) bool {
 		}
 	}
 	return false
-}
-
-// reserved reports whether a key prefix belongs to a reserved domain.
-func reserved(prefix string) bool {
-	return underAny(prefix, reservedDomains)
 }
 
 // underAny reports whether domain is one of domains or a subdomain of one of them.
@@ -103,6 +99,9 @@ func (c *checker) keys(o *object, m metav1.Object, where string, isNamespace boo
 	if err := c.labelKeys(o, m.GetLabels(), where, isNamespace); err != nil {
 		return err
 	}
+	if isNamespace {
+		return nil // namespaceObject admits the owner annotations alone
+	}
 	return c.annotationKeys(o, m.GetAnnotations(), where)
 }
 
@@ -123,25 +122,25 @@ const ParticipantLabel = "ctf.challenge-operator.io/participant"
 // podTemplate is how a pod template's metadata is named in violations.
 const podTemplate = "pod template "
 
-// labelKeys refuses reserved label keys beyond the identity labels.
+// labelKeys refuses label keys beyond the identity labels that are not allowed.
 func (c *checker) labelKeys(o *object, labels map[string]string, where string, isNamespace bool) error {
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		_, identity := c.part.labels[k]
 		if !identity && !(isNamespace && namespaceLabel(k)) && c.in.Keys.Refused(k) {
-			return o.violation(ruleMetadataKey, "%slabel key %s is reserved", where, k)
+			return o.violation(ruleMetadataKey, "%slabel key %s is not allowed (--allow-metadata-keys)", where, k)
 		}
 	}
 	return nil
 }
 
-// annotationKeys refuses annotations Helm reads, then reserved ones.
+// annotationKeys refuses annotations Helm reads, then those not allowed.
 func (c *checker) annotationKeys(o *object, annotations map[string]string, where string) error {
 	for _, k := range slices.Sorted(maps.Keys(annotations)) {
 		if helmKey(k) {
 			return o.violation(ruleHelmAnnotation, "%sannotation %s speaks for Helm", where, k)
 		}
 		if c.in.Keys.Refused(k) {
-			return o.violation(ruleMetadataKey, "%sannotation key %s is reserved", where, k)
+			return o.violation(ruleMetadataKey, "%sannotation key %s is not allowed (--allow-metadata-keys)", where, k)
 		}
 	}
 	return nil

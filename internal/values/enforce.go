@@ -14,10 +14,12 @@ import (
 // metadataValues are the value paths whose keys become label or annotation keys.
 var metadataValues = [][]string{{"podLabels"}, {"podAnnotations"}, {"expose", "annotations"}}
 
-// checkKeys refuses reserved label and annotation keys (Kubernetes', Helm's,
-// the operator's, AppArmor and seccomp) that the operator does not allow:
-// they would take another instance's identity, become a DNS peer, weaken the
-// pod's confinement or make Helm keep or skip objects.
+// checkKeys refuses label and annotation keys the operator does not allow
+// (policy.Keys): every prefixed key but the admin's exceptions, whose
+// controllers (Kubernetes', Helm's, the operator's, an ingress controller's,
+// a runtime's) would read them to give the instance another's identity,
+// weaken its confinement, reconfigure shared infrastructure or make Helm keep
+// or skip objects.
 func checkKeys(vals map[string]any, keys policy.Keys) error {
 	var refused []string
 	for _, path := range metadataValues {
@@ -33,7 +35,7 @@ func checkKeys(vals map[string]any, keys policy.Keys) error {
 	}
 	sort.Strings(refused)
 	return lifecycle.Errorf(lifecycle.ReasonPolicyViolation,
-		"metadata-key: reserved keys may not be set: %v (the operator's --allow-metadata-keys lists exceptions)", refused)
+		"metadata-key: keys may not be set: %v (only keys without a prefix, and those the operator's --allow-metadata-keys lists)", refused)
 }
 
 func lookup(vals map[string]any, path []string) any {
