@@ -122,7 +122,7 @@ func ComponentHost(c *ctfv1alpha1.Challenge, component, domain string) string {
 	if room := 52 - len(component) - 1; len(name) > room {
 		name = strings.TrimRight(name[:room], "-")
 	}
-	return identityLabel(c, name+"-"+component) + "." + domain
+	return hostLabel(c, name+"-"+component, domain) + "." + domain
 }
 
 // componentProbes are a component's probes; without a readiness probe, a

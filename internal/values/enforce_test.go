@@ -2,6 +2,8 @@ package values
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -180,6 +182,40 @@ func TestInstanceHostsNeverCollide(t *testing.T) {
 	g.Expect(host("a", "web", "")).To(BeEmpty(), "no domain, no host")
 	label, _, _ := strings.Cut(host("a", strings.Repeat("w", 53), "ctf.example"), ".")
 	g.Expect(len(label)).To(BeNumerically("<=", 63))
+}
+
+// TestInstanceHostsAreNotComputableFromPublicNames: a host was a hash of the
+// namespace and name alone, which every team can compute for every other team
+// from the template, the team and the namespace, and then find and flood its
+// instance. It is now keyed by the Challenge's UID, which the API server draws
+// at random; an instance whose status shows a host of the former kind (started
+// before an upgrade) keeps it.
+func TestInstanceHostsAreNotComputableFromPublicNames(t *testing.T) {
+	g := NewWithT(t)
+	const domain = "ctf.example"
+	public := func(c *ctfv1alpha1.Challenge) string {
+		sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name))
+		return c.Name + "-" + hex.EncodeToString(sum[:])[:10] + "." + domain
+	}
+	c := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: "teams", Name: "web-team1", UID: "6f1f8a52-0d5e-4d4c-9a1e-2b7c3d4e5f60"}}
+	host := InstanceHost(c, domain)
+	g.Expect(host).To(MatchRegexp(`^web-team1-[0-9a-f]{10}\.ctf\.example$`))
+	g.Expect(host).NotTo(Equal(public(c)), "not derivable from the namespace and name")
+
+	again := c.DeepCopy()
+	again.UID = "0a4a2d6e-8f31-4b0e-a3c6-7d2e9b1f4c85"
+	g.Expect(InstanceHost(again, domain)).NotTo(Equal(host), "started again under the same name: a new host")
+
+	upgraded := c.DeepCopy()
+	upgraded.Status.Endpoint = &ctfv1alpha1.Endpoint{Host: public(c), Port: 80}
+	g.Expect(InstanceHost(upgraded, domain)).To(Equal(public(c)), "a running instance keeps the host it had before an upgrade")
+	comp := c.DeepCopy()
+	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name))
+	oldComponentHost := "web-team1-admin-" + hex.EncodeToString(sum[:])[:10] + "." + domain
+	comp.Status.Endpoints = []ctfv1alpha1.Endpoint{{Host: oldComponentHost, Port: 80}}
+	g.Expect(ComponentHost(c, "admin", domain)).NotTo(Equal(oldComponentHost), "a component's host is keyed too")
+	g.Expect(ComponentHost(comp, "admin", domain)).To(Equal(oldComponentHost))
+	g.Expect(InstanceHost(comp, domain)).NotTo(Equal(public(c)), "only the host the status shows is kept")
 }
 
 // TestSpecErrorsAreTerminal: retrying cannot fix a spec error, so the

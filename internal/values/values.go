@@ -759,25 +759,56 @@ func InstanceNamespace(c *ctfv1alpha1.Challenge) string {
 
 // InstanceHost is the Ingress host of an instance under domain ("" without
 // one): "<name>-<hash>.<domain>", one DNS label under the domain so that a
-// wildcard certificate covers every instance. Derived from the instance's
-// identity, never chosen, it is unique by construction, which no check of
+// wildcard certificate covers every instance. Derived from the instance
+// (hostLabel), never chosen, it is unique by construction, which no check of
 // the hosts already taken can be while two instances start at once.
 func InstanceHost(c *ctfv1alpha1.Challenge, domain string) string {
 	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
 	if domain == "" {
 		return ""
 	}
-	return identityLabel(c, c.Name) + "." + domain
+	return hostLabel(c, c.Name, domain) + "." + domain
+}
+
+// hostLabel is the first label of an instance's host (or a component's):
+// readable (prefix, cut to fit), then a hash of its namespace, its name and
+// its UID. The API server draws the UID at random and only whoever may read
+// the Challenge knows it, so no team can compute another team's host (and
+// flood it) from the public template, team and namespace names, and an
+// instance started again under the same name gets a new host. An instance
+// whose status already shows a host of the former kind, hashed from the
+// namespace and name alone (one started by an earlier version), keeps it
+// while it lives, so an operator upgrade never moves a team's address.
+func hostLabel(c *ctfv1alpha1.Challenge, prefix, domain string) string {
+	unkeyed := identityLabel(c, prefix)
+	if c.UID == "" || showsHost(&c.Status, unkeyed+"."+domain) {
+		return unkeyed
+	}
+	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name + "/" + string(c.UID)))
+	return readable(prefix) + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// showsHost reports whether any endpoint of st is on host.
+func showsHost(st *ctfv1alpha1.ChallengeStatus, host string) bool {
+	if st.Endpoint != nil && st.Endpoint.Host == host {
+		return true
+	}
+	return slices.ContainsFunc(st.Endpoints, func(e ctfv1alpha1.Endpoint) bool { return e.Host == host })
 }
 
 // identityLabel is a DNS label of at most 63 characters naming c: readable
 // (prefix, cut to fit) and unique thanks to a hash of its namespace and name.
 func identityLabel(c *ctfv1alpha1.Challenge, prefix string) string {
 	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name))
+	return readable(prefix) + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// readable is prefix cut to leave room for a hash in a DNS label.
+func readable(prefix string) string {
 	if len(prefix) > 52 {
-		prefix = strings.TrimRight(prefix[:52], "-")
+		return strings.TrimRight(prefix[:52], "-")
 	}
-	return prefix + "-" + hex.EncodeToString(sum[:])[:10]
+	return prefix
 }
 
 // instanceNamespaceSuffix is the hash InstanceNamespace ends with.
