@@ -105,6 +105,9 @@ func TestTCPOverTLSByName(t *testing.T) {
 			g.Expect(env).To(ContainElement(corev1.EnvVar{Name: "CHALLENGE_HOST", Value: host}))
 			if tc.kind == "TLSRoute" {
 				g.Expect(env).NotTo(ContainElement(HaveField("Name", "CHALLENGE_URL")), "no URL for raw TCP")
+			} else {
+				// The listener's port once went missing here (https://host/ for 8443).
+				g.Expect(env).To(ContainElement(corev1.EnvVar{Name: "CHALLENGE_URL", Value: got.Status.Endpoint.URL}), "the URL the status shows")
 			}
 
 			g.Expect(h.Client.Delete(ctx, ch)).To(Succeed())

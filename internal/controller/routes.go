@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,41 +45,8 @@ func (o *Observer) route(ctx context.Context, key client.ObjectKey, https bool) 
 		// A Gateway not (yet) there leaves the endpoint pending.
 		return r, client.IgnoreNotFound(err)
 	}
-	if l, ok := listenerFor(gw, r, parent.SectionName); ok {
+	if l, ok := endpoint.Listener(gw, r, parent.SectionName); ok {
 		r.Port = l.Port
 	}
 	return r, nil
-}
-
-// listenerFor picks the Gateway's listener that serves the route's host: of
-// the section it names, if any, the first of the route's protocol (TLS for a
-// TLSRoute, HTTP or HTTPS for an HTTPRoute) whose hostname covers the host.
-func listenerFor(gw *gatewayv1.Gateway, r *endpoint.Route, section *gatewayv1.SectionName) (gatewayv1.Listener, bool) {
-	proto := gatewayv1.TLSProtocolType
-	switch {
-	case r.HTTP && r.TLS:
-		proto = gatewayv1.HTTPSProtocolType
-	case r.HTTP:
-		proto = gatewayv1.HTTPProtocolType
-	}
-	for _, l := range gw.Spec.Listeners {
-		named := section == nil || l.Name == *section
-		if named && l.Protocol == proto && covers(l.Hostname, r.Host) {
-			return l, true
-		}
-	}
-	return gatewayv1.Listener{}, false
-}
-
-// covers reports whether a listener's hostname (none: every host; a
-// wildcard: one label or more under it) matches host.
-func covers(listener *gatewayv1.Hostname, host string) bool {
-	if listener == nil || *listener == "" {
-		return true
-	}
-	l := string(*listener)
-	if suffix, ok := strings.CutPrefix(l, "*"); ok {
-		return strings.HasSuffix(host, suffix) && len(host) > len(suffix)
-	}
-	return l == host
 }

@@ -122,7 +122,7 @@ func routeEndpoint(r *Route, p corev1.ServicePort) (ctfv1alpha1.Endpoint, bool) 
 
 // hostPort leaves out the scheme's own port, as a browser writes a URL.
 func hostPort(host string, port int32, scheme string) string {
-	if (scheme == "http" && port == 80) || (scheme == "https" && port == 443) {
+	if URLPort(port, scheme == "https") == 0 {
 		return host
 	}
 	return net.JoinHostPort(host, strconv.Itoa(int(port)))

@@ -28,8 +28,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/endpoint"
 	"github.com/challenge-operator/challenge-operator/internal/flag"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
@@ -176,6 +178,9 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 	if err := t.sharedServices(ctx, tmpl, vals); err != nil {
 		return nil, err
 	}
+	if err := t.routePort(ctx, vals); err != nil {
+		return nil, err
+	}
 	if tmpl.Spec.Flag == nil {
 		return vals, nil
 	}
@@ -231,6 +236,36 @@ func (t Translator) sharedServices(ctx context.Context, tmpl *ctfv1alpha1.Challe
 		return err
 	}
 	vals["networkPolicy"].(map[string]any)["sharedServices"] = m["sharedServices"]
+	return nil
+}
+
+// routePort writes into expose.port the port of the Gateway listener an
+// HTTPRoute instance is served on, when its URL must name it (neither 80 for
+// HTTP nor 443 for HTTPS), so that CHALLENGE_URL is the address
+// status.endpoint.url shows. A Gateway not there yet leaves it out: the
+// status waits for it too.
+func (t Translator) routePort(ctx context.Context, vals chartutil.Values) error {
+	exp, _ := vals["expose"].(map[string]any)
+	gwRef, _ := exp["gateway"].(map[string]any)
+	if exp["type"] != string(ctfv1alpha1.ExposeHTTPRoute) || gwRef == nil {
+		return nil
+	}
+	ns, _ := gwRef["namespace"].(string)
+	name, _ := gwRef["name"].(string)
+	gw := &gatewayv1.Gateway{}
+	if err := t.OrganiserReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gw); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading Gateway %s/%s: %w", ns, name, err)
+	}
+	host, _ := exp["host"].(string)
+	https, _ := exp["https"].(bool)
+	if l, ok := endpoint.Listener(gw, &endpoint.Route{Host: host, HTTP: true, TLS: https}, nil); ok {
+		if port := endpoint.URLPort(l.Port, https); port != 0 {
+			exp["port"] = int64(port)
+		}
+	}
 	return nil
 }
 

@@ -104,7 +104,9 @@ other variables so that it wins: its host, and its URL when it serves HTTP. */}}
   value: {{ .Values.expose.host | quote }}
 {{- if ne .Values.expose.type "TLSRoute" }}
 - name: CHALLENGE_URL
-  value: {{ printf "%s://%s/" (ternary "https" "http" (.Values.expose.https | default false)) .Values.expose.host | quote }}
+  {{- $hostPort := .Values.expose.host }}
+  {{- with .Values.expose.port }}{{ $hostPort = printf "%s:%d" $hostPort (int .) }}{{ end }}
+  value: {{ printf "%s://%s/" (ternary "https" "http" (.Values.expose.https | default false)) $hostPort | quote }}
 {{- end }}
 {{- end }}
 
