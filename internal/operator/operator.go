@@ -216,7 +216,7 @@ func reconcilerOptions(w watches.Watch, wiring reconcilerWiring) []reconciler.Op
 		reconciler.SkipPrimaryGVKSchemeRegistration(true),
 		reconciler.WithValueTranslator(wiring.translator),
 		reconciler.WithValueMapper(identityMapper), //nolint:staticcheck // deprecated, but required until SetupWithManager stops defaulting it
-		reconciler.WithLog(ctrl.Log.WithName("controllers").WithName("Helm")),
+		reconciler.WithLog(helmLogger(ctrl.Log.WithName("controllers").WithName("Helm"))),
 		reconciler.WithEventRecorder(wiring.recorder),
 		reconciler.WithMaxReleaseHistory(maxReleaseHistory),
 		reconciler.WithWaitForDeletionTimeout(30 * time.Second),
