@@ -46,7 +46,7 @@ func TestTemplatesReadOnlyTheOrganisersSecrets(t *testing.T) {
 			Labels: map[string]string{ctfv1alpha1.OrganiserSecretLabel: "true", "ctf.challenge-operator.io/instance": "other"}},
 			Data: map[string][]byte{"flag": []byte("CTF{another-team}")}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "marked-owned", Namespace: organiser, Labels: marked,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "Challenge", Name: "other", UID: "0b5e2d0a-0000-4000-8000-000000000001"}}},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "Challenge", Name: victim.Name, UID: victim.UID}}},
 			Data: map[string][]byte{"flag": []byte("CTF{another-team}")}},
 	} {
 		g.Expect(k8s.Create(ctx, s)).To(Succeed())
