@@ -24,6 +24,14 @@ const (
 	instancerProbeAddr = "127.0.0.1:18483"
 )
 
+// benchKeys is the instancer's token key, drawn once: its instance names
+// are keyed with it (instancer.NameKey), and measure predicts them.
+var benchKeys = func() token.Keys {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return token.Keys{"bench": key}
+}()
+
 // startInstancer runs the instancer as it ships (its own process, the same
 // binary) and returns how team i starts its instance: a POST with the team's
 // token, minted here before the clock starts.
@@ -32,12 +40,11 @@ func startInstancer(ctx context.Context, cluster *testcluster.Cluster, bin strin
 	if err := os.MkdirAll(keyDir, 0o700); err != nil {
 		return nil, nil, err
 	}
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
+	key := benchKeys["bench"]
 	if err := os.WriteFile(filepath.Join(keyDir, "bench"), key, 0o600); err != nil {
 		return nil, nil, err
 	}
-	keys, _ := token.Load(map[string][]byte{"bench": key})
+	keys := benchKeys
 	tokens := make([]string, len(chs))
 	for i, ch := range chs {
 		t, err := token.Mint(keys, "bench", ch.Spec.Participant, time.Hour, time.Now())

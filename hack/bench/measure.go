@@ -131,7 +131,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 			chs[i] = testharness.FromTemplate(benchNamespace, chs[i].Name, chs[i].Spec.Participant, pooledTemplate)
 		}
 		if viaInstancer(sys) {
-			chs[i].Name = instancer.InstanceName(pooledTemplate, chs[i].Spec.Participant)
+			chs[i].Name = instancer.InstanceName(instancer.NameKey(benchKeys), pooledTemplate, chs[i].Spec.Participant)
 		}
 	}
 	create, err := creator(ctx, cl, cluster, sys, chs, root)

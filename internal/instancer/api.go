@@ -3,12 +3,14 @@ package instancer
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,6 +22,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
 // Labels the instancer sets on the Challenges it creates, so that organisers
@@ -33,26 +36,85 @@ const (
 // maxNameLength is the longest Challenge name: it is also the Helm release's.
 const maxNameLength = 53
 
-// InstanceName is the one name a team's instance of a template has, so that
-// a reload or a double click never makes a second one. It reads as
-// "<template>-<team>" (cut to fit) and ends in a hash of the pair, so that
-// no two pairs share a name: "a" of team "b-c" and "a-b" of team "c" once did,
-// and one team's start was refused because of the other's instance.
-func InstanceName(template, team string) string {
-	sum := sha256.Sum256([]byte(template + "\x00" + team))
-	suffix := "-" + hex.EncodeToString(sum[:])[:instanceHashLength]
-	readable := strings.TrimRight(truncate(template+"-"+team, maxNameLength-len(suffix)), "-")
+// nameHashLength is how many hex digits of a keyed MAC end an instance
+// name: 64 bits, which nobody without the key can search for collisions.
+const nameHashLength = 16
+
+// maxNameAttempts is how many names a start tries when each is held by a
+// Challenge not of the team's: one in 2^64 per name, unless planted.
+const maxNameAttempts = 4
+
+// nameKeyLabel makes the name key from a token key: no other use of that
+// key yields the same bytes.
+const nameKeyLabel = "challenge-operator instancer: instance names v1"
+
+// NameKey is the key instance names are computed with: derived from the
+// token key of the lowest key id, so that no team can compute another's
+// name (nor a pair of team ids whose names collide) from public values.
+// A rotation that removes that key changes the names new instances get;
+// instances are found by their labels, never by their name alone, so none
+// is lost. Nil without keys (every token is refused then).
+func NameKey(keys token.Keys) []byte {
+	ids := slices.Sorted(maps.Keys(keys))
+	if len(ids) == 0 {
+		return nil
+	}
+	mac := hmac.New(sha256.New, keys[ids[0]])
+	mac.Write([]byte(nameKeyLabel))
+	return mac.Sum(nil)
+}
+
+// InstanceName is the name a team's instance of a template is created
+// under, so that a reload or a double click never makes a second one. It
+// reads as "<template>-<team>" (runs of "-" made one, since "--" separates
+// an instance's name from its components'; cut to fit) and ends in a MAC of
+// the pair keyed with key (NameKey).
+func InstanceName(key []byte, template, team string) string {
+	return instanceName(key, template, team, 0)
+}
+
+// instanceName is InstanceName's attempt-th candidate: a start whose name is
+// held by a Challenge not of the team's tries the next.
+func instanceName(key []byte, template, team string, attempt int) string {
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s\x00%s\x00%d", template, team, attempt)
+	suffix := "-" + hex.EncodeToString(mac.Sum(nil))[:nameHashLength]
+	readable := collapseDashes(template + "-" + team)
+	readable = strings.TrimRight(truncate(readable, maxNameLength-len(suffix)), "-")
 	return readable + suffix
 }
 
-// instanceHashLength is how many hex digits of the hash end an instance name.
-const instanceHashLength = 10
+// collapseDashes makes every run of "-" in s one.
+func collapseDashes(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '-' && i > 0 && s[i-1] == '-' {
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
 
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	return s[:n]
+}
+
+// belongs tells whether ch is the instancer's instance of template for team:
+// created by an instancer, labelled for the team, and naming both in its
+// spec. Nothing else is ever shown to, renewed or stopped for a team.
+func belongs(ch *ctfv1alpha1.Challenge, template, team string) bool {
+	return ch.Labels[CreatedByLabel] == createdBy && ch.Labels[ParticipantLabel] == team &&
+		ch.Spec.Participant == team && ch.Spec.Template == template
+}
+
+// nameKey is the name key of the token keys in force.
+func (s *Server) nameKey() []byte {
+	keys, _ := s.creds.get(s.now())
+	return NameKey(keys)
 }
 
 // startable returns the template if teams may start it.
@@ -103,22 +165,62 @@ func (s *Server) instanceOf(r *http.Request, team string) (*ctfv1alpha1.Challeng
 	return t, ch, nil
 }
 
-// own returns team's instance of template, or errNotFound. A Challenge of
-// that name that belongs to another team or template is not found either:
-// a team never learns of, nor touches, another's. Reads that only show the
-// instance use the cache (s.Client); reads before acting on it use s.live's.
+// own returns team's instance of template, or errNotFound. It is found by
+// its labels, whatever its name (an older instancer's names, a rotated name
+// key, a name another team's instance held), then, if r's cache has not
+// seen it yet, under its name through r. A Challenge that does not belong
+// to the team is never returned: a team never learns of, nor touches,
+// another's. Reads that only show the instance pass the cache (s.Client);
+// reads before acting on it, s.live's reader.
 func (s *Server) own(ctx context.Context, r client.Reader, template, team string) (*ctfv1alpha1.Challenge, *apiError) {
+	list := &ctfv1alpha1.ChallengeList{}
+	if err := r.List(ctx, list, client.InNamespace(s.Namespace),
+		client.MatchingLabels{ParticipantLabel: team, CreatedByLabel: createdBy}); err != nil {
+		return nil, s.internal(ctx, err)
+	}
+	if ch := pick(list.Items, template, team); ch != nil {
+		return ch, nil
+	}
 	ch := &ctfv1alpha1.Challenge{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: InstanceName(template, team)}, ch)
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: InstanceName(s.nameKey(), template, team)}, ch)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, errNotFound
 	case err != nil:
 		return nil, s.internal(ctx, err)
-	case ch.Spec.Participant != team || ch.Spec.Template != template:
+	case !belongs(ch, template, team):
 		return nil, errNotFound
 	}
 	return ch, nil
+}
+
+// pick returns team's instance of template among chs: the one not being
+// deleted, else the newest. Two exist only for a moment (a stopped one
+// still going when the next starts under a new name).
+func pick(chs []ctfv1alpha1.Challenge, template, team string) *ctfv1alpha1.Challenge {
+	var best *ctfv1alpha1.Challenge
+	for i := range chs {
+		ch := &chs[i]
+		if !belongs(ch, template, team) {
+			continue
+		}
+		if best == nil || better(ch, best) {
+			best = ch
+		}
+	}
+	return best
+}
+
+// better orders two instances of one team and template: live before
+// deleting, then newer, then by name (a stable choice).
+func better(a, b *ctfv1alpha1.Challenge) bool {
+	if (a.DeletionTimestamp == nil) != (b.DeletionTimestamp == nil) {
+		return a.DeletionTimestamp == nil
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return b.CreationTimestamp.Before(&a.CreationTimestamp)
+	}
+	return a.Name < b.Name
 }
 
 func (s *Server) internal(ctx context.Context, err error) *apiError {
@@ -236,51 +338,108 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 		writeError(w, apiErr)
 		return
 	}
-	name := InstanceName(t.Name, team)
 	// A start that finds the instance returns it: a reload or a double
 	// click costs no start and makes no duplicate.
-	if ch, apiErr := s.own(ctx, s.live.reader(s.Client, team), t.Name, team); apiErr == nil {
-		if ch.DeletionTimestamp != nil {
-			writeError(w, &apiError{Status: http.StatusConflict, Code: "stopping", Message: "Your previous instance is still stopping; start again in a moment."})
-			return
-		}
-		writeJSON(w, http.StatusOK, instanceView(ch, t))
-		return
-	} else if apiErr != errNotFound {
-		writeError(w, apiErr)
+	if s.answeredExisting(ctx, w, s.live.reader(s.Client, team), t, team) {
 		return
 	}
 	if refusal, err := s.limits.admitStart(ctx, team, t.Name, s.now()); s.refused(ctx, w, refusal, err) {
 		return
 	}
-	ch := &ctfv1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace,
-			Labels: map[string]string{ParticipantLabel: team, CreatedByLabel: createdBy}},
-		Spec: ctfv1alpha1.ChallengeSpec{Template: t.Name, Participant: team},
-	}
-	err := s.Client.Create(ctx, ch)
+	s.create(ctx, w, t, team)
+}
+
+// answeredExisting answers a start with team's instance of t when r finds
+// one, and tells whether it did.
+func (s *Server) answeredExisting(ctx context.Context, w http.ResponseWriter, r client.Reader, t *ctfv1alpha1.ChallengeTemplate, team string) bool {
+	ch, apiErr := s.own(ctx, r, t.Name, team)
 	switch {
-	case apierrors.IsAlreadyExists(err):
-		// Another request of the team won the race; else a Challenge made
-		// by other means has the name, which no team's instance shares. The
-		// team learns nothing about it; the log tells the organisers.
-		if ch, apiErr := s.own(ctx, s.live.reader(s.Client, team), t.Name, team); apiErr == nil {
-			writeJSON(w, http.StatusOK, instanceView(ch, t))
+	case apiErr == errNotFound:
+		return false
+	case apiErr != nil:
+		writeError(w, apiErr)
+	default:
+		answerFound(w, ch, t)
+	}
+	return true
+}
+
+// answerFound answers a start that found the team's instance ch: itself, or
+// that it is still stopping.
+func answerFound(w http.ResponseWriter, ch *ctfv1alpha1.Challenge, t *ctfv1alpha1.ChallengeTemplate) {
+	if ch.DeletionTimestamp != nil {
+		writeError(w, errStopping)
+		return
+	}
+	writeJSON(w, http.StatusOK, instanceView(ch, t))
+}
+
+// create makes team's instance of t under the first of its names no other
+// Challenge holds: a name held by another team's (or anything not the
+// instancer's) is never served, stopped nor renewed for this team, and
+// never blocks it either.
+func (s *Server) create(ctx context.Context, w http.ResponseWriter, t *ctfv1alpha1.ChallengeTemplate, team string) {
+	key := s.nameKey()
+	for attempt := range maxNameAttempts {
+		ch := &ctfv1alpha1.Challenge{
+			ObjectMeta: metav1.ObjectMeta{Name: instanceName(key, t.Name, team, attempt), Namespace: s.Namespace,
+				Labels: map[string]string{ParticipantLabel: team, CreatedByLabel: createdBy}},
+			Spec: ctfv1alpha1.ChallengeSpec{Template: t.Name, Participant: team},
+		}
+		err := s.Client.Create(ctx, ch)
+		switch {
+		case err == nil:
+			writeJSON(w, http.StatusCreated, instanceView(ch, t))
+			return
+		case apierrors.IsAlreadyExists(err):
+			// Another request of the team's won the race: its instance is
+			// the answer. Else the name is another's: try the next.
+			held := &ctfv1alpha1.Challenge{}
+			if err := s.liveReader().Get(ctx, client.ObjectKeyFromObject(ch), held); apierrors.IsNotFound(err) {
+				continue // gone meanwhile; the next name is as good
+			} else if err != nil {
+				writeError(w, s.internal(ctx, err))
+				return
+			}
+			if belongs(held, t.Name, team) {
+				answerFound(w, held, t)
+				return
+			}
+			s.nameHeld(ctx, held, t.Name, team)
+		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+			// The operator's admission (quota, policy) refused it.
+			writeError(w, &apiError{Status: http.StatusConflict, Code: "refused", Message: admissionMessage(err)})
+			return
+		default:
+			writeError(w, s.internal(ctx, err))
 			return
 		}
-		logf.FromContext(ctx).Error(err, "a Challenge not made for this team has its instance's name", "name", name, "team", team, "template", t.Name)
-		writeError(w, &apiError{Status: http.StatusConflict, Code: "unavailable", Message: "This instance cannot be started; the organisers have been told."})
-		return
-	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
-		// The operator's admission (quota, policy) refused it.
-		writeError(w, &apiError{Status: http.StatusConflict, Code: "refused", Message: admissionMessage(err)})
-		return
-	case err != nil:
-		writeError(w, s.internal(ctx, err))
-		return
 	}
-	writeJSON(w, http.StatusCreated, instanceView(ch, t))
+	writeError(w, &apiError{Status: http.StatusConflict, Code: "unavailable", Message: "This instance cannot be started; the organisers have been told."})
 }
+
+// nameHeld reports a name of team's instance held by a Challenge not of the
+// team's: to the organisers (the log and a counter), never to the team.
+func (s *Server) nameHeld(ctx context.Context, held *ctfv1alpha1.Challenge, template, team string) {
+	nameConflicts.Inc()
+	logf.FromContext(ctx).Error(errors.New("instance name held by another Challenge"),
+		"a Challenge not made for this team holds its instance's name; trying the next name",
+		"name", held.Name, "team", team, "template", template,
+		"holderParticipant", held.Spec.Participant, "holderTemplate", held.Spec.Template, "holderCreatedBy", held.Labels[CreatedByLabel])
+}
+
+// liveReader reads from the API server, unbudgeted: only for what a write
+// just found (a create's name already taken).
+func (s *Server) liveReader() client.Reader {
+	if s.APIReader != nil {
+		return s.APIReader
+	}
+	return s.Client
+}
+
+// errStopping answers a start while the team's previous instance is still
+// being deleted.
+var errStopping = &apiError{Status: http.StatusConflict, Code: "stopping", Message: "Your previous instance is still stopping; start again in a moment."}
 
 // refused answers a brake's refusal, or its failure, and tells whether the
 // request ends here.

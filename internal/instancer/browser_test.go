@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/instancer"
 	"github.com/challenge-operator/challenge-operator/internal/testbrowser"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 )
@@ -63,7 +62,7 @@ func TestPageStartsShowsAndStopsAnInstance(t *testing.T) {
 	t.Logf("screenshot: %s", shot)
 
 	g.Expect(chromedp.Run(ctx, chromedp.Click(card+" button.stop"))).To(Succeed())
-	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: instancer.InstanceName(tmpl, team)}},
+	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: nameOf(tmpl, team)}},
 		timeout, "Stop deletes the Challenge")
 	g.Eventually(func(g Gomega) {
 		g.Expect(chromedp.Run(ctx, chromedp.Text(card+" .phase", &phase))).To(Succeed())

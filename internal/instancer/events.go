@@ -50,15 +50,24 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 		writeError(w, errInternal)
 		return
 	}
-	name := InstanceName(template, team)
+	absent := Instance{Template: template, Name: InstanceName(s.nameKey(), template, team), Phase: PhaseAbsent}
+	current := func() Instance {
+		ch, apiErr := s.own(ctx, s.Client, template, team)
+		if apiErr != nil {
+			return absent
+		}
+		return instanceView(ch, t)
+	}
 	// Changes arrive in order; the buffer absorbs a burst, and a full
 	// buffer only means "look again".
 	changed := make(chan struct{}, 1)
 	views := make(chan Instance, 64)
 	send := func(ch *ctfv1alpha1.Challenge, deleted bool) {
-		view := Instance{Template: template, Name: name, Phase: PhaseAbsent}
-		if !deleted && ch.Spec.Participant == team && ch.Spec.Template == template {
-			view = instanceView(ch, t)
+		view := instanceView(ch, t)
+		if deleted || ch.DeletionTimestamp != nil {
+			// The team may hold another instance of the template (one
+			// started after this one was stopped): show the one own picks.
+			view = current()
 		}
 		select {
 		case views <- view:
@@ -69,7 +78,7 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 			}
 		}
 	}
-	unsubscribe, err := s.hub.subscribe(ctx, s.Informers, s.Namespace, name, send)
+	unsubscribe, err := s.hub.subscribe(ctx, s.Informers, s.Namespace, pairKey(template, team), send)
 	if err != nil {
 		writeError(w, s.internal(ctx, err))
 		return
@@ -93,13 +102,6 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 		}
 		flusher.Flush()
 		return true
-	}
-	current := func() Instance {
-		ch, apiErr := s.own(ctx, s.Client, template, team)
-		if apiErr != nil {
-			return Instance{Template: template, Name: name, Phase: PhaseAbsent}
-		}
-		return instanceView(ch, t)
 	}
 	if !write(current()) {
 		return
@@ -125,6 +127,10 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 				return
 			}
 		case <-changed:
+			// The views still buffered are older than the cache now.
+			for len(views) > 0 {
+				<-views
+			}
 			if !write(current()) {
 				return
 			}
@@ -144,7 +150,7 @@ type hub struct {
 	mu         sync.Mutex
 	registered bool
 	namespace  string
-	streams    map[string]map[*subscriber]struct{} // instance name -> streams
+	streams    map[string]map[*subscriber]struct{} // pairKey -> streams
 }
 
 // subscriber is one open stream's callback.
@@ -152,9 +158,14 @@ type subscriber struct {
 	send func(ch *ctfv1alpha1.Challenge, deleted bool)
 }
 
-// subscribe calls send with every change of the Challenge name in
-// namespace until unsubscribe.
-func (h *hub) subscribe(ctx context.Context, informers cache.Informers, namespace, name string,
+// pairKey keys the streams of team's instance of template: an instance is
+// followed by whose it is, not by its name, which may be an older
+// instancer's or a next one (its first held by another's).
+func pairKey(template, team string) string { return team + "/" + template }
+
+// subscribe calls send with every change of an instance in namespace whose
+// pairKey is key until unsubscribe.
+func (h *hub) subscribe(ctx context.Context, informers cache.Informers, namespace, key string,
 	send func(*ctfv1alpha1.Challenge, bool)) (unsubscribe func(), err error) {
 	if err := h.register(ctx, informers, namespace); err != nil {
 		return nil, err
@@ -162,16 +173,16 @@ func (h *hub) subscribe(ctx context.Context, informers cache.Informers, namespac
 	sub := &subscriber{send: send}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.streams[name] == nil {
-		h.streams[name] = map[*subscriber]struct{}{}
+	if h.streams[key] == nil {
+		h.streams[key] = map[*subscriber]struct{}{}
 	}
-	h.streams[name][sub] = struct{}{}
+	h.streams[key][sub] = struct{}{}
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		delete(h.streams[name], sub)
-		if len(h.streams[name]) == 0 {
-			delete(h.streams, name)
+		delete(h.streams[key], sub)
+		if len(h.streams[key]) == 0 {
+			delete(h.streams, key)
 		}
 	}, nil
 }
@@ -200,8 +211,8 @@ func (h *hub) register(ctx context.Context, informers cache.Informers, namespace
 	return nil
 }
 
-// dispatch hands a change to the streams of that instance; their send never
-// blocks.
+// dispatch hands a change of an instancer's instance to the streams of its
+// team and template; their send never blocks.
 func (h *hub) dispatch(obj any, deleted bool) {
 	ch, ok := obj.(*ctfv1alpha1.Challenge)
 	if !ok {
@@ -214,10 +225,10 @@ func (h *hub) dispatch(obj any, deleted bool) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if ch.Namespace != h.namespace {
+	if ch.Namespace != h.namespace || !belongs(ch, ch.Spec.Template, ch.Spec.Participant) {
 		return
 	}
-	for sub := range h.streams[ch.Name] {
+	for sub := range h.streams[pairKey(ch.Spec.Template, ch.Spec.Participant)] {
 		sub.send(ch, deleted)
 	}
 }

@@ -123,7 +123,8 @@ func TestEventStreamsShareOneInformerHandler(t *testing.T) {
 	g.Expect(srv.hub.subscribers()).To(Equal(maxStreamsPerTeam))
 
 	instance := func(namespace string, phase ctfv1alpha1.Phase) *ctfv1alpha1.Challenge {
-		return &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: InstanceName(tmpl, team)},
+		return &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: InstanceName(NameKey(keys), tmpl, team),
+			Labels: map[string]string{ParticipantLabel: team, CreatedByLabel: createdBy}},
 			Spec: ctfv1alpha1.ChallengeSpec{Participant: team, Template: tmpl}, Status: ctfv1alpha1.ChallengeStatus{Phase: phase}}
 	}
 	informer.add(instance("elsewhere", ctfv1alpha1.PhaseError))

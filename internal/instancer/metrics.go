@@ -21,6 +21,11 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.005, 4, 8),
 	}, []string{"route"})
 
+	nameConflicts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "challenge_instancer_instance_name_conflicts_total",
+		Help: "Starts that found their instance's name held by a Challenge not of the team's (another team's, or not made by an instancer) and took the next name.",
+	})
+
 	tokenKeys = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "challenge_instancer_token_keys",
 		Help: "Token keys in force: the valid key files present at the last reload.",
@@ -43,7 +48,7 @@ var (
 // serves, once, when an instancer is made: the operator's binary holds this
 // package too, and its metrics should not list an instancer it does not run.
 var registerMetrics = sync.OnceFunc(func() {
-	metrics.Registry.MustRegister(requests, durations, tokenKeys, skippedKeyFiles, revocations, skippedRevocationFiles)
+	metrics.Registry.MustRegister(requests, durations, nameConflicts, tokenKeys, skippedKeyFiles, revocations, skippedRevocationFiles)
 })
 
 // statusRecorder remembers the status code written; it stays an

@@ -56,7 +56,7 @@ func TestLimitsHoldAcrossReplicasAndRestarts(t *testing.T) {
 
 	// A stop on one replica; the other holds the cooldown.
 	g.Expect(callAt(t, api.URL, tok, "DELETE", instancePath(tmpls[1]), nil, nil)).To(Equal(http.StatusAccepted))
-	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: instancer.InstanceName(tmpls[1], team)}},
+	h.EventuallyGone(t, &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: nameOf(tmpls[1], team)}},
 		timeout, "the stopped instance goes")
 	// Until that replica's cache sees the instance gone, a start there says
 	// "stopping" (and starts nothing); then the cooldown refuses it.

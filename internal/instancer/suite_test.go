@@ -397,3 +397,8 @@ func uniqueName(prefix string) string {
 }
 
 func instancePath(template string) string { return "/api/v1/instances/" + template }
+
+// nameOf is the name the instancer gives team's instance of template.
+func nameOf(template, team string) string {
+	return instancer.InstanceName(instancer.NameKey(keys), template, team)
+}
