@@ -3,6 +3,7 @@ package importer
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -33,30 +34,54 @@ const maxFileSize = 64 << 10
 // is the primary component; every other service is a component, named by a
 // DNS label of at most 8 characters. A service's host name in another's
 // environment becomes $(<NAME>_HOST) (PRIMARY_HOST for the primary one).
+//
+// It reads nothing outside the compose file's directory, links resolved: an
+// extends or include file there is an error naming it; an env_file, a bind
+// mount or a config there is reported refused, and not read.
 func FromCompose(ctx context.Context, name, path string) (Result, error) {
-	data, err := os.ReadFile(path)
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return Result{}, err
 	}
-	dir := filepath.Dir(path)
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return Result{}, err
+	}
+	f, err := openFolder(filepath.Dir(abs))
+	if err != nil {
+		return Result{}, err
+	}
+	path = filepath.Join(f.dir, filepath.Base(abs))
+	if err := checkIncludes(ctx, data, path); err != nil {
+		return Result{}, err
+	}
 	project, err := loader.LoadWithContext(ctx, types.ConfigDetails{
-		WorkingDir:  dir,
+		WorkingDir:  f.dir,
 		ConfigFiles: []types.ConfigFile{{Filename: path, Content: data}},
 		Environment: types.Mapping{},
 	}, func(o *loader.Options) {
-		o.SetProjectName(cmp.Or(name, filepath.Base(dir)), true)
+		o.SetProjectName(cmp.Or(name, filepath.Base(filepath.Dir(abs))), true)
 		o.ResolvePaths = true
+		// Environment files are read once confined (confineEnvFiles); labels
+		// are not carried, so their files are never read.
+		o.SkipResolveEnvironment, o.SkipResolveLabels = true, true
+		o.ResourceLoaders = []loader.ResourceLoader{resourceLoader{folder: f, dirs: map[string]string{}}}
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("loading %s: %w", path, err)
 	}
-	c := composeImport{project: project, names: map[string]string{}}
+	c := composeImport{project: project, folder: f, names: map[string]string{}}
+	if err := c.confineEnvFiles(f); err != nil {
+		return Result{}, fmt.Errorf("loading %s: %w", path, err)
+	}
 	return c.run(cmp.Or(dnsLabel(name, 63), dnsLabel(project.Name, 63)))
 }
 
 type composeImport struct {
 	project *types.Project
-	report  Report
+	// folder is the compose file's directory, the only one read.
+	folder folder
+	report Report
 	// names maps each service to its component's name ("" for the primary).
 	names   map[string]string
 	primary string
@@ -376,9 +401,14 @@ func (c *composeImport) mounts(svc types.ServiceConfig) ([]ctfv1alpha1.File, []c
 		case types.VolumeTypeVolume:
 			addScratch(v.Target, false)
 		case types.VolumeTypeBind:
-			if f, ok := textFile(v.Source); ok {
+			f, err := c.textFile(v.Source)
+			if err == nil {
 				files = append(files, ctfv1alpha1.File{Path: v.Target, Content: f})
 				c.report.changed("service %s: %s: a file of the template, read-only", svc.Name, v.Target)
+				continue
+			}
+			if errors.Is(err, errOutside) {
+				c.report.refused("service %s: bind mount at %s: %v: not read", svc.Name, v.Target, err)
 				continue
 			}
 			c.report.notCarried("service %s: host path %s at %s: use files for configuration and scratch for writable space", svc.Name, c.relative(v.Source), v.Target)
@@ -388,9 +418,14 @@ func (c *composeImport) mounts(svc types.ServiceConfig) ([]ctfv1alpha1.File, []c
 	}
 	for _, cfg := range svc.Configs {
 		if def, ok := c.project.Configs[cfg.Source]; ok && def.File != "" {
-			if f, ok := textFile(def.File); ok {
+			f, err := c.textFile(def.File)
+			if err == nil {
 				target := cmp.Or(cfg.Target, "/"+cfg.Source)
 				files = append(files, ctfv1alpha1.File{Path: target, Content: f})
+				continue
+			}
+			if errors.Is(err, errOutside) {
+				c.report.refused("service %s: config %s: %v: not read", svc.Name, cfg.Source, err)
 				continue
 			}
 		}
@@ -418,17 +453,25 @@ func (c *composeImport) relative(path string) string {
 	return path
 }
 
-// textFile reads a small text file, as a template carries it.
-func textFile(path string) (string, bool) {
+// errNotText is a path a template cannot carry as a file: missing, not a
+// regular file, too large, or not text.
+var errNotText = errors.New("not a small text file")
+
+// textFile reads a small text file of the folder, as a template carries it;
+// one outside the folder, errOutside, is not read.
+func (c *composeImport) textFile(path string) (string, error) {
 	info, err := os.Stat(path)
 	if err != nil || !info.Mode().IsRegular() || info.Size() > maxFileSize {
-		return "", false
+		return "", errNotText
 	}
-	b, err := os.ReadFile(path)
+	b, err := c.folder.readFile(path)
+	if errors.Is(err, errOutside) {
+		return "", err
+	}
 	if err != nil || !utf8.Valid(b) || controlChars.Match(b) {
-		return "", false
+		return "", errNotText
 	}
-	return string(b), true
+	return string(b), nil
 }
 
 var controlChars = regexp.MustCompile(`[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]`)

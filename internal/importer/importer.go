@@ -25,12 +25,19 @@ type Result struct {
 
 // Report lists, line by line, what an import left out and what it changed.
 type Report struct {
+	// Refused are the files the import did not read because they lie
+	// outside the compose file's directory, links resolved.
+	Refused []string
 	// NotCarried are what the template cannot say: host paths, host
 	// networking, build contexts.
 	NotCarried []string
 	// Changed are what the template says differently, or what the organiser
 	// must decide (an exposure, a sandbox runtime class).
 	Changed []string
+}
+
+func (r *Report) refused(format string, args ...any) {
+	r.Refused = append(r.Refused, fmt.Sprintf(format, args...))
 }
 
 func (r *Report) notCarried(format string, args ...any) {
@@ -41,9 +48,12 @@ func (r *Report) changed(format string, args ...any) {
 	r.Changed = append(r.Changed, fmt.Sprintf(format, args...))
 }
 
-// Lines are the report as a person reads it, "not carried" first.
+// Lines are the report as a person reads it, "refused" first.
 func (r Report) Lines() []string {
-	out := make([]string, 0, len(r.NotCarried)+len(r.Changed))
+	out := make([]string, 0, len(r.Refused)+len(r.NotCarried)+len(r.Changed))
+	for _, l := range r.Refused {
+		out = append(out, "refused: "+l)
+	}
 	for _, l := range r.NotCarried {
 		out = append(out, "not carried: "+l)
 	}
