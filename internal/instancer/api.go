@@ -339,7 +339,16 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 		return
 	}
 	// A start that finds the instance returns it: a reload or a double
-	// click costs no start and makes no duplicate.
+	// click costs no start and makes no duplicate. The cache is asked
+	// first, then the refusals this replica knows of: neither costs a
+	// request; then the API server, for what the cache has not seen yet.
+	if s.answeredExisting(ctx, w, s.Client, t, team) {
+		return
+	}
+	if refusal := s.limits.refusesStart(team, t.Name, s.now()); refusal != nil {
+		writeError(w, refusal)
+		return
+	}
 	if s.answeredExisting(ctx, w, s.live.reader(s.Client, team), t, team) {
 		return
 	}
@@ -472,6 +481,12 @@ func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team strin
 	t, ch, apiErr := s.instanceOf(r, team)
 	if apiErr != nil {
 		writeError(w, apiErr)
+		return
+	}
+	if ch.DeletionTimestamp != nil {
+		// Stopped already: the cooldown runs from that stop, and another
+		// delete changes nothing (each cost a Lease write and a delete).
+		writeJSON(w, http.StatusAccepted, instanceView(ch, t))
 		return
 	}
 	// The cooldown is recorded first: a replica killed between the two

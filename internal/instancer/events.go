@@ -38,10 +38,9 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 		writeError(w, apiErr)
 		return
 	}
-	release, ok := s.limits.openStream(team)
-	if !ok {
-		writeError(w, &apiError{Status: http.StatusTooManyRequests, Code: "too_many_streams",
-			Message: "Your team has this page open in too many tabs; close some and reload."})
+	release, refusal := s.limits.openStream(team, s.now())
+	if refusal != nil {
+		writeError(w, refusal)
 		return
 	}
 	defer release()

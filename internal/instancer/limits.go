@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +35,20 @@ const window = time.Minute
 // maxStreamsPerTeam bounds a team's open event streams on one replica: each
 // holds a connection.
 const maxStreamsPerTeam = 8
+
+// A team's event stream opens on one replica draw on a bucket: a page's
+// load (a stream per card) and a reload fit the burst, reconnects after a
+// proxy's idle timeout the rate; a loop of opens is answered 429 (100 in
+// 5 s were all served).
+const (
+	streamOpensPerSecond = 0.5
+	streamOpensBurst     = 2 * maxStreamsPerTeam
+)
+
+// streamsFullWait is the Retry-After of a team's stream refused for having
+// too many open: nothing says when one closes, so a page looks again
+// after a while rather than at once.
+const streamsFullWait = 10 * time.Second
 
 // conflictBackoff retries a team's Lease update that lost a race with
 // another request (on any replica) for the same team.
@@ -99,6 +116,11 @@ func (s *teamLimits) admit(template string, now time.Time, startsPerMinute int, 
 	return nil
 }
 
+// clone is a copy of s that shares nothing with it.
+func (s teamLimits) clone() teamLimits {
+	return teamLimits{Starts: slices.Clone(s.Starts), Stopped: maps.Clone(s.Stopped), Renewed: maps.Clone(s.Renewed)}
+}
+
 // stop records that the team stopped template at now.
 func (s *teamLimits) stop(template string, now time.Time, cooldown time.Duration) {
 	s.prune(now, cooldown)
@@ -112,7 +134,11 @@ func (s *teamLimits) stop(template string, now time.Time, cooldown time.Duration
 // minute, and a cooldown before a team may start a template again after
 // stopping it. They are kept in the cluster, one Lease per team in the
 // instancer's namespace, and changed with optimistic concurrency, so they
-// hold across replicas and restarts. Open event streams are counted per
+// hold across replicas and restarts. Each replica remembers the last record
+// of a team's it read or wrote: a record only gains entries until they
+// expire, so what it refuses the Lease refuses too, and a refusal it already
+// knows of costs no request (a loop of refused starts read the Lease each
+// time). Open event streams are counted and their opens rate limited per
 // replica: a stream is a connection to that replica.
 type limits struct {
 	startsPerMinute int
@@ -126,11 +152,15 @@ type limits struct {
 
 	mu      sync.Mutex
 	streams map[string]int // team -> open event streams
+	// opens are the team's buckets of stream opens.
+	opens map[string]*rate.Limiter
+	// known is each team's record as last read or written by this replica.
+	known map[string]teamLimits
 }
 
 func newLimits(opts Options, reader client.Reader, writer client.Writer) *limits {
 	return &limits{startsPerMinute: opts.StartsPerMinute, cooldown: opts.Cooldown, renewInterval: opts.RenewInterval, namespace: opts.Namespace,
-		reader: reader, writer: writer, streams: map[string]int{}}
+		reader: reader, writer: writer, streams: map[string]int{}, opens: map[string]*rate.Limiter{}, known: map[string]teamLimits{}}
 }
 
 // admitStart records a start of template by team, or returns why it must
@@ -139,10 +169,24 @@ func (l *limits) admitStart(ctx context.Context, team, template string, now time
 	if l.startsPerMinute <= 0 && l.cooldown <= 0 {
 		return nil, nil
 	}
-	return l.admit(ctx, team, "Your team is starting many instances at once.", func(s *teamLimits) (*apiError, bool) {
+	return l.admit(ctx, team, "Your team is starting many instances at once.", l.decideStart(template, now))
+}
+
+// refusesStart is the refusal of a start of template by team that this
+// replica already knows of, without asking the API server; nil when it
+// knows of none (admitStart decides then).
+func (l *limits) refusesStart(team, template string, now time.Time) *apiError {
+	if l.startsPerMinute <= 0 && l.cooldown <= 0 {
+		return nil
+	}
+	return l.knownRefusal(team, l.decideStart(template, now))
+}
+
+func (l *limits) decideStart(template string, now time.Time) func(*teamLimits) (*apiError, bool) {
+	return func(s *teamLimits) (*apiError, bool) {
 		refusal := s.admit(template, now, l.startsPerMinute, l.cooldown)
 		return refusal, refusal == nil && l.startsPerMinute > 0
-	})
+	}
 }
 
 // admitRenew records a renewal of template by team, or returns how long it
@@ -157,10 +201,35 @@ func (l *limits) admitRenew(ctx context.Context, team, template string, now time
 	})
 }
 
+// knownRefusal runs decide on a copy of the team's record this replica
+// knows of, and returns its refusal.
+func (l *limits) knownRefusal(team string, decide func(*teamLimits) (*apiError, bool)) *apiError {
+	l.mu.Lock()
+	state, ok := l.known[team]
+	l.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	state = state.clone()
+	refusal, _ := decide(&state)
+	return refusal
+}
+
+// remember keeps state as team's record known to this replica.
+func (l *limits) remember(team string, state teamLimits) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.known[team] = state.clone()
+}
+
 // admit runs decide on team's record and keeps what it changed when it says
-// so. A team whose every retry lost to another request of its own is in a
-// burst, answered as one: rate_limited with burst as the reason.
+// so; a refusal this replica already knows of is answered without reading
+// the record. A team whose every retry lost to another request of its own
+// is in a burst, answered as one: rate_limited with burst as the reason.
 func (l *limits) admit(ctx context.Context, team, burst string, decide func(*teamLimits) (*apiError, bool)) (*apiError, error) {
+	if refusal := l.knownRefusal(team, decide); refusal != nil {
+		return refusal, nil
+	}
 	var refusal *apiError
 	err := l.update(ctx, team, func(s *teamLimits) bool {
 		var write bool
@@ -203,6 +272,7 @@ func (l *limits) update(ctx context.Context, team string, change func(*teamLimit
 			// A record nobody can read limits nothing; the write replaces it.
 			_ = json.Unmarshal([]byte(raw), &state)
 		}
+		l.remember(team, state)
 		if !change(&state) {
 			return nil
 		}
@@ -219,9 +289,14 @@ func (l *limits) update(ctx context.Context, team string, change func(*teamLimit
 		}
 		lease.Annotations[limitsAnnotation] = string(data)
 		if !found {
-			return l.writer.Create(ctx, lease)
+			err = l.writer.Create(ctx, lease)
+		} else {
+			err = l.writer.Update(ctx, lease)
 		}
-		return l.writer.Update(ctx, lease)
+		if err == nil {
+			l.remember(team, state)
+		}
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("recording team %s's limits in Lease %s: %w", team, key, err)
@@ -229,13 +304,24 @@ func (l *limits) update(ctx context.Context, team string, change func(*teamLimit
 	return nil
 }
 
-// openStream counts a stream of team, unless it has too many open; release
-// ends it.
-func (l *limits) openStream(team string) (release func(), ok bool) {
+// openStream counts a stream of team, unless it opened too many lately or
+// has too many open (the refusal says which); release ends it.
+func (l *limits) openStream(team string, now time.Time) (release func(), refusal *apiError) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	bucket, ok := l.opens[team]
+	if !ok {
+		bucket = rate.NewLimiter(streamOpensPerSecond, streamOpensBurst)
+		l.opens[team] = bucket
+	}
+	if r := bucket.ReserveN(now, 1); r.DelayFrom(now) > 0 {
+		wait := r.DelayFrom(now)
+		r.CancelAt(now)
+		return nil, errWait("rate_limited", "Your team opened this page's live updates too often.", wait)
+	}
 	if l.streams[team] >= maxStreamsPerTeam {
-		return nil, false
+		return nil, &apiError{Status: http.StatusTooManyRequests, Code: "too_many_streams", RetryAfter: int(streamsFullWait / time.Second),
+			Message: "Your team has this page open in too many tabs; close some and reload."}
 	}
 	l.streams[team]++
 	return func() {
@@ -244,5 +330,5 @@ func (l *limits) openStream(team string) (release func(), ok bool) {
 		if l.streams[team]--; l.streams[team] <= 0 {
 			delete(l.streams, team)
 		}
-	}, true
+	}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,7 +53,10 @@ var (
 	// newServer returns an in-process instancer like the replicas whose
 	// cache reads go through wrap: tests make it lag.
 	newServer func(wrap func(reader client.Reader) client.Reader) *instancer.Server
-	keys      = token.Keys{"2026": []byte("an instancer key of at least thirty-two bytes")}
+	// newCountedServer returns an in-process instancer like newServer whose
+	// every request to the API server (its cache's excepted) is counted.
+	newCountedServer func(opts instancer.Options) (*instancer.Server, *atomic.Int64)
+	keys             = token.Keys{"2026": []byte("an instancer key of at least thirty-two bytes")}
 	// instancerBin is the operator's binary, built from this checkout.
 	instancerBin string
 	// instancerKubeconfig acts as the instancer's ServiceAccount.
@@ -151,8 +155,33 @@ func inProcess(ctx context.Context, cfg *rest.Config) error {
 			Namespace: instancesNamespace, KeyDir: keyDir, StartsPerMinute: startsPerMinute, Cooldown: time.Minute, Audience: audience,
 		}}
 	}
+	newCountedServer = func(opts instancer.Options) (*instancer.Server, *atomic.Int64) {
+		var n atomic.Int64
+		counted := rest.CopyConfig(cfg)
+		counted.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				n.Add(1)
+				return rt.RoundTrip(r)
+			})
+		})
+		live, err := client.New(counted, client.Options{Scheme: k8s.Scheme()})
+		if err != nil {
+			panic(err)
+		}
+		cl, err := client.New(counted, client.Options{Scheme: k8s.Scheme(), Cache: &client.CacheOptions{Reader: informers}})
+		if err != nil {
+			panic(err)
+		}
+		opts.Namespace, opts.KeyDir, opts.Audience = instancesNamespace, keyDir, audience
+		return &instancer.Server{Client: cl, APIReader: live, Informers: informers, Options: opts}, &n
+	}
 	return nil
 }
+
+// roundTripFunc is a function as an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // bindInstancerRoles creates the instancer's ServiceAccount and binds the
 // generated config/instancer/role.yaml to it as config/instancer does: its

@@ -40,11 +40,16 @@ async function api(method, path, body) {
 // the stream with fetch instead.
 async function follow(template, onInstance, signal) {
   for (;;) {
+    let wait = 2000;
     try {
       const res = await fetch("api/v1/instances/" + encodeURIComponent(template) + "/events", {
         headers: { Authorization: "Bearer " + token }, signal,
       });
-      if (!res.ok) throw new Error("stream " + res.status);
+      if (!res.ok) {
+        // A refused stream (429) says when to look again.
+        wait = Math.max(2, Number(res.headers.get("Retry-After")) || 0) * 1000;
+        throw new Error("stream " + res.status);
+      }
       const reader = res.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";
@@ -63,7 +68,7 @@ async function follow(template, onInstance, signal) {
     } catch (e) {
       if (signal.aborted) return;
     }
-    await new Promise((r) => setTimeout(r, 2000)); // reconnect
+    await new Promise((r) => setTimeout(r, wait)); // reconnect
   }
 }
 
