@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
@@ -13,6 +14,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/testbrowser"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
 // TestPageStartsShowsAndStopsAnInstance drives the page in headless
@@ -68,4 +70,73 @@ func TestPageStartsShowsAndStopsAnInstance(t *testing.T) {
 		g.Expect(chromedp.Run(ctx, chromedp.Text(card+" .phase", &phase))).To(Succeed())
 		g.Expect(strings.TrimSpace(phase)).To(Equal("Not started"))
 	}, timeout, interval).Should(Succeed())
+}
+
+// TestPageAsksBeforeSwitchingTeams: opening another team's link in a tab
+// signed in as a team replaced the stored token without a word. The page
+// now asks; declining keeps the team it had, accepting switches, and a
+// link of the same team (a new token) switches without asking.
+func TestPageAsksBeforeSwitchingTeams(t *testing.T) {
+	g := NewWithT(t)
+	testcluster.Chromium(t)
+	tmpl := startableTemplate(t, nil)
+	blue, red := uniqueName("blue"), uniqueName("red")
+	tokBlue, tokRed := mint(t, blue), mint(t, red)
+	ctx := testbrowser.New(t, 1000, 700, 3*timeout)
+	card := `li.card[data-template="` + tmpl + `"]`
+
+	var team, stored, url string
+	signedInAs := func(want, tok string) {
+		t.Helper()
+		g.Expect(chromedp.Run(ctx,
+			chromedp.WaitVisible(card+" button.start"),
+			chromedp.Text("#team", &team),
+			chromedp.Evaluate(`sessionStorage.getItem("challenge-instancer-token")`, &stored),
+			chromedp.Location(&url),
+		)).To(Succeed())
+		g.Expect(team).To(Equal("Team "+want), "the page is the team's")
+		g.Expect(stored).To(Equal(tok), "and so is the stored token")
+		g.Expect(url).NotTo(ContainSubstring("token"))
+	}
+	open := func(tok string) {
+		t.Helper()
+		g.Expect(chromedp.Run(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(api.URL+"/#token="+tok))).To(Succeed())
+	}
+	var question string
+	asked := func() {
+		t.Helper()
+		g.Expect(chromedp.Run(ctx, chromedp.WaitVisible("#switch"), chromedp.Text("#switch-text", &question))).To(Succeed())
+		g.Expect(question).To(And(ContainSubstring("team "+red), ContainSubstring("team "+blue)))
+	}
+
+	open(tokBlue)
+	signedInAs(blue, tokBlue)
+
+	open(tokRed)
+	asked()
+	var cards int
+	g.Expect(chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll("li.card").length`, &cards))).To(Succeed())
+	g.Expect(cards).To(BeZero(), "nothing is loaded for either team before the answer")
+	g.Expect(chromedp.Run(ctx, chromedp.Click("#switch-no"))).To(Succeed())
+	signedInAs(blue, tokBlue)
+
+	// A link opened in the open page (only the fragment changes).
+	g.Expect(chromedp.Run(ctx, chromedp.Evaluate(`location.hash = "token=`+tokRed+`"`, nil))).To(Succeed())
+	asked()
+	g.Expect(chromedp.Run(ctx, chromedp.Click("#switch-no"))).To(Succeed())
+	g.Expect(chromedp.Run(ctx, chromedp.WaitNotVisible("#switch"))).To(Succeed())
+	signedInAs(blue, tokBlue)
+
+	open(tokRed)
+	asked()
+	g.Expect(chromedp.Run(ctx, chromedp.Click("#switch-yes"))).To(Succeed())
+	signedInAs(red, tokRed)
+
+	again, err := token.MintFor(keys, "", red, audience, 2*time.Hour, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	open(again)
+	signedInAs(red, again)
+	var hidden bool
+	g.Expect(chromedp.Run(ctx, chromedp.Evaluate(`document.getElementById("switch").hidden`, &hidden))).To(Succeed())
+	g.Expect(hidden).To(BeTrue(), "a new link of the same team is not asked about")
 }

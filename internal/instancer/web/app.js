@@ -5,17 +5,45 @@
 
 const tokenKey = "challenge-instancer-token";
 
-function takeToken() {
-  const fragment = new URLSearchParams(location.hash.slice(1));
-  const fromLink = fragment.get("token");
-  if (fromLink) {
-    sessionStorage.setItem(tokenKey, fromLink);
-    history.replaceState(null, "", location.pathname + location.search);
-  }
-  return sessionStorage.getItem(tokenKey);
+// token is the team's, once chosen (chooseToken).
+let token = null;
+
+// linkToken takes the token out of the URL fragment (and the address bar).
+function linkToken() {
+  const fromLink = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (fromLink) history.replaceState(null, "", location.pathname + location.search);
+  return fromLink;
 }
 
-const token = takeToken();
+// chooseToken returns the token the page acts with: the link's, unless it
+// is another team's than the one stored, and the participant, asked,
+// keeps the stored team (a link of another team once switched the page
+// without a word).
+async function chooseToken(fromLink) {
+  const stored = sessionStorage.getItem(tokenKey);
+  if (!fromLink) return stored;
+  const linkTeam = teamOf(fromLink), storedTeam = stored ? teamOf(stored) : "";
+  if (storedTeam && linkTeam !== storedTeam && !(await askSwitch(linkTeam, storedTeam))) return stored;
+  sessionStorage.setItem(tokenKey, fromLink);
+  return fromLink;
+}
+
+// askSwitch asks whether to leave storedTeam for linkTeam, in the page.
+function askSwitch(linkTeam, storedTeam) {
+  const box = document.getElementById("switch");
+  document.getElementById("switch-text").textContent = "This link signs in as " +
+    (linkTeam ? "team " + linkTeam : "another team") + ", but this page is signed in as team " + storedTeam + ".";
+  const yes = document.getElementById("switch-yes"), no = document.getElementById("switch-no");
+  yes.textContent = linkTeam ? "Switch to team " + linkTeam : "Switch teams";
+  no.textContent = "Stay team " + storedTeam;
+  box.hidden = false;
+  no.focus();
+  return new Promise((resolve) => {
+    const answer = (switching) => () => { box.hidden = true; resolve(switching); };
+    yes.onclick = answer(true);
+    no.onclick = answer(false);
+  });
+}
 
 function notice(text) {
   const el = document.getElementById("notice");
@@ -149,6 +177,13 @@ function teamOf(raw) {
 }
 
 async function main() {
+  token = await chooseToken(linkToken());
+  // A link opened in this tab later (only the fragment changes, so the
+  // page stays): the same question, then the page again for that team.
+  window.addEventListener("hashchange", async () => {
+    const fromLink = linkToken();
+    if (fromLink && (await chooseToken(fromLink)) !== token) location.reload();
+  });
   if (!token) {
     notice("Open this page with your team's link: it carries your token.");
     return;
