@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -69,10 +70,25 @@ func TestMetricsAreServedToReadersOnly(t *testing.T) {
 	g.Expect(status).To(Equal(http.StatusForbidden), "a ServiceAccount not bound to metrics-reader")
 	status, _, _ = scrape(t, url, "")
 	g.Expect(status).To(Equal(http.StatusUnauthorized), "no token")
-	// controller-runtime answers a token the review rejects with a 500.
-	status, body, _ = scrape(t, url, "not-a-token")
-	g.Expect(status).To(BeNumerically(">=", 400), "a token the API server does not know")
-	g.Expect(body).NotTo(ContainSubstring("serving_test_marker"))
+	// controller-runtime answered a token the review rejects with a 500,
+	// which the instancer-errors alert counts as a server error.
+	forged := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"iss": "https://kubernetes.default.svc",
+		"sub": "system:serviceaccount:" + namespace + ":prometheus", "aud": []string{"https://kubernetes.default.svc"},
+		"exp": time.Now().Add(time.Hour).Unix()})
+	forgedToken, err := forged.SignedString([]byte("not the API server's key, thirty-two bytes"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for name, token := range map[string]string{"not a token": "not-a-token", "a forged service account token": forgedToken} {
+		status, body, _ = scrape(t, url, token)
+		g.Expect(status).To(Equal(http.StatusUnauthorized), name)
+		g.Expect(body).NotTo(ContainSubstring("serving_test_marker"))
+	}
+	// A review the API server refuses (the endpoint lacks metrics-auth-role)
+	// is the server's failure: 500, and the alert fires.
+	asStranger := rest.AnonymousClientConfig(cfg)
+	asStranger.BearerToken = strangerToken
+	misconfigured := startMetrics(t, serving.Options{MetricsAddr: "127.0.0.1:0", MetricsSecure: true}, asStranger)
+	status, _, _ = scrape(t, "https://"+misconfigured+"/metrics", readerToken)
+	g.Expect(status).To(Equal(http.StatusInternalServerError), "an endpoint that may not review tokens")
 	// Go's TLS server answers plain HTTP with a 400, or the connection resets first.
 	if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
 		_ = resp.Body.Close()
