@@ -63,6 +63,9 @@ func instanceView(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate
 	v.Message = participantMessage(ctfv1alpha1.Phase(v.Phase), v.Reason)
 	if st.Phase == ctfv1alpha1.PhaseQueued && !deleting {
 		v.QueuePosition = st.QueuePosition
+		if p := st.QueuePosition; p != nil && *p > 0 {
+			v.Message = queuedMessage(*p)
+		}
 	}
 	if e := st.Endpoint; e != nil && st.Phase == ctfv1alpha1.PhaseRunning && !deleting {
 		v.Connect = connectString(e)
@@ -101,6 +104,10 @@ func participantMessage(phase ctfv1alpha1.Phase, reason string) string {
 	switch phase {
 	case ctfv1alpha1.PhaseRunning:
 		return "Your instance is ready."
+	case ctfv1alpha1.PhaseNone:
+		// Accepted, and the operator has not decided yet: not queued
+		// (Queued is a phase of its own).
+		return "Your instance is being accepted; it starts in a moment."
 	case ctfv1alpha1.PhaseQueued:
 		return "Your instance is queued: it starts when others end."
 	case ctfv1alpha1.PhasePending:
@@ -116,5 +123,28 @@ func participantMessage(phase ctfv1alpha1.Phase, reason string) string {
 		}
 		return "Your instance could not start; the organisers have been told."
 	}
-	return "Your instance is queued."
+	return "Your instance is being prepared."
+}
+
+// queuedMessage is a Queued instance's sentence at position (1 is next).
+func queuedMessage(position int32) string {
+	if position == 1 {
+		return "Your instance is queued, next in line: it starts when another ends."
+	}
+	return fmt.Sprintf("Your instance is queued, %s in line: it starts when others end.", ordinal(position))
+}
+
+// ordinal writes n as "1st", "2nd", "3rd", "4th", "11th", "22nd"...
+func ordinal(n int32) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }

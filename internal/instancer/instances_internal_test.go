@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
@@ -49,7 +50,7 @@ func TestTeamsReadNoOrganiserDetail(t *testing.T) {
 		{ctfv1alpha1.PhaseError, "QuotaExceeded", "participant team-a has 3 active instances: web-team-a, pwn-team-a, rev-team-a", "Your team has too many instances running; stop one first."},
 		{ctfv1alpha1.PhaseError, "CrashLoopBackOff", "pod web-team-a-5d8f: back-off restarting", "The challenge keeps crashing; the organisers have been told."},
 		{ctfv1alpha1.PhasePending, "WorkloadsNotReady", "Deployment web-team-a: 0/1 replicas available", "Your instance is starting."},
-		{ctfv1alpha1.PhaseNone, "", "", "Your instance is queued."},
+		{ctfv1alpha1.PhaseNone, "", "", "Your instance is being accepted; it starts in a moment."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
@@ -59,6 +60,38 @@ func TestTeamsReadNoOrganiserDetail(t *testing.T) {
 			v := instanceView(ch, nil)
 			g.Expect(v.Message).To(Equal(tt.want))
 			g.Expect(v.Reason).To(Equal(tt.reason))
+		})
+	}
+}
+
+// TestNoneIsNotQueued: an instance the operator has not looked at yet
+// (None) was "queued" in the team's words, now that Queued is a phase of
+// its own; Queued says so, with the place when the status has it.
+func TestNoneIsNotQueued(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		status   ctfv1alpha1.ChallengeStatus
+		want     string
+		position *int32
+	}{
+		{"no status yet", ctfv1alpha1.ChallengeStatus{}, "Your instance is being accepted; it starts in a moment.", nil},
+		{"None", ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseNone}, "Your instance is being accepted; it starts in a moment.", nil},
+		{"Queued third", ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseQueued, QueuePosition: ptr.To[int32](3)},
+			"Your instance is queued, 3rd in line: it starts when others end.", ptr.To[int32](3)},
+		{"Queued next", ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseQueued, QueuePosition: ptr.To[int32](1)},
+			"Your instance is queued, next in line: it starts when another ends.", ptr.To[int32](1)},
+		{"Queued 12th", ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseQueued, QueuePosition: ptr.To[int32](12)},
+			"Your instance is queued, 12th in line: it starts when others end.", ptr.To[int32](12)},
+		{"Queued 22nd", ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseQueued, QueuePosition: ptr.To[int32](22)},
+			"Your instance is queued, 22nd in line: it starts when others end.", ptr.To[int32](22)},
+		{"Queued, place unknown", ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseQueued}, "Your instance is queued: it starts when others end.", nil},
+		{"a phase this instancer does not know", ctfv1alpha1.ChallengeStatus{Phase: "Hibernating"}, "Your instance is being prepared.", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			v := instanceView(&ctfv1alpha1.Challenge{Status: tt.status}, nil)
+			g.Expect(v.Message).To(Equal(tt.want))
+			g.Expect(v.QueuePosition).To(Equal(tt.position))
 		})
 	}
 }

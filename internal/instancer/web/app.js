@@ -118,9 +118,11 @@ function card(template) {
     const present = instance.phase !== "Absent" && instance.phase !== "Deleted";
     const phase = $(".phase");
     phase.dataset.phase = instance.phase;
-    phase.textContent = instance.phase === "Absent" ? "Not started" : instance.phase;
+    // None is accepted, not yet looked at by the operator (not queued).
+    phase.textContent = { Absent: "Not started", None: "Accepted" }[instance.phase] || instance.phase;
     let detail = "";
     if (instance.phase === "Pending" && instance.reason) detail = "(" + instance.reason + ")";
+    if (instance.phase === "None") detail = "starting in a moment";
     if (instance.phase === "Queued") detail = instance.queuePosition ? "position " + instance.queuePosition + " in the queue" : "in the queue";
     if (instance.phase === "Error") detail = instance.message || instance.reason || "";
     if (instance.phase === "Deleted") detail = "stopping…";
