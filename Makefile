@@ -69,7 +69,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint v2 with .golangci.yml (part of verif
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test-bins
-test-bins: ## Build the local control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok), olm and promtool into the cache.
+test-bins: ## Build what the tests run into the cache: the local control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok), olm and promtool, 2 builds at a time; what is built already is kept.
 	@hack/test-bins.sh >/dev/null
 
 .PHONY: test
@@ -121,8 +121,8 @@ run: manifests ## Run the operator against the current kubeconfig.
 	go run . --watches-file=watches.yaml
 
 .PHONY: demo
-demo: ## Start a local control plane, run the operator and the samples (builds what it needs).
-	KUBEBUILDER_ASSETS="$$(hack/test-bins.sh --with-kubectl)" hack/demo.sh
+demo: ## Start a local control plane, run the operator and the samples (builds the control plane and kubectl, not the tests' olm and promtool).
+	KUBEBUILDER_ASSETS="$$(hack/test-bins.sh --demo)" hack/demo.sh
 
 .PHONY: docker-build
 docker-build: ## Build the operator image (needs a Docker engine).
