@@ -25,10 +25,7 @@ func pooledTemplate(t *testing.T, name string, minSize, maxSize int32, mutate fu
 	t.Helper()
 	ctx := context.Background()
 	flag := "CTF{pooled-" + name + "}"
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "flag-" + name, Namespace: testharness.OrganiserNamespace},
-		Data:       map[string][]byte{"flag": []byte(flag)},
-	}
+	secret := testharness.OrganiserSecret("flag-"+name, map[string][]byte{"flag": []byte(flag)})
 	NewWithT(t).Expect(k8s.Create(ctx, secret)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
 	newTemplate(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
