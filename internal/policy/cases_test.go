@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -615,6 +616,100 @@ var breakings = []breaking{
 	{name: "a Secret with another data key", rule: "secret", apply: func(fx *fixture) {
 		fx.secret.Data = map[string][]byte{".dockerconfigjson": []byte("{}")}
 	}},
+
+	// unjudged-field: fields the Go types know and no rule judges (issue 29)
+	{name: "topologySpreadConstraints", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.pod().TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: testSelector()}}}
+	}},
+	{name: "a subdomain", rule: "unjudged-field", apply: func(fx *fixture) { fx.pod().Subdomain = "web-team2" }},
+	{name: "a hostname", rule: "unjudged-field", apply: func(fx *fixture) { fx.pod().Hostname = "ctfd" }},
+	{name: "readinessGates", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.pod().ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/never"}}
+	}},
+	{name: "a preemptionPolicy", rule: "unjudged-field", apply: func(fx *fixture) { fx.pod().PreemptionPolicy = ptr.To(corev1.PreemptNever) }},
+	{name: "an overhead", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.pod().Overhead = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	}},
+	{name: "resource claims of the pod", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.pod().ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("other-gpu")}}
+	}},
+	{name: "pod-level resources", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.pod().Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}}
+	}},
+	{name: "a container's resizePolicy", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.ctr().ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}}
+	}},
+	{name: "a container's restartPolicy", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.ctr().RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+	}},
+	{name: "a preStop hook", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.ctr().Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "3600"}}}}
+	}},
+	{name: "volumeDevices", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.ctr().VolumeDevices = []corev1.VolumeDevice{{Name: "tmp", DevicePath: "/dev/xvda"}}
+	}},
+	{name: "a container's resource claims", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.ctr().Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	}},
+	{name: "a liveness probe's own termination grace", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.ctr().LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("main")}},
+			TerminationGracePeriodSeconds: ptr.To[int64](3600)}
+	}},
+	{name: "a probe's HTTP headers", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.ctr().ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("main"),
+			HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Forwarded-For", Value: "127.0.0.1"}}}}}
+	}},
+	{name: "a mount's propagation", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.ctr().VolumeMounts[0].MountPropagation = ptr.To(corev1.MountPropagationHostToContainer)
+	}},
+	{name: "the flag volume optional", rule: "unjudged-field", apply: func(fx *fixture) { fx.pod().Volumes[1].Secret.Optional = ptr.To(true) }},
+	{name: "a Deployment's surge", rule: "unjudged-field", apply: func(fx *fixture) {
+		surge := intstr.FromString("1000%")
+		fx.deploy.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge}}
+	}},
+	{name: "a Service's ipFamilyPolicy", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.svc.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
+	}},
+	{name: "a Service's loadBalancerClass", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.in.Limits.AllowLoadBalancer, fx.svc.Spec.Type = true, corev1.ServiceTypeLoadBalancer
+		fx.svc.Spec.LoadBalancerClass = ptr.To("internal.example/vip")
+	}},
+	{name: "a Service publishing pods not ready", rule: "unjudged-field", apply: func(fx *fixture) { fx.svc.Spec.PublishNotReadyAddresses = true }},
+	{name: "a Service's externalTrafficPolicy", rule: "unjudged-field", apply: func(fx *fixture) {
+		fx.svc.Spec.Type, fx.svc.Spec.ExternalTrafficPolicy = corev1.ServiceTypeNodePort, corev1.ServiceExternalTrafficPolicyLocal
+	}},
+	{name: "a Service port's appProtocol", rule: "unjudged-field", apply: func(fx *fixture) { fx.svc.Spec.Ports[0].AppProtocol = ptr.To("kubernetes.io/h2c") }},
+	{name: "a generateName", rule: "unjudged-field", apply: func(fx *fixture) { fx.svc.GenerateName = "web-" }},
+	{name: "an immutable Secret", rule: "unjudged-field", apply: func(fx *fixture) { fx.secret.Immutable = ptr.To(true) }},
+	{name: "a finalizer in the Namespace's spec", rule: "unjudged-field", own: true, apply: func(fx *fixture) {
+		fx.ns.Spec.Finalizers = []corev1.FinalizerName{"example.com/keep"}
+	}},
+	{name: "a route's listener", rule: "unjudged-field", apply: withRoute("HTTPRoute", func(r map[string]any) {
+		r["parentRefs"].([]any)[0].(map[string]any)["sectionName"] = "internal"
+	})},
+	{name: "a route's matches", rule: "unjudged-field", apply: withRoute("HTTPRoute", func(r map[string]any) {
+		r["rules"].([]any)[0].(map[string]any)["matches"] = []any{map[string]any{"path": map[string]any{"value": "/admin"}}}
+	})},
+	{name: "a route backend's weight", rule: "unjudged-field", apply: withRoute("TLSRoute", func(r map[string]any) {
+		r["rules"].([]any)[0].(map[string]any)["backendRefs"].([]any)[0].(map[string]any)["weight"] = 0
+	})},
+
+	// owner-reference
+	{name: "an owner reference to another Challenge", rule: "owner-reference", apply: func(fx *fixture) {
+		fx.svc.OwnerReferences = []metav1.OwnerReference{challengeOwner("web-team2")}
+	}},
+	{name: "a second owner reference", rule: "owner-reference", apply: func(fx *fixture) {
+		fx.deploy.OwnerReferences = []metav1.OwnerReference{challengeOwner(release), {APIVersion: "v1", Kind: "Namespace", Name: "kube-system", UID: "1"}}
+	}},
+}
+
+// challengeOwner is the owner reference helm-operator-plugins writes on a release's namespaced
+// objects after the gate, which a stored release record then carries.
+func challengeOwner(name string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "ctf.challenge-operator.io/v1alpha1", Kind: "Challenge", Name: name, UID: "0b5e",
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 }
 
 var harmlessChanges = []harmless{
@@ -712,6 +807,20 @@ var harmlessChanges = []harmless{
 	}},
 	{name: "imagePullSecrets", apply: func(fx *fixture) {
 		fx.pod().ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}}
+	}},
+	{name: "the owner references a stored record carries", apply: func(fx *fixture) {
+		for _, m := range []*metav1.ObjectMeta{&fx.deploy.ObjectMeta, &fx.svc.ObjectMeta, &fx.sa.ObjectMeta, &fx.np.ObjectMeta, &fx.secret.ObjectMeta} {
+			m.OwnerReferences = []metav1.OwnerReference{challengeOwner(release)}
+		}
+	}},
+	{name: "a probe and a scratch directory as the chart renders them", apply: func(fx *fixture) {
+		fx.ctr().LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("main")}},
+			PeriodSeconds: 5, InitialDelaySeconds: 1, TimeoutSeconds: 2, FailureThreshold: 3}
+		fx.ctr().StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/check"}}}}
+		fx.pod().Volumes = append(fx.pod().Volumes, corev1.Volume{Name: "scratch-0", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("16Mi"))}}})
+		fx.ctr().VolumeMounts = append(fx.ctr().VolumeMounts, corev1.VolumeMount{Name: "scratch-0", MountPath: "/run"})
+		fx.ctr().Command, fx.ctr().Args, fx.ctr().WorkingDir = []string{"/app/run"}, []string{"--port=8080"}, "/app"
 	}},
 	{name: "empty documents and comments", apply: func(fx *fixture) {
 		fx.post = append(fx.post, func(s string) string { return "---\n# nothing here\n---\n" + s + "---\n\n" })

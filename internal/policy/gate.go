@@ -3,10 +3,11 @@
 // writes; this package then judges the objects Helm actually rendered for one instance, before any
 // of them reaches the API server, and refuses the whole release when a single rule breaks.
 //
-// The gate reads each document strictly into the typed API object of an allowlisted kind, so a field
-// it did not read cannot be applied, and it checks what the instance may contain: its kinds, names,
-// namespace and identity labels, the restricted Pod Security Standard and more for its pod, and a
-// NetworkPolicy that keeps it away from the cluster's internal ranges. It runs as a Helm
+// The gate reads each document strictly into the typed API object of an allowlisted kind, refusing
+// a field its Go types do not know, and refuses every set field its rules do not judge (fields.go),
+// so no field reaches the API server unread. It checks what the instance may contain: its kinds,
+// names, namespace and identity labels, the restricted Pod Security Standard and more for its pod,
+// and a NetworkPolicy that keeps it away from the cluster's internal ranges. It runs as a Helm
 // post-renderer (PostRenderer). Helm splits hooks off before post-rendering, which is why the
 // objects the instance needs must be present: a hook annotation cannot hide them from the gate.
 package policy
@@ -232,6 +233,8 @@ const (
 	ruleQuota          = "resource-quota"
 	ruleLimitRange     = "limit-range"
 	ruleNamespaceMeta  = "namespace-metadata"
+	ruleUnjudged       = "unjudged-field"
+	ruleOwner          = "owner-reference"
 )
 
 // Check parses manifest (multi-document YAML as Helm renders it, with "---" separators and
@@ -396,7 +399,7 @@ func newChecker(in Instance) (*checker, error) {
 // object applies every rule to one object, the generic ones first.
 func (c *checker) object(o *object) error {
 	c.part = c.partOf(o)
-	for _, rule := range []func(*object) error{c.scope, c.name, c.duplicate, c.namespace, c.metadata, c.spec} {
+	for _, rule := range []func(*object) error{c.scope, c.name, c.duplicate, c.namespace, c.metadata, c.owners, c.spec, c.fields} {
 		if err := rule(o); err != nil {
 			return err
 		}

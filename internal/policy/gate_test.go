@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/yaml"
 )
 
 func TestValidReleasePasses(t *testing.T) {
@@ -51,6 +52,7 @@ func TestEveryRuleIsTested(t *testing.T) {
 		ruleSelector, ruleService, ruleIngress, ruleIngressHost, ruleIngressClass, ruleIngressTLS, ruleGatewayRoute, ruleSecContext, ruleProbeHost, ruleNetworkPolicy, ruleNetworkEgress,
 		ruleNetworkIngress, ruleSecret, rulePlacement, ruleImageRegistry, ruleProfile, ruleRootGroup,
 		ruleGrace, ruleSchedulingGate, ruleClusterIP, ruleSourceRanges, ruleQuota, ruleLimitRange, ruleNamespaceMeta,
+		ruleUnjudged, ruleOwner,
 	}
 	for _, r := range rules {
 		g.Expect(tested).To(HaveKey(r))
@@ -460,3 +462,52 @@ spec:
               - "fd00:ec2::254/128"
               - "fe80::/10"
 `
+
+// TestFieldsOfAFutureKubernetes judges the fields of a rendered object as the API server reads
+// them, not as the gate's Go types do: a field those types learn with a newer Kubernetes (the
+// strict decoding refuses it until then) is refused by the tables until someone judges it.
+func TestFieldsOfAFutureKubernetes(t *testing.T) {
+	deploy := func() map[string]any {
+		var raw map[string]any
+		_, doc := marshal(deployment())
+		NewWithT(t).Expect(yaml.Unmarshal([]byte(doc), &raw)).To(Succeed())
+		return raw
+	}
+	pod := func(raw map[string]any) map[string]any {
+		return raw["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	}
+	tests := []struct {
+		name, want string
+		edit       func(map[string]any)
+	}{
+		{"as the chart renders it", "", func(map[string]any) {}},
+		{"a null is no value", "", func(raw map[string]any) { pod(raw)["futureField"] = nil }},
+		{"a pod field", "spec.template.spec.futureField", func(raw map[string]any) { pod(raw)["futureField"] = true }},
+		{"an empty one", "spec.template.spec.futureField", func(raw map[string]any) { pod(raw)["futureField"] = map[string]any{} }},
+		{"a container field", "spec.template.spec.containers[0].futureField", func(raw map[string]any) {
+			pod(raw)["containers"].([]any)[0].(map[string]any)["futureField"] = "x"
+		}},
+		{"a volume source", "spec.template.spec.volumes[1].futureSource", func(raw map[string]any) {
+			pod(raw)["volumes"].([]any)[1].(map[string]any)["futureSource"] = map[string]any{}
+		}},
+		{"a strategy beyond its zero value", "spec.strategy.futureField", func(raw map[string]any) {
+			raw["spec"].(map[string]any)["strategy"] = map[string]any{"futureField": 1}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := deploy()
+			tt.edit(raw)
+			NewWithT(t).Expect(judged["Deployment"].unjudged("", raw)).To(Equal(tt.want))
+		})
+	}
+}
+
+// TestEveryKindHasItsFields keeps the tables beside the kinds the gate admits.
+func TestEveryKindHasItsFields(t *testing.T) {
+	g := NewWithT(t)
+	for k := range kinds {
+		g.Expect(judged).To(HaveKey(k.kind))
+	}
+	g.Expect(judged).To(HaveLen(len(kinds)))
+}

@@ -61,6 +61,8 @@ type object struct {
 	kind string
 	spec kindSpec
 	obj  metav1.Object
+	// raw is the document as the API server reads it, for the fields its Go type has no rule for.
+	raw map[string]any
 }
 
 // violation builds a Violation naming this object.
@@ -141,7 +143,11 @@ func decode(n int, doc []byte) (*object, error) {
 	if err = errors.Join(append(strict, err)...); err != nil {
 		return nil, parseViolation(n, fmt.Errorf("%s %s: %w", h.Kind, h.Metadata.Name, err))
 	}
-	return &object{kind: h.Kind, spec: spec, obj: obj}, nil
+	var raw map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &raw); err != nil {
+		return nil, parseViolation(n, err)
+	}
+	return &object{kind: h.Kind, spec: spec, obj: obj, raw: raw}, nil
 }
 
 // parseViolation refuses a document the gate cannot read as an allowlisted object.
