@@ -85,6 +85,32 @@ var blindSpots = []blindSpot{
 		limits[0].(map[string]any)["default"].(map[string]any)["cpu"] = "64"
 		_ = unstructured.SetNestedSlice(obj, limits, "spec", "limits")
 	}},
+	// Fields no rule read (the gate now judges an allowlist of them).
+	{name: "topology spread constraints", kind: "Deployment", rule: "unjudged-field", mutate: func(obj map[string]any) {
+		setPod(obj, func(spec map[string]any) {
+			spec["topologySpreadConstraints"] = []any{map[string]any{"maxSkew": int64(1), "topologyKey": "kubernetes.io/hostname",
+				"whenUnsatisfiable": "DoNotSchedule", "labelSelector": map[string]any{"matchLabels": map[string]any{"app": "x"}}}}
+		})
+	}},
+	{name: "a subdomain", kind: "Deployment", rule: "unjudged-field", mutate: func(obj map[string]any) {
+		setPod(obj, func(spec map[string]any) { spec["subdomain"] = "victim" })
+	}},
+	{name: "a readiness gate", kind: "Deployment", rule: "unjudged-field", mutate: func(obj map[string]any) {
+		setPod(obj, func(spec map[string]any) { spec["readinessGates"] = []any{map[string]any{"conditionType": "example.com/ready"}} })
+	}},
+	{name: "a preemption policy", kind: "Deployment", rule: "unjudged-field", mutate: func(obj map[string]any) {
+		setPod(obj, func(spec map[string]any) { spec["preemptionPolicy"] = "PreemptLowerPriority" })
+	}},
+	{name: "publishNotReadyAddresses", kind: "Service", rule: "unjudged-field", mutate: func(obj map[string]any) {
+		_ = unstructured.SetNestedField(obj, true, "spec", "publishNotReadyAddresses")
+	}},
+	{name: "an IP family policy", kind: "Service", rule: "unjudged-field", mutate: func(obj map[string]any) {
+		_ = unstructured.SetNestedField(obj, "PreferDualStack", "spec", "ipFamilyPolicy")
+	}},
+	{name: "a load balancer class", lb: true, kind: "Service", rule: "unjudged-field", mutate: func(obj map[string]any) {
+		_ = unstructured.SetNestedField(obj, "LoadBalancer", "spec", "type")
+		_ = unstructured.SetNestedField(obj, "example.com/internal", "spec", "loadBalancerClass")
+	}},
 	{name: "a mesh annotation on the Namespace", own: true, kind: "Namespace", rule: "namespace-metadata", mutate: func(obj map[string]any) {
 		_ = unstructured.SetNestedStringMap(obj, map[string]string{"linkerd.io/inject": "enabled"}, "metadata", "annotations")
 	}},
