@@ -279,10 +279,12 @@ type DeployedRelease struct {
 
 // ChallengeStatus is the truth about the instance, for the platform to show.
 // The renewal count and the last renewal counted never go back, so that
-// rewriting the status cannot restore a spent renewal budget, and expiresAt
-// moves later (or goes) only with a counted renewal.
+// rewriting the status cannot restore a spent renewal budget, expiresAt
+// moves later (or goes) only with a counted renewal, and admittedAt, once
+// set, never moves.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.expiresAt) || (has(self.expiresAt) && self.expiresAt <= oldSelf.expiresAt) || (has(self.renewals) ? self.renewals : 0) > (has(oldSelf.renewals) ? oldSelf.renewals : 0)",message="status.expiresAt can only move later, or be removed, with a renewal"
 
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.admittedAt) || (has(self.admittedAt) && self.admittedAt == oldSelf.admittedAt)",message="status.admittedAt cannot change once set"
 // +kubebuilder:validation:XValidation:rule="(has(self.renewals) ? self.renewals : 0) >= (has(oldSelf.renewals) ? oldSelf.renewals : 0)",message="status.renewals cannot decrease"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.lastRenewalRequest) || (has(self.lastRenewalRequest) && self.lastRenewalRequest >= oldSelf.lastRenewalRequest)",message="status.lastRenewalRequest cannot be removed or move back"
 type ChallengeStatus struct {
@@ -306,9 +308,19 @@ type ChallengeStatus struct {
 	// +optional
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
 
-	// ExpiresAt is when the instance will be deleted; unset without a lifetime.
+	// ExpiresAt is when the instance will be deleted: a lifetime after
+	// admittedAt, or after the last accepted renewal. Unset without a
+	// lifetime, and while the instance waits to be admitted (Queued, or
+	// refused before anything was installed): waiting costs no lifetime.
 	// +optional
 	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+
+	// AdmittedAt is when the instance was admitted and its lifetime began:
+	// its creation, or, for one that waited (Queued, or refused until the
+	// cause was fixed), the moment it left the wait (its release installed
+	// or a pooled instance claimed). Set once.
+	// +optional
+	AdmittedAt *metav1.Time `json:"admittedAt,omitempty"`
 
 	// Renewals counts the accepted renewals.
 	// +optional

@@ -185,6 +185,10 @@ func (in *ChallengeStatus) DeepCopyInto(out *ChallengeStatus) {
 		in, out := &in.ExpiresAt, &out.ExpiresAt
 		*out = (*in).DeepCopy()
 	}
+	if in.AdmittedAt != nil {
+		in, out := &in.AdmittedAt, &out.AdmittedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.RenewedAt != nil {
 		in, out := &in.RenewedAt, &out.RenewedAt
 		*out = (*in).DeepCopy()

@@ -311,6 +311,9 @@ func (o *Observer) lifetime(ch, inst *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.C
 			}
 		}
 		obs.MaxRenewals = lt.MaxRenewals
+		if lt.Max != nil {
+			obs.MaxLifetime = lt.Max.Duration
+		}
 	}
 }
 

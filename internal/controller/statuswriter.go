@@ -166,9 +166,17 @@ func (w *StatusWriter) observedGeneration(ch *ctfv1alpha1.Challenge) int64 {
 }
 
 // Refresh recomputes the status of ch without advancing observedGeneration,
-// and writes it if it changed.
+// and writes it if it changed. A new generation of an instance held back
+// (Queued, or refused with nothing installed) is no install until the Helm
+// reconciler admits it, whose pre-release hook then says so: marked here,
+// a renewal of a queued instance flashed Pending and admitted it, starting
+// its lifetime while it still waited.
 func (w *StatusWriter) Refresh(ctx context.Context, ch *ctfv1alpha1.Challenge) error {
-	return w.write(ctx, ch, ch.Status.ObservedGeneration, w.operationFor(ch))
+	op := w.operationFor(ch)
+	if op == lifecycle.Installing && (ch.Status.Phase == ctfv1alpha1.PhaseQueued || ch.Status.Phase == ctfv1alpha1.PhaseError) {
+		op = lifecycle.NoOperation
+	}
+	return w.write(ctx, ch, ch.Status.ObservedGeneration, op)
 }
 
 // MarkReleasing writes that op is starting on the release of obj, so that a
@@ -243,7 +251,7 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 		}
 	}
 	ch.DeletionTimestamp = last.DeletionTimestamp
-	ch.Status.StartedAt = last.Status.StartedAt
+	ch.Status.StartedAt, ch.Status.AdmittedAt = last.Status.StartedAt, last.Status.AdmittedAt
 	ch.Status.ReadyAt = last.Status.ReadyAt
 	ch.Status.ObservedGeneration = last.Status.ObservedGeneration
 	ch.Status.Renewals, ch.Status.RenewedAt = last.Status.Renewals, last.Status.RenewedAt

@@ -19,18 +19,21 @@ const (
 )
 
 // applyExpiry accepts a new renewal within the limit and sets expiresAt: a
-// lifetime after the last accepted renewal, or after creation. A renewal
-// dated in the future counts from now, so nobody renews in advance; each
-// spec.renewedAt is counted once, however often the status is written. While
-// the lifetime is unknown (the template is gone) nothing changes.
+// lifetime after the last accepted renewal, or after admission (admittedAt;
+// creation while it is unset). A renewal dated in the future counts from
+// now, so nobody renews in advance; each spec.renewedAt is counted once,
+// however often the status is written. While the lifetime is unknown (the
+// template is gone) nothing changes.
 //
 // expiresAt is set when first computed and at each accepted renewal, from
 // the lifetime in force then. Between renewals only the Challenge's own
-// spec.lifetime, which may only be lowered, moves it (earlier); a change of
-// the template's lifetime applies to new instances and at the next renewal,
-// so an organiser shortening it never deletes running instances at once. An
-// instance that ran without a lifetime and gets one from its template has a
-// full lifetime from then.
+// spec.lifetime, which may only be lowered, and the template's maximum move
+// it (earlier): an organiser lowering the maximum caps running instances at
+// it, counted from the same start; a change of the template's default
+// applies to new instances and at the next renewal, so an organiser
+// shortening it never deletes running instances at once. An instance that
+// ran without a lifetime and gets one from its template has a full lifetime
+// from then, within the template's maximum.
 //
 // Times are compared to the second: the status is stored to the second
 // (metav1.Time), while spec.renewedAt may carry a fraction (JavaScript's
@@ -48,21 +51,38 @@ func applyExpiry(st *ctfv1alpha1.ChallengeStatus, o Observation, generation int6
 		}
 		return
 	}
-	base := o.Created
-	if st.RenewedAt != nil {
-		base = *st.RenewedAt
+	lifetime := o.Lifetime
+	if o.MaxLifetime > 0 {
+		lifetime = min(lifetime, o.MaxLifetime)
 	}
-	at := metav1.NewTime(base.Add(o.Lifetime))
+	base := lifetimeStart(st, o)
+	at := metav1.NewTime(base.Add(lifetime))
 	switch {
 	case renewed: // a lifetime after the renewal
 	case st.ExpiresAt == nil && st.ReadyAt != nil && st.ReadyAt.Before(&now):
-		at = metav1.NewTime(now.Add(o.Lifetime)) // the template gave a running instance a lifetime
+		at = metav1.NewTime(now.Add(lifetime)) // the template gave a running instance a lifetime
 	case st.ExpiresAt == nil: // first computed
 	case o.OwnLifetime && at.Before(st.ExpiresAt): // spec.lifetime lowered
+	case o.MaxLifetime > 0 && st.ExpiresAt.After(base.Add(o.MaxLifetime)):
+		at = metav1.NewTime(base.Add(o.MaxLifetime)) // the template's maximum lowered
 	default:
-		return // kept: a template's change waits for the next renewal
+		return // kept: a change of the template's default waits for the next renewal
 	}
 	st.ExpiresAt = &at
+}
+
+// lifetimeStart is when the lifetime in force began: the last accepted
+// renewal, or admission (creation while admittedAt is unset), whichever is
+// later (a renewal made while the instance waited counts from admission).
+func lifetimeStart(st *ctfv1alpha1.ChallengeStatus, o Observation) metav1.Time {
+	base := o.Created
+	if st.AdmittedAt != nil {
+		base = *st.AdmittedAt
+	}
+	if st.RenewedAt != nil && st.RenewedAt.After(base.Time) {
+		base = *st.RenewedAt
+	}
+	return base
 }
 
 // applyRenewal counts a new spec.renewedAt, accepted within the limit or

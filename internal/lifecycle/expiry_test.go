@@ -157,6 +157,22 @@ func TestExpiryMovesOnlyByTheInstancesOwnChoice(t *testing.T) {
 			ctfv1alpha1.ChallengeStatus{ExpiresAt: at(time.Hour)}, Observation{Lifetime: time.Hour, OwnLifetime: true}, at(time.Hour)},
 		{"a running instance given a lifetime by its template: a full one from now",
 			ctfv1alpha1.ChallengeStatus{ReadyAt: at(time.Minute)}, Observation{Lifetime: time.Hour}, at(90 * time.Minute)},
+		{"first computed: a lifetime after admission",
+			ctfv1alpha1.ChallengeStatus{AdmittedAt: at(10 * time.Second)}, Observation{Lifetime: time.Hour}, at(time.Hour + 10*time.Second)},
+		{"own lifetime lowered: counted from admission",
+			ctfv1alpha1.ChallengeStatus{AdmittedAt: at(10 * time.Minute), ExpiresAt: at(70 * time.Minute)}, Observation{Lifetime: 15 * time.Minute, OwnLifetime: true}, at(25 * time.Minute)},
+		{"a renewal made while waiting: counted from admission",
+			ctfv1alpha1.ChallengeStatus{AdmittedAt: at(10 * time.Minute)}, Observation{Lifetime: time.Hour, RenewedAt: at(5 * time.Minute)}, at(70 * time.Minute)},
+		{"template maximum lowered: capped at admission plus the maximum",
+			ctfv1alpha1.ChallengeStatus{AdmittedAt: at(time.Minute), ExpiresAt: at(time.Minute + 700*time.Hour)},
+			Observation{Lifetime: 700 * time.Hour, OwnLifetime: true, MaxLifetime: 20 * time.Minute}, at(21 * time.Minute)},
+		{"template maximum lowered after a renewal: capped at the renewal plus the maximum",
+			ctfv1alpha1.ChallengeStatus{AdmittedAt: at(0), RenewedAt: at(5 * time.Minute), Renewals: 1, ExpiresAt: at(65 * time.Minute)},
+			Observation{Lifetime: time.Hour, MaxLifetime: 20 * time.Minute}, at(25 * time.Minute)},
+		{"template maximum above the expiry: kept",
+			ctfv1alpha1.ChallengeStatus{AdmittedAt: at(0), ExpiresAt: at(time.Hour)}, Observation{Lifetime: time.Hour, MaxLifetime: 2 * time.Hour}, at(time.Hour)},
+		{"own lifetime above the maximum, first computed: the maximum",
+			ctfv1alpha1.ChallengeStatus{AdmittedAt: at(0)}, Observation{Lifetime: 700 * time.Hour, OwnLifetime: true, MaxLifetime: 20 * time.Minute}, at(20 * time.Minute)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,6 +182,65 @@ func TestExpiryMovesOnlyByTheInstancesOwnChoice(t *testing.T) {
 			applyExpiry(st, tt.o, 1, *at(30 * time.Minute))
 			g.Expect(st.ExpiresAt).NotTo(BeNil())
 			g.Expect(st.ExpiresAt.Time).To(BeTemporally("==", tt.want.Time))
+		})
+	}
+}
+
+// TestLifetimeCountsFromAdmission: an instance that never waited is
+// admitted at its creation; one that waited in the queue, or was refused
+// with nothing installed, at the moment it leaves the wait, and no expiry
+// runs before. An instance whose expiry an earlier version counted from
+// creation keeps it.
+func TestLifetimeCountsFromAdmission(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(created.Add(d)) }
+	queued := cond(ConditionIrreconcilable, metav1.ConditionTrue, "ReconcileError", "terminal error: Queued: position 1: waiting for capacity")
+	refused := cond(ConditionIrreconcilable, metav1.ConditionTrue, "ReconcileError", "terminal error: ValueNotAllowed: env")
+	failed := cond(ConditionReleaseFailed, metav1.ConditionTrue, "InstallError", "boom")
+	ready := func(o Observation) Observation {
+		o.Conditions = []metav1.Condition{deployed}
+		o.Workloads = []Workload{{Kind: "Deployment", Name: "web", Status: "Current"}}
+		o.Endpoints = []ctfv1alpha1.Endpoint{{Address: "web:1337"}}
+		return o
+	}
+	base := Observation{Created: created, Lifetime: time.Hour}
+	tests := []struct {
+		name         string
+		steps        []Observation // each written 10 s after the one before
+		st           ctfv1alpha1.ChallengeStatus
+		wantAdmitted *time.Duration
+	}{
+		{"never waited: from creation", []Observation{{Operation: Installing}, ready(base)}, ctfv1alpha1.ChallengeStatus{}, ptr.To(time.Duration(0))},
+		{"queued, then installed: from leaving the queue",
+			[]Observation{{Conditions: []metav1.Condition{queued}}, {Conditions: []metav1.Condition{queued}}, ready(base)}, ctfv1alpha1.ChallengeStatus{}, ptr.To(30 * time.Second)},
+		{"queued, then installing: from the install's start",
+			[]Observation{{Conditions: []metav1.Condition{queued}}, {Operation: Installing}}, ctfv1alpha1.ChallengeStatus{}, ptr.To(20 * time.Second)},
+		{"refused, then fixed: from the fix",
+			[]Observation{{Conditions: []metav1.Condition{refused}}, {Operation: Installing}}, ctfv1alpha1.ChallengeStatus{}, ptr.To(20 * time.Second)},
+		{"still queued: not admitted", []Observation{{Conditions: []metav1.Condition{queued}}, {Conditions: []metav1.Condition{queued}}}, ctfv1alpha1.ChallengeStatus{}, nil},
+		{"still refused: not admitted", []Observation{{Conditions: []metav1.Condition{refused}}}, ctfv1alpha1.ChallengeStatus{}, nil},
+		{"install failed: admitted at creation", []Observation{{Operation: Installing}, {Conditions: []metav1.Condition{failed}}}, ctfv1alpha1.ChallengeStatus{}, ptr.To(time.Duration(0))},
+		{"expiry counted by an earlier version: from creation",
+			[]Observation{ready(base)}, ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseQueued, ExpiresAt: ptr.To(at(time.Hour))}, ptr.To(time.Duration(0))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			st := tt.st.DeepCopy()
+			for i, o := range tt.steps {
+				o.Created, o.Lifetime = created, base.Lifetime
+				Apply(st, 1, o, at(time.Duration(i+1)*10*time.Second))
+				st = stored(t, st)
+			}
+			if tt.wantAdmitted == nil {
+				g.Expect(st.AdmittedAt).To(BeNil())
+				g.Expect(st.ExpiresAt).To(BeNil(), "no lifetime runs while the instance waits")
+				return
+			}
+			g.Expect(st.AdmittedAt).NotTo(BeNil())
+			g.Expect(st.AdmittedAt.Time).To(BeTemporally("==", created.Add(*tt.wantAdmitted)))
+			g.Expect(st.ExpiresAt).NotTo(BeNil())
+			g.Expect(st.ExpiresAt.Time).To(BeTemporally("==", st.AdmittedAt.Add(time.Hour)))
 		})
 	}
 }

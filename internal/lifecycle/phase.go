@@ -81,10 +81,15 @@ type Observation struct {
 	Operation Operation
 	// PodProblems are reasons the release's pods cannot become ready.
 	PodProblems []PodProblem
-	// Created is when the Challenge was created; lifetimes count from it.
+	// Created is when the Challenge was created; the lifetime of one that
+	// never waited counts from it.
 	Created metav1.Time
 	// Lifetime is how long the instance lives; 0 means until deleted.
 	Lifetime time.Duration
+	// MaxLifetime is the template's maximum lifetime, 0 for none: an
+	// installed instance's expiry is capped at it, so an organiser lowering
+	// it shortens running instances instead of failing them.
+	MaxLifetime time.Duration
 	// OwnLifetime says Lifetime is the Challenge's own spec.lifetime (which
 	// may only be lowered), not its template's.
 	OwnLifetime bool

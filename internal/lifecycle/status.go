@@ -22,6 +22,7 @@ const defaultReason = "AsExpected"
 // its own writes advance it, so Ready.observedGeneration never claims a spec
 // that has not been rolled out.
 func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observation, now metav1.Time) {
+	held := heldBack(st)
 	o.Conditions = normalise(o.Conditions, observedGeneration)
 	if o.PooledInstance != nil && !o.PooledInstanceGone {
 		claimedConditions(&o.Conditions, o.PooledInstance, observedGeneration)
@@ -51,7 +52,36 @@ func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observat
 	if v.Phase == ctfv1alpha1.PhaseQueued && o.QueuePosition > 0 {
 		st.QueuePosition = &o.QueuePosition
 	}
-	applyExpiry(st, o, observedGeneration, now)
+	admit(st, held, v, o, now)
+	if st.AdmittedAt != nil {
+		applyExpiry(st, o, observedGeneration, now)
+	}
+}
+
+// admit sets admittedAt, once, when the instance is admitted: its release
+// is being installed or is installed, its install was tried, or it claimed
+// a pooled instance. One that was held back before (Queued, or refused
+// with nothing installed) is admitted now; one admitted at its first look,
+// or whose expiry an earlier version counted from creation, at its creation.
+func admit(st *ctfv1alpha1.ChallengeStatus, held bool, v Verdict, o Observation, now metav1.Time) {
+	if st.AdmittedAt != nil {
+		return
+	}
+	if v.Phase != ctfv1alpha1.PhasePending && v.Phase != ctfv1alpha1.PhaseRunning && st.StartedAt == nil &&
+		!meta.IsStatusConditionTrue(o.Conditions, ConditionReleaseFailed) {
+		return
+	}
+	at := o.Created
+	if held {
+		at = now.Rfc3339Copy()
+	}
+	st.AdmittedAt = &at
+}
+
+// heldBack tells whether st, as last written, holds an instance back:
+// Queued, or refused, with nothing installed and no expiry counted.
+func heldBack(st *ctfv1alpha1.ChallengeStatus) bool {
+	return (st.Phase == ctfv1alpha1.PhaseQueued || st.Phase == ctfv1alpha1.PhaseError) && st.StartedAt == nil && st.ExpiresAt == nil
 }
 
 // claimedConditions say what is true of a Challenge that claimed a pooled

@@ -60,7 +60,7 @@ func TestLifetimeCanOnlyBeLoweredAfterCreation(t *testing.T) {
 // TestRenewalBudgetCannotBeReset: whoever can write the status cannot give
 // back spent renewals, by lowering or removing status.renewals or by moving
 // status.lastRenewalRequest back so that an old renewedAt counts again, nor
-// extend the instance without a renewal.
+// extend the instance without a renewal, nor move its admission.
 func TestRenewalBudgetCannotBeReset(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -87,6 +87,8 @@ func TestRenewalBudgetCannotBeReset(t *testing.T) {
 		{"lastRenewalRequest moved back", `{"lastRenewalRequest":"2020-01-01T00:00:00Z"}`, "status.lastRenewalRequest cannot be removed or move back"},
 		{"expiresAt moved later", `{"expiresAt":"2100-01-01T00:00:00Z"}`, "status.expiresAt can only move later, or be removed, with a renewal"},
 		{"expiresAt removed", `{"expiresAt":null}`, "status.expiresAt can only move later, or be removed, with a renewal"},
+		{"admittedAt moved later", `{"admittedAt":"2100-01-01T00:00:00Z"}`, "status.admittedAt cannot change once set"},
+		{"admittedAt removed", `{"admittedAt":null}`, "status.admittedAt cannot change once set"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -163,4 +165,104 @@ func TestTemplateLifetimeChangeWaitsForTheNextRenewal(t *testing.T) {
 		g.Expect(got.Status.Renewals).To(Equal(int32(1)))
 		g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("==", renewedAt.Add(shorter)))
 	}, timeout, interval).Should(Succeed())
+}
+
+// TestLifetimeCountsFromAdmission: with room for one instance, the second
+// waits Queued without an expiry; the first expires, the second is
+// admitted, and its lifetime counts from then (status.admittedAt), so it
+// runs a whole lifetime, not what the wait left of it.
+func TestLifetimeCountsFromAdmission(t *testing.T) {
+	const lifetime = 10 * time.Second
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	newTemplate(t, "tpl-admit", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.MaxInstances = ptr.To[int32](1)
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: lifetime}}
+	})
+	first := fromTemplate(ns, "first", "team-admit-1", "tpl-admit")
+	g.Expect(k8s.Create(ctx, first)).To(Succeed())
+	got := eventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
+	g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("==", got.CreationTimestamp.Add(lifetime)))
+
+	waiting := fromTemplate(ns, "waiting", "team-admit-2", "tpl-admit")
+	g.Expect(k8s.Create(ctx, waiting)).To(Succeed())
+	queued := eventuallyPhase(t, waiting, ctfv1alpha1.PhaseQueued)
+	g.Expect(queued.Status.ExpiresAt).To(BeNil(), "no lifetime runs in the queue")
+	g.Expect(queued.Status.AdmittedAt).To(BeNil())
+	g.Expect(got.Status.AdmittedAt).NotTo(BeNil())
+	g.Expect(got.Status.AdmittedAt.Time).To(BeTemporally("==", got.CreationTimestamp.Time), "the first was admitted at creation: it never waited")
+
+	// A renewal while it waits is no install: it stays Queued, unadmitted.
+	rec := record(t, ns, "waiting")
+	renewNow(t, queued)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(waiting), queued)).To(Succeed())
+		g.Expect(queued.Status.ObservedGeneration).To(Equal(queued.Generation))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(queued.Status.AdmittedAt).To(BeNil())
+	g.Expect(rec.phases()).To(HaveEach(ctfv1alpha1.PhaseQueued), "never Pending while it waits")
+
+	// The first expires; the second is admitted then and lives a lifetime.
+	admitted := &ctfv1alpha1.Challenge{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(waiting), admitted)).To(Succeed())
+		g.Expect(admitted.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(admitted.Status.AdmittedAt).NotTo(BeNil())
+	g.Expect(admitted.Status.AdmittedAt.Time).To(BeTemporally(">=", got.Status.ExpiresAt.Time), "admitted once the first was gone")
+	g.Expect(admitted.Status.ExpiresAt.Time).To(BeTemporally("==", admitted.Status.AdmittedAt.Add(lifetime)))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(waiting), &ctfv1alpha1.Challenge{}))
+	}, timeout, 20*time.Millisecond).Should(BeTrue())
+	ran := time.Since(admitted.Status.AdmittedAt.Time)
+	t.Logf("queued %s, then ran %s of a %s lifetime", admitted.Status.AdmittedAt.Sub(admitted.CreationTimestamp.Time), ran, lifetime)
+	g.Expect(ran).To(BeNumerically(">=", lifetime), "a whole lifetime after admission")
+}
+
+// TestLoweredMaximumCapsRunningInstances: an organiser lowering a
+// template's lifetime.max caps the expiry of its running instances at
+// admission plus the new maximum, and they stay Running; a new instance
+// asking more than the maximum is still refused.
+func TestLoweredMaximumCapsRunningInstances(t *testing.T) {
+	const own, lowered = 50 * time.Minute, 20 * time.Minute
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	tmpl := newTemplate(t, "tpl-max-lowered", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Max: &metav1.Duration{Duration: time.Hour}}
+	})
+	ch := fromTemplate(ns, "long", "team-max", tmpl.Name)
+	ch.Spec.Lifetime = &metav1.Duration{Duration: own}
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("==", got.CreationTimestamp.Add(own)))
+
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+	tmpl.Spec.Lifetime.Max = &metav1.Duration{Duration: lowered}
+	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	// It never waited: its lifetime counts from its creation. The Helm
+	// reconciler reconciles the template's instances and writes the
+	// outcome with the capped expiry in one status.
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("==", got.CreationTimestamp.Add(lowered)))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning), "%s: %s", got.Status.Reason, got.Status.Message)
+
+	// A change that rolls a new release out judges the lifetime again: kept.
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Lifetime = &metav1.Duration{Duration: own - time.Minute}
+	g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning), "%s: %s", got.Status.Reason, got.Status.Message)
+	g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("==", got.CreationTimestamp.Add(lowered)))
+
+	fresh := fromTemplate(ns, "fresh", "team-max-2", tmpl.Name)
+	fresh.Spec.Lifetime = &metav1.Duration{Duration: own}
+	g.Expect(k8s.Create(ctx, fresh)).To(Succeed())
+	g.Expect(eventuallyPhase(t, fresh, ctfv1alpha1.PhaseError).Status.Reason).To(Equal("LifetimeTooLong"))
 }

@@ -67,10 +67,12 @@ func describeAllowed[S ~string](allow []S) string {
 	return strings.Join(out, ", ")
 }
 
-// checkLifetime refuses a lifetime longer than the template's maximum.
+// checkLifetime refuses to admit an instance asking a lifetime longer than
+// the template's maximum. An installed one is not refused: a maximum lowered
+// since caps its expiry instead (internal/lifecycle), and it keeps running.
 func checkLifetime(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	lt := tmpl.Spec.Lifetime
-	if c.Spec.Lifetime == nil || lt == nil || lt.Max == nil || c.Spec.Lifetime.Duration <= lt.Max.Duration {
+	if c.Spec.Lifetime == nil || lt == nil || lt.Max == nil || c.Spec.Lifetime.Duration <= lt.Max.Duration || lifecycle.Installed(&c.Status) {
 		return nil
 	}
 	return lifecycle.Errorf(lifecycle.ReasonLifetimeTooLong, "spec.lifetime %s exceeds the maximum %s of ChallengeTemplate %s",
