@@ -229,3 +229,47 @@ func TestPoolRefusesDynamicFlags(t *testing.T) {
 	tmpl.Spec.Pool = &ctfv1alpha1.PoolSpec{Min: 3, Max: 2}
 	NewWithT(t).Expect(k8s.Create(context.Background(), tmpl)).To(MatchError(ContainSubstring("pool.min must not exceed pool.max")))
 }
+
+// TestClaimPassesTheInstallChecks: a Challenge of a pooled template is
+// refused whatever its install would be refused, and the pool keeps its
+// instance: a lifetime above the template's maximum, a second instance of
+// the team (quota), a value the template does not let it set.
+func TestClaimPassesTheInstallChecks(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pooledTemplate(t, "guarded", 1, 1, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: 10 * time.Minute}, Max: &metav1.Duration{Duration: 20 * time.Minute}}
+	})
+	eventuallyPoolReady(t, "guarded", 1)
+	ns := namespace(t)
+	owner := fromTemplate(ns, "owned", "team-guard-dup", "guarded")
+	g.Expect(k8s.Create(ctx, owner)).To(Succeed())
+	g.Expect(eventuallyPhase(t, owner, ctfv1alpha1.PhaseRunning).Status.PooledInstance).NotTo(BeNil(), "a claim of the team's")
+	tests := []struct {
+		name, participant, reason string
+		mutate                    func(*ctfv1alpha1.Challenge)
+	}{
+		{"a lifetime above the maximum", "team-guard-long", "LifetimeTooLong", func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Lifetime = &metav1.Duration{Duration: 700 * time.Hour}
+		}},
+		{"a second instance of the team", "team-guard-dup", "QuotaExceeded", nil},
+		{"a value not allowed", "team-guard-env", "ValueNotAllowed", func(c *ctfv1alpha1.Challenge) {
+			c.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "9"}}
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			pooled := eventuallyPoolReady(t, "guarded", 1)
+			ch := fromTemplate(ns, fmt.Sprintf("refused-%d", i), tt.participant, "guarded")
+			if tt.mutate != nil {
+				tt.mutate(ch)
+			}
+			g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+			got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+			g.Expect(got.Status.Reason).To(Equal(tt.reason), got.Status.Message)
+			g.Expect(got.Status.PooledInstance).To(BeNil(), "nothing claimed")
+			g.Expect(unclaimed(g, "guarded")).To(Equal(pooled), "the pool keeps its instance")
+		})
+	}
+}

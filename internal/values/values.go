@@ -143,6 +143,15 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 		}
 		return nil, claimed(pooled)
 	}
+	// Composed first: a claim, and a place in the queue, go only to a
+	// Challenge its install would admit (its lifetime within the template's
+	// maximum, its values allowed, the template within the admin's bounds).
+	// A refusal is then an Error at once, never a wait in the queue that
+	// ends in one, nor a claimed instance the install would have refused.
+	vals, err := Compose(&c, tmpl, t.Settings)
+	if err != nil {
+		return nil, err
+	}
 	if !lifecycle.Installed(&c.Status) {
 		if t.Quota != nil {
 			if err := t.Quota.Check(ctx, &c, tmpl); err != nil {
@@ -163,9 +172,8 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 			}
 		}
 	}
-	vals, err := Compose(&c, tmpl, t.Settings)
-	if err != nil || tmpl == nil {
-		return vals, err
+	if tmpl == nil {
+		return vals, nil
 	}
 	if team := t.Pools.ClaimedBy(&c); team != "" {
 		// A claimed pooled instance is the team's: its objects say so; its
