@@ -85,7 +85,8 @@ func instanceKinds(gateways bool) []instanceKind {
 // extraWatches make the Helm reconciler retry what its own watches cannot
 // see: a Challenge waiting for a template when the template appears or
 // changes, a Challenge refused by quota when another instance of the
-// participant goes away, and a Challenge whose release record was deleted
+// participant goes away, the queued Challenges when a place frees, and a
+// Challenge whose release record was deleted
 // (unless a failed install's rollback deleted it: installFailing).
 func extraWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool.Pools) reconciler.ControllerSetupFunc {
 	cl := mgr.GetClient()
@@ -112,11 +113,18 @@ func extraWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *poo
 		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, siblings, leaving)); err != nil {
 			return err
 		}
-		// An instance leaving frees capacity: the queued ones move up.
+		// An instance leaving frees capacity, and so does one ahead in the
+		// queue failing before it was installed (the queue counts neither):
+		// the queued ones move up at once. Woken only when one leaves, they
+		// stayed Queued behind failures with a place free.
 		moveUp := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *ctfv1alpha1.Challenge) []reconcile.Request {
 			return challengeRequests(ctx, cl, queued)
 		})
-		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, moveUp, leaving)); err != nil {
+		freesPlace := leaving
+		freesPlace.UpdateFunc = func(e event.TypedUpdateEvent[*ctfv1alpha1.Challenge]) bool {
+			return leaving.UpdateFunc(e) || failedUninstalled(e.ObjectOld, e.ObjectNew)
+		}
+		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, moveUp, freesPlace)); err != nil {
 			return err
 		}
 		// A claimant being deleted waits for its pooled instance to be gone.
@@ -167,6 +175,12 @@ func everyChallenge(*ctfv1alpha1.Challenge) bool { return true }
 
 // notInstalled keeps the Challenges whose release is not installed yet.
 func notInstalled(ch *ctfv1alpha1.Challenge) bool { return !lifecycle.Installed(&ch.Status) }
+
+// failedUninstalled tells whether a Challenge with nothing installed has
+// just turned Error: it no longer holds a place in the queue.
+func failedUninstalled(old, cur *ctfv1alpha1.Challenge) bool {
+	return old.Status.Phase != ctfv1alpha1.PhaseError && cur.Status.Phase == ctfv1alpha1.PhaseError && !lifecycle.Installed(&cur.Status)
+}
 
 // queued keeps the Challenges waiting for capacity.
 func queued(ch *ctfv1alpha1.Challenge) bool { return ch.Status.Phase == ctfv1alpha1.PhaseQueued }
