@@ -109,7 +109,7 @@ func participantMessage(phase ctfv1alpha1.Phase, reason string) string {
 		// (Queued is a phase of its own).
 		return "Your instance is being accepted; it starts in a moment."
 	case ctfv1alpha1.PhaseQueued:
-		return "Your instance is queued: it starts when others end."
+		return "Your instance is queued: it starts when others end." + waitingCostsNoTime
 	case ctfv1alpha1.PhasePending:
 		return "Your instance is starting."
 	case ctfv1alpha1.PhaseDeleted:
@@ -126,12 +126,16 @@ func participantMessage(phase ctfv1alpha1.Phase, reason string) string {
 	return "Your instance is being prepared."
 }
 
+// waitingCostsNoTime tells a team with a Queued instance that its lifetime
+// counts from admission (status.admittedAt), not from its start request.
+const waitingCostsNoTime = " Its time runs from when it starts, not while it waits."
+
 // queuedMessage is a Queued instance's sentence at position (1 is next).
 func queuedMessage(position int32) string {
 	if position == 1 {
-		return "Your instance is queued, next in line: it starts when another ends."
+		return "Your instance is queued, next in line: it starts when another ends." + waitingCostsNoTime
 	}
-	return fmt.Sprintf("Your instance is queued, %s in line: it starts when others end.", ordinal(position))
+	return fmt.Sprintf("Your instance is queued, %s in line: it starts when others end.", ordinal(position)) + waitingCostsNoTime
 }
 
 // ordinal writes n as "1st", "2nd", "3rd", "4th", "11th", "22nd"...

@@ -123,7 +123,10 @@ function card(template) {
     let detail = "";
     if (instance.phase === "Pending" && instance.reason) detail = "(" + instance.reason + ")";
     if (instance.phase === "None") detail = "starting in a moment";
-    if (instance.phase === "Queued") detail = instance.queuePosition ? "position " + instance.queuePosition + " in the queue" : "in the queue";
+    if (instance.phase === "Queued") {
+      detail = (instance.queuePosition ? "position " + instance.queuePosition + " in the queue" : "in the queue") +
+        "; its time starts when it does";
+    }
     if (instance.phase === "Error") detail = instance.message || instance.reason || "";
     if (instance.phase === "Deleted") detail = "stopping…";
     $(".detail").textContent = detail;
