@@ -146,6 +146,13 @@ func PhaseFor(o Observation) Verdict {
 				case ReasonClaimed:
 					// Claimed, but the claim is not in the cache yet.
 					return Verdict{ctfv1alpha1.PhasePending, reason, msg}
+				case ReasonSharedServiceNotFound:
+					if meta.IsStatusConditionTrue(o.Conditions, ConditionDeployed) {
+						// The release stands as it was: a blink of a shared
+						// Service is a condition, not a failure (only an
+						// install waits for it).
+						continue
+					}
 				}
 				return Verdict{ctfv1alpha1.PhaseError, reason, msg}
 			}

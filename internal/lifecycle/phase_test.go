@@ -243,3 +243,28 @@ func TestQueuedIsNotAnError(t *testing.T) {
 	Apply(&st, 1, Observation{Conditions: []metav1.Condition{deployed, notFailed}, Workloads: []Workload{ready}, Endpoints: ep}, metav1.Now())
 	g.Expect(st.QueuePosition).To(BeNil(), "admitted: no position")
 }
+
+// TestSharedServiceBlinkIsACondition: a shared Service missing when an
+// installed instance is rendered again leaves it Running, with a condition
+// naming it; before the install it is the Error the install waits in.
+func TestSharedServiceBlinkIsACondition(t *testing.T) {
+	g := NewWithT(t)
+	missing := cond(ConditionIrreconcilable, metav1.ConditionTrue, "ReconcileError",
+		"failed to get values: SharedServiceNotFound: Service org/checker, which ChallengeTemplate web lets its instances reach, does not exist")
+	running := Observation{Conditions: []metav1.Condition{deployed, missing},
+		Workloads: []Workload{{Kind: "Deployment", Name: "web", Status: "Current"}}, Endpoints: []ctfv1alpha1.Endpoint{{Address: "web:1337"}}}
+	st := &ctfv1alpha1.ChallengeStatus{}
+	Apply(st, 1, running, metav1.Now())
+	g.Expect(st.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
+	c := meta.FindStatusCondition(st.Conditions, ConditionSharedServices)
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Message).To(HavePrefix("Service org/checker"))
+
+	running.Conditions = []metav1.Condition{deployed}
+	Apply(st, 1, running, metav1.Now())
+	g.Expect(meta.FindStatusCondition(st.Conditions, ConditionSharedServices)).To(BeNil(), "back: the condition goes")
+
+	installing := Observation{Conditions: []metav1.Condition{undeployed, missing}}
+	g.Expect(PhaseFor(installing).Phase).To(Equal(ctfv1alpha1.PhaseError), "an install waits for it")
+}

@@ -33,6 +33,7 @@ func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observat
 	st.ObservedGeneration = observedGeneration
 	st.Conditions = o.Conditions
 	meta.SetStatusCondition(&st.Conditions, readyCondition(v, observedGeneration))
+	sharedServicesCondition(&st.Conditions, observedGeneration)
 	setKstatusConditions(&st.Conditions, v, observedGeneration)
 
 	st.Endpoints = o.Endpoints
@@ -82,6 +83,30 @@ func admit(st *ctfv1alpha1.ChallengeStatus, held bool, v Verdict, o Observation,
 // Queued, or refused, with nothing installed and no expiry counted.
 func heldBack(st *ctfv1alpha1.ChallengeStatus) bool {
 	return (st.Phase == ctfv1alpha1.PhaseQueued || st.Phase == ctfv1alpha1.PhaseError) && st.StartedAt == nil && st.ExpiresAt == nil
+}
+
+// ConditionSharedServices is False while a shared Service the template
+// names is missing from under an installed instance, which keeps running
+// on its release as it was; absent otherwise.
+const ConditionSharedServices = "SharedServicesAvailable"
+
+// sharedServicesCondition says whether an installed instance's shared
+// Services are there, from the Helm reconciler's failure to render it.
+func sharedServicesCondition(conds *[]metav1.Condition, generation int64) {
+	if meta.IsStatusConditionTrue(*conds, ConditionDeployed) {
+		for _, t := range []string{ConditionIrreconcilable, ConditionReleaseFailed} {
+			c := meta.FindStatusCondition(*conds, t)
+			if c == nil || c.Status != metav1.ConditionTrue {
+				continue
+			}
+			if reason, msg, ok := splitReason(c.Message); ok && reason == ReasonSharedServiceNotFound {
+				meta.SetStatusCondition(conds, metav1.Condition{Type: ConditionSharedServices, Status: metav1.ConditionFalse,
+					Reason: reason, Message: truncate(msg), ObservedGeneration: generation})
+				return
+			}
+		}
+	}
+	meta.RemoveStatusCondition(conds, ConditionSharedServices)
 }
 
 // claimedConditions say what is true of a Challenge that claimed a pooled
