@@ -77,7 +77,7 @@ func InstanceName(key []byte, template, team string) string {
 // held by a Challenge not of the team's tries the next.
 func instanceName(key []byte, template, team string, attempt int) string {
 	mac := hmac.New(sha256.New, key)
-	fmt.Fprintf(mac, "%s\x00%s\x00%d", template, team, attempt)
+	_, _ = fmt.Fprintf(mac, "%s\x00%s\x00%d", template, team, attempt) // a hash.Hash never fails a write
 	suffix := "-" + hex.EncodeToString(mac.Sum(nil))[:nameHashLength]
 	readable := collapseDashes(template + "-" + team)
 	readable = strings.TrimRight(truncate(readable, maxNameLength-len(suffix)), "-")

@@ -315,9 +315,9 @@ func (l *limits) openStream(team string, now time.Time) (release func(), refusal
 		l.opens[team] = bucket
 	}
 	if r := bucket.ReserveN(now, 1); r.DelayFrom(now) > 0 {
-		wait := r.DelayFrom(now)
+		delay := r.DelayFrom(now)
 		r.CancelAt(now)
-		return nil, errWait("rate_limited", "Your team opened this page's live updates too often.", wait)
+		return nil, errWait("rate_limited", "Your team opened this page's live updates too often.", delay)
 	}
 	if l.streams[team] >= maxStreamsPerTeam {
 		return nil, &apiError{Status: http.StatusTooManyRequests, Code: "too_many_streams", RetryAfter: int(streamsFullWait / time.Second),

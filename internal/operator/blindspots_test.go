@@ -96,7 +96,9 @@ var blindSpots = []blindSpot{
 		setPod(obj, func(spec map[string]any) { spec["subdomain"] = "victim" })
 	}},
 	{name: "a readiness gate", kind: "Deployment", rule: "unjudged-field", mutate: func(obj map[string]any) {
-		setPod(obj, func(spec map[string]any) { spec["readinessGates"] = []any{map[string]any{"conditionType": "example.com/ready"}} })
+		setPod(obj, func(spec map[string]any) {
+			spec["readinessGates"] = []any{map[string]any{"conditionType": "example.com/ready"}}
+		})
 	}},
 	{name: "a preemption policy", kind: "Deployment", rule: "unjudged-field", mutate: func(obj map[string]any) {
 		setPod(obj, func(spec map[string]any) { spec["preemptionPolicy"] = "PreemptLowerPriority" })

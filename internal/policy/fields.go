@@ -9,6 +9,10 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
+// statusField is the status every kind with one may carry: the API server
+// keeps a write's status out of the object (status subresource).
+const statusField = "status"
+
 // The gate's rules read some fields of each object and leave the rest alone, so a field no rule
 // reads would be applied unjudged: a pod's topologySpreadConstraints, a Service's
 // loadBalancerClass, whatever the next Kubernetes adds to its types. Decoding strictly refuses a
@@ -78,7 +82,7 @@ var judgedRoute = []string{
 	"spec.useDefaultGateways", "spec.hostnames",
 	"spec.rules[].backendRefs[].group", "spec.rules[].backendRefs[].kind", "spec.rules[].backendRefs[].namespace",
 	"spec.rules[].backendRefs[].name", "spec.rules[].backendRefs[].port",
-	"status", // the API server keeps a write's status out of the object (status subresource)
+	statusField, // the API server keeps a write's status out of the object (status subresource)
 }
 
 // judgedFields lists, per kind, the fields besides judgedMetadata that may be set.
@@ -89,7 +93,7 @@ var judgedFields = map[string][]string{
 			"spec.revisionHistoryLimit", // how many old ReplicaSets, all scaled to zero, are kept
 			"spec.strategy{}",           // its zero value only: a strategy could surge pods past the replicas
 			"spec.template.metadata.labels", "spec.template.metadata.annotations",
-			"status", // the API server keeps a write's status out of the object
+			statusField, // the API server keeps a write's status out of the object
 		},
 		under("spec.template.spec.", judgedPod),
 		under("spec.template.spec.containers[].", judgedContainer),
@@ -100,13 +104,13 @@ var judgedFields = map[string][]string{
 	"Service": {
 		"spec.type", "spec.selector", // service, selector
 		"spec.ports[].name", "spec.ports[].port", "spec.ports[].targetPort", "spec.ports[].protocol",
-		"status",
+		statusField,
 	},
 	"ServiceAccount": {"automountServiceAccountToken"}, // service-account
 	"Secret":         {"type", "data", "stringData"},   // secret
 	"ConfigMap":      {"data"},                         // the files, text only
-	"Namespace":      {"spec{}", "status"},             // namespace-metadata judges the rest
-	"ResourceQuota":  {"spec", "status"},               // exactly the operator's (resource-quota)
+	"Namespace":      {"spec{}", statusField},          // namespace-metadata judges the rest
+	"ResourceQuota":  {"spec", statusField},            // exactly the operator's (resource-quota)
 	"LimitRange":     {"spec.limits"},                  // exactly the operator's (limit-range)
 	"NetworkPolicy": slices.Concat(
 		[]string{"spec.podSelector", "spec.policyTypes"}, // selector, network-policy
@@ -117,7 +121,7 @@ var judgedFields = map[string][]string{
 		"spec.ingressClassName", "spec.rules[].host", "spec.tls[].hosts", "spec.tls[].secretName", // ingress-class, ingress-host, ingress-tls
 		"spec.rules[].http.paths[].path", "spec.rules[].http.paths[].pathType", // paths under the instance's own host
 		"spec.rules[].http.paths[].backend.service.name", "spec.rules[].http.paths[].backend.service.port", // ingress
-		"status",
+		statusField,
 	},
 	"TLSRoute":  judgedRoute,
 	"HTTPRoute": judgedRoute,
