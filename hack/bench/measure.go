@@ -51,7 +51,7 @@ const (
 	pooledTemplate = "bench"
 	metricsAddr    = "127.0.0.1:18480"
 	pprofAddr      = "127.0.0.1:18481"
-	instanceLabel  = "ctf.challenge-operator.io/instance"
+	instanceLabel  = ctfv1alpha1.InstanceLabel
 )
 
 // stockGVK is the kind the stock helm-operator reconciles: a CR whose spec is the values.

@@ -239,7 +239,7 @@ func TestComponentsAreIsolated(t *testing.T) {
 	}
 
 	for i, ch := range teams {
-		own := map[string]string{"ctf.challenge-operator.io/instance": ch.Name}
+		own := map[string]string{ctfv1alpha1.InstanceLabel: ch.Name}
 		dns := networkingv1.NetworkPolicyEgressRule{
 			Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(53)), Protocol: ptr.To(corev1.ProtocolUDP)}, {Port: ptr.To(intstr.FromInt32(53)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 			To: []networkingv1.NetworkPolicyPeer{{
@@ -249,7 +249,7 @@ func TestComponentsAreIsolated(t *testing.T) {
 		}
 		ownPods := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: own}}}
 		g.Expect(networkPolicy(g, ch, ch.Name+"--redis").Spec).To(Equal(networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "redis", "app.kubernetes.io/instance": ch.Name}},
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{ctfv1alpha1.NameLabel: "redis", ctfv1alpha1.AppInstanceLabel: ch.Name}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
 				Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(6379)), Protocol: ptr.To(corev1.ProtocolTCP)}},
@@ -270,7 +270,7 @@ func TestComponentsAreIsolated(t *testing.T) {
 		g.Expect(selected.Items).To(HaveLen(2), "its web and redis pods")
 		other := teams[1-i].Name
 		for _, p := range selected.Items {
-			g.Expect(p.Labels).To(HaveKeyWithValue("ctf.challenge-operator.io/instance", ch.Name), "never %s's", other)
+			g.Expect(p.Labels).To(HaveKeyWithValue(ctfv1alpha1.InstanceLabel, ch.Name), "never %s's", other)
 		}
 
 		svc := &corev1.Service{}

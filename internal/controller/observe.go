@@ -25,9 +25,6 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
-// InstanceLabel is set by charts/challenge on every object of an instance to the Challenge name.
-const InstanceLabel = "ctf.challenge-operator.io/instance"
-
 // Observer gathers what the lifecycle of a Challenge depends on.
 type Observer struct {
 	// Reader reads the release's objects, usually the manager's cache.
@@ -57,7 +54,7 @@ const InstanceField = "metadata.labels.instance"
 
 // IndexInstance is InstanceField's index function.
 func IndexInstance(o client.Object) []string {
-	if name, ok := o.GetLabels()[InstanceLabel]; ok {
+	if name, ok := o.GetLabels()[ctfv1alpha1.InstanceLabel]; ok {
 		return []string{name}
 	}
 	return nil
@@ -69,7 +66,7 @@ func (o *Observer) ofInstance(inst *ctfv1alpha1.Challenge) []client.ListOption {
 	if o.Indexed {
 		return []client.ListOption{client.InNamespace(o.namespace(inst)), client.MatchingFields{InstanceField: inst.Name}}
 	}
-	return []client.ListOption{client.InNamespace(o.namespace(inst)), client.MatchingLabels{InstanceLabel: inst.Name}}
+	return []client.ListOption{client.InNamespace(o.namespace(inst)), client.MatchingLabels{ctfv1alpha1.InstanceLabel: inst.Name}}
 }
 
 // namespace is where the instance's objects live.
@@ -164,7 +161,7 @@ func workloadOf(kind string, obj client.Object) (lifecycle.Workload, error) {
 	if dep, ok := obj.(*appsv1.Deployment); ok && res.Status == kstatus.InProgressStatus {
 		msg = progressOf(dep)
 	}
-	return lifecycle.Workload{Kind: kind, Name: obj.GetName(), Component: obj.GetLabels()[lifecycle.ComponentLabel], Status: res.Status, Message: msg}, nil
+	return lifecycle.Workload{Kind: kind, Name: obj.GetName(), Component: obj.GetLabels()[ctfv1alpha1.ComponentLabel], Status: res.Status, Message: msg}, nil
 }
 
 // progressOf says how far a Deployment on its way is, in one message that

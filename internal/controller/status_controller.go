@@ -98,17 +98,14 @@ func claimantOf(_ context.Context, obj client.Object) []reconcile.Request {
 	return nil
 }
 
-// InstanceNamespaceLabel is set by charts/challenge to the Challenge's namespace.
-const InstanceNamespaceLabel = "ctf.challenge-operator.io/instance-namespace"
-
 // ChallengeOfInstanceObject maps an object of an instance to its Challenge.
 func ChallengeOfInstanceObject(_ context.Context, obj client.Object) []reconcile.Request {
 	labels := obj.GetLabels()
-	name, ok := labels[InstanceLabel]
+	name, ok := labels[ctfv1alpha1.InstanceLabel]
 	if !ok {
 		return nil
 	}
-	ns := labels[InstanceNamespaceLabel]
+	ns := labels[ctfv1alpha1.InstanceNamespaceLabel]
 	if ns == "" {
 		ns = obj.GetNamespace()
 	}

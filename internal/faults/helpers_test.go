@@ -170,7 +170,7 @@ func leftovers(ctx context.Context, ns string) ([]string, error) {
 	for _, s := range releases.Items {
 		left = append(left, "release Secret "+s.Name)
 	}
-	owned := client.MatchingLabels{"ctf.challenge-operator.io/instance-namespace": ns}
+	owned := client.MatchingLabels{ctfv1alpha1.InstanceNamespaceLabel: ns}
 	lists := map[string]client.ObjectList{
 		"Namespace": &corev1.NamespaceList{}, "Deployment": &appsv1.DeploymentList{}, "ReplicaSet": &appsv1.ReplicaSetList{},
 		"Pod": &corev1.PodList{}, "Service": &corev1.ServiceList{}, "ServiceAccount": &corev1.ServiceAccountList{},
@@ -252,7 +252,7 @@ func expectOneReleaseEach(t *testing.T, ns string) {
 		g.Expect(r.deployed).To(Equal(r.latest), "%s: the deployed release is the latest (statuses %v)", ch.Name, r.statuses)
 		for _, kind := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}} {
 			g.Expect(k8s.List(ctx, kind, client.MatchingLabels{
-				"ctf.challenge-operator.io/instance-namespace": ns, "ctf.challenge-operator.io/instance": ch.Name,
+				ctfv1alpha1.InstanceNamespaceLabel: ns, ctfv1alpha1.InstanceLabel: ch.Name,
 			})).To(Succeed())
 			want := 1
 			if ch.Spec.Template == pair {

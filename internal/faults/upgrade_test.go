@@ -186,7 +186,7 @@ func snapshot(t *testing.T, ns string) instanceState {
 	g := NewWithT(t)
 	ctx := context.Background()
 	s := instanceState{pods: map[string]string{}, deployments: map[string]string{}, releases: map[string]string{}, statuses: map[string]string{}}
-	owned := client.MatchingLabels{"ctf.challenge-operator.io/instance-namespace": ns}
+	owned := client.MatchingLabels{ctfv1alpha1.InstanceNamespaceLabel: ns}
 	var pods corev1.PodList
 	g.Expect(k8s.List(ctx, &pods, owned)).To(Succeed())
 	for _, p := range pods.Items {

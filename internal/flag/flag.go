@@ -82,14 +82,11 @@ func NotOrganisers(s *corev1.Secret) string {
 		return "is not marked as the organiser's"
 	case s.Type != "" && s.Type != corev1.SecretTypeOpaque:
 		return fmt.Sprintf("is of type %s, not Opaque", s.Type)
-	case s.Labels[instanceLabel] != "" || ownedByChallenge(s):
+	case s.Labels[ctfv1alpha1.InstanceLabel] != "" || ownedByChallenge(s):
 		return "belongs to an instance"
 	}
 	return ""
 }
-
-// instanceLabel is on every object of an instance, its flag Secret included.
-const instanceLabel = "ctf.challenge-operator.io/instance"
 
 func ownedByChallenge(s *corev1.Secret) bool {
 	for _, o := range s.OwnerReferences {

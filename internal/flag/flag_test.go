@@ -77,7 +77,7 @@ func TestNotOrganisers(t *testing.T) {
 		{"a ServiceAccount token", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: marked}, Type: corev1.SecretTypeServiceAccountToken}, "not Opaque"},
 		{"a Helm release", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: marked}, Type: "helm.sh/release.v1"}, "not Opaque"},
 		{"an instance's", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-			ctfv1alpha1.OrganiserSecretLabel: "true", "ctf.challenge-operator.io/instance": "web-team-1"}}}, "belongs to an instance"},
+			ctfv1alpha1.OrganiserSecretLabel: "true", ctfv1alpha1.InstanceLabel: "web-team-1"}}}, "belongs to an instance"},
 		{"owned by a Challenge", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: marked, OwnerReferences: []metav1.OwnerReference{
 			{APIVersion: "ctf.challenge-operator.io/v1alpha1", Kind: "Challenge", Name: "web-team-1"}}}}, "belongs to an instance"},
 		{"owned by something else", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: marked, OwnerReferences: []metav1.OwnerReference{

@@ -25,13 +25,10 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
-// Labels the instancer sets on the Challenges it creates, so that organisers
-// can tell them from the platform's.
-const (
-	ParticipantLabel = "ctf.challenge-operator.io/participant"
-	CreatedByLabel   = "ctf.challenge-operator.io/created-by"
-	createdBy        = "instancer"
-)
+// createdBy is the instancer's value of ctfv1alpha1.CreatedByLabel on the
+// Challenges it creates, so that organisers can tell them from the
+// platform's.
+const createdBy = "instancer"
 
 // maxNameLength is the longest Challenge name: it is also the Helm release's.
 const maxNameLength = 53
@@ -107,7 +104,7 @@ func truncate(s string, n int) string {
 // created by an instancer, labelled for the team, and naming both in its
 // spec. Nothing else is ever shown to, renewed or stopped for a team.
 func belongs(ch *ctfv1alpha1.Challenge, template, team string) bool {
-	return ch.Labels[CreatedByLabel] == createdBy && ch.Labels[ParticipantLabel] == team &&
+	return ch.Labels[ctfv1alpha1.CreatedByLabel] == createdBy && ch.Labels[ctfv1alpha1.ParticipantLabel] == team &&
 		ch.Spec.Participant == team && ch.Spec.Template == template
 }
 
@@ -175,7 +172,7 @@ func (s *Server) instanceOf(r *http.Request, team string) (*ctfv1alpha1.Challeng
 func (s *Server) own(ctx context.Context, r client.Reader, template, team string) (*ctfv1alpha1.Challenge, *apiError) {
 	list := &ctfv1alpha1.ChallengeList{}
 	if err := r.List(ctx, list, client.InNamespace(s.Namespace),
-		client.MatchingLabels{ParticipantLabel: team, CreatedByLabel: createdBy}); err != nil {
+		client.MatchingLabels{ctfv1alpha1.ParticipantLabel: team, ctfv1alpha1.CreatedByLabel: createdBy}); err != nil {
 		return nil, s.internal(ctx, err)
 	}
 	if ch := pick(list.Items, template, team); ch != nil {
@@ -392,7 +389,7 @@ func (s *Server) create(ctx context.Context, w http.ResponseWriter, t *ctfv1alph
 	for attempt := range maxNameAttempts {
 		ch := &ctfv1alpha1.Challenge{
 			ObjectMeta: metav1.ObjectMeta{Name: instanceName(key, t.Name, team, attempt), Namespace: s.Namespace,
-				Labels: map[string]string{ParticipantLabel: team, CreatedByLabel: createdBy}},
+				Labels: map[string]string{ctfv1alpha1.ParticipantLabel: team, ctfv1alpha1.CreatedByLabel: createdBy}},
 			Spec: ctfv1alpha1.ChallengeSpec{Template: t.Name, Participant: team},
 		}
 		err := s.Client.Create(ctx, ch)
@@ -434,7 +431,7 @@ func (s *Server) nameHeld(ctx context.Context, held *ctfv1alpha1.Challenge, temp
 	logf.FromContext(ctx).Error(errors.New("instance name held by another Challenge"),
 		"a Challenge not made for this team holds its instance's name; trying the next name",
 		"name", held.Name, "team", team, "template", template,
-		"holderParticipant", held.Spec.Participant, "holderTemplate", held.Spec.Template, "holderCreatedBy", held.Labels[CreatedByLabel])
+		"holderParticipant", held.Spec.Participant, "holderTemplate", held.Spec.Template, "holderCreatedBy", held.Labels[ctfv1alpha1.CreatedByLabel])
 }
 
 // liveReader reads from the API server, unbudgeted: only for what a write

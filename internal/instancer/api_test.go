@@ -55,7 +55,7 @@ func challengesOf(t *testing.T, team string) []ctfv1alpha1.Challenge {
 	t.Helper()
 	list := &ctfv1alpha1.ChallengeList{}
 	NewWithT(t).Expect(k8s.List(context.Background(), list, client.InNamespace(instancesNamespace),
-		client.MatchingLabels{instancer.ParticipantLabel: team})).To(Succeed())
+		client.MatchingLabels{ctfv1alpha1.ParticipantLabel: team})).To(Succeed())
 	return list.Items
 }
 

@@ -124,7 +124,7 @@ func TestEventStreamsShareOneInformerHandler(t *testing.T) {
 
 	instance := func(namespace string, phase ctfv1alpha1.Phase) *ctfv1alpha1.Challenge {
 		return &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: InstanceName(NameKey(keys), tmpl, team),
-			Labels: map[string]string{ParticipantLabel: team, CreatedByLabel: createdBy}},
+			Labels: map[string]string{ctfv1alpha1.ParticipantLabel: team, ctfv1alpha1.CreatedByLabel: createdBy}},
 			Spec: ctfv1alpha1.ChallengeSpec{Participant: team, Template: tmpl}, Status: ctfv1alpha1.ChallengeStatus{Phase: phase}}
 	}
 	informer.add(instance("elsewhere", ctfv1alpha1.PhaseError))

@@ -17,12 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=system
-
-// limitsAnnotation holds a team's brakes on its Lease, as JSON (teamLimits).
-const limitsAnnotation = "ctf.challenge-operator.io/instancer-limits"
 
 // limitsLeasePrefix names a team's Lease: instancer-limits-<team>. A team id
 // is a DNS label, so no team's Lease is another Lease of the namespace (the
@@ -268,7 +267,7 @@ func (l *limits) update(ctx context.Context, team string, change func(*teamLimit
 			return err
 		}
 		var state teamLimits
-		if raw := lease.Annotations[limitsAnnotation]; raw != "" {
+		if raw := lease.Annotations[ctfv1alpha1.InstancerLimitsAnnotation]; raw != "" {
 			// A record nobody can read limits nothing; the write replaces it.
 			_ = json.Unmarshal([]byte(raw), &state)
 		}
@@ -282,12 +281,12 @@ func (l *limits) update(ctx context.Context, team string, change func(*teamLimit
 		}
 		if !found {
 			lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
-				Labels: map[string]string{ParticipantLabel: team, CreatedByLabel: createdBy}}}
+				Labels: map[string]string{ctfv1alpha1.ParticipantLabel: team, ctfv1alpha1.CreatedByLabel: createdBy}}}
 		}
 		if lease.Annotations == nil {
 			lease.Annotations = map[string]string{}
 		}
-		lease.Annotations[limitsAnnotation] = string(data)
+		lease.Annotations[ctfv1alpha1.InstancerLimitsAnnotation] = string(data)
 		if !found {
 			err = l.writer.Create(ctx, lease)
 		} else {

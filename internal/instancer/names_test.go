@@ -26,7 +26,7 @@ func instanceOfTeam(t *testing.T, name, template, team string) *ctfv1alpha1.Chal
 	t.Helper()
 	ch := &ctfv1alpha1.Challenge{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: instancesNamespace,
-			Labels: map[string]string{instancer.ParticipantLabel: team, instancer.CreatedByLabel: "instancer"}},
+			Labels: map[string]string{ctfv1alpha1.ParticipantLabel: team, ctfv1alpha1.CreatedByLabel: "instancer"}},
 		Spec: ctfv1alpha1.ChallengeSpec{Template: template, Participant: team},
 	}
 	NewWithT(t).Expect(k8s.Create(context.Background(), ch)).To(Succeed())

@@ -76,7 +76,7 @@ func TestLimitsHoldAcrossReplicasAndRestarts(t *testing.T) {
 	// The record is one Lease of the team's in the instances' namespace.
 	lease := &coordinationv1.Lease{}
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: instancesNamespace, Name: "instancer-limits-" + team}, lease)).To(Succeed())
-	g.Expect(lease.Labels).To(HaveKeyWithValue("ctf.challenge-operator.io/participant", team))
+	g.Expect(lease.Labels).To(HaveKeyWithValue(ctfv1alpha1.ParticipantLabel, team))
 }
 
 // TestStartsPerMinuteHoldUnderConcurrentStarts: a team firing twice its

@@ -5,6 +5,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 // PodProblem is why one pod cannot become ready, or cannot even be created,
@@ -28,10 +30,6 @@ func (p PodProblem) where() string {
 	return componentPrefix(p.Component) + "pod " + p.Pod
 }
 
-// ComponentLabel names an instance's component on its objects; the primary
-// component's carry none.
-const ComponentLabel = "app.kubernetes.io/component"
-
 // DeploymentProblems lists the Deployments whose pods the API server refuses
 // to create (Pod Security admission, a ResourceQuota): the ReplicaSet
 // controller reports it as ReplicaFailure, and no pod will ever show it.
@@ -45,7 +43,7 @@ func DeploymentProblems(deps []appsv1.Deployment) []PodProblem {
 				if reason == "" {
 					reason = "FailedCreate"
 				}
-				out = append(out, PodProblem{Pod: d.Name, Workload: true, Component: d.Labels[ComponentLabel], Reason: reason, Message: c.Message})
+				out = append(out, PodProblem{Pod: d.Name, Workload: true, Component: d.Labels[ctfv1alpha1.ComponentLabel], Reason: reason, Message: c.Message})
 			}
 		}
 	}
@@ -85,12 +83,12 @@ func podProblem(pod *corev1.Pod) (PodProblem, bool) {
 			if msg == "" {
 				msg = fmt.Sprintf("container %s is waiting: %s", cs.Name, w.Reason)
 			}
-			return PodProblem{Pod: pod.Name, Component: pod.Labels[ComponentLabel], Reason: w.Reason, Message: msg}, true
+			return PodProblem{Pod: pod.Name, Component: pod.Labels[ctfv1alpha1.ComponentLabel], Reason: w.Reason, Message: msg}, true
 		}
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return PodProblem{Pod: pod.Name, Component: pod.Labels[ComponentLabel], Reason: c.Reason, Message: c.Message}, true
+			return PodProblem{Pod: pod.Name, Component: pod.Labels[ctfv1alpha1.ComponentLabel], Reason: c.Reason, Message: c.Message}, true
 		}
 	}
 	return PodProblem{}, false

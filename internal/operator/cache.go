@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 // CacheOptions limit the manager's cache to the given namespaces (all when
@@ -19,7 +19,7 @@ import (
 // with gateways, the Gateway API's routes are among those kinds (its CRDs
 // then exist).
 func CacheOptions(namespaces []string, gateways bool) cache.Options {
-	instances := labels.NewSelector().Add(mustRequirement(controller.InstanceLabel, selection.Exists))
+	instances := labels.NewSelector().Add(mustRequirement(ctfv1alpha1.InstanceLabel, selection.Exists))
 	helmReleases := labels.SelectorFromSet(labels.Set{"owner": "helm"})
 	opts := cache.Options{
 		// Nothing reads managedFields from the cache, and they are a large

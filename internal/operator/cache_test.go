@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 // TestCachedWorkloadsKeepWhatTheStatusReads: the cache drops pod specs,
@@ -62,7 +62,7 @@ func TestRoutesAreCachedByInstanceOnlyWithGateways(t *testing.T) {
 	hasRoutes := func(opts cache.Options) bool {
 		for obj, by := range opts.ByObject {
 			if _, ok := obj.(*gatewayv1.TLSRoute); ok {
-				g.Expect(by.Label.String()).To(Equal(controller.InstanceLabel))
+				g.Expect(by.Label.String()).To(Equal(ctfv1alpha1.InstanceLabel))
 				return true
 			}
 		}

@@ -36,7 +36,7 @@ func TestComponentLifecycle(t *testing.T) {
 	// KWOK runs no images: simulate the kubelet's report of a failed pull.
 	var pods corev1.PodList
 	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/component": "redis"})).To(Succeed())
+		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{ctfv1alpha1.ComponentLabel: "redis"})).To(Succeed())
 		g.Expect(pods.Items).To(HaveLen(1))
 		g.Expect(pods.Items[0].Status.ContainerStatuses).NotTo(BeEmpty())
 	}, timeout, interval).Should(Succeed())
@@ -61,7 +61,7 @@ func TestComponentLifecycle(t *testing.T) {
 	// The moment the Challenge is gone, everything every component ran is gone too.
 	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}, &corev1.ServiceList{},
 		&networkingv1.NetworkPolicyList{}} {
-		g.Expect(k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"ctf.challenge-operator.io/instance": "pair"})).To(Succeed())
+		g.Expect(k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{ctfv1alpha1.InstanceLabel: "pair"})).To(Succeed())
 		g.Expect(meta.LenList(list)).To(BeZero(), "%T", list)
 	}
 	statuses, _ := rec.seen()

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
@@ -143,9 +142,9 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 // pods the one they started with.
 func claimedIdentity(in *policy.Instance, ch *ctfv1alpha1.Challenge, team string) {
 	in.PodParticipant = ch.Spec.Participant
-	in.Labels[policy.ParticipantLabel] = team
+	in.Labels[ctfv1alpha1.ParticipantLabel] = team
 	for i := range in.Components {
-		in.Components[i].Labels[policy.ParticipantLabel] = team
+		in.Components[i].Labels[ctfv1alpha1.ParticipantLabel] = team
 	}
 }
 
@@ -258,7 +257,7 @@ func (g *gate) hostTaken(ctx context.Context, ch *ctfv1alpha1.Challenge) func(st
 		}
 		for i := range list.Items {
 			ing := &list.Items[i]
-			if ing.Labels[controller.InstanceLabel] == ch.Name && ing.Labels[controller.InstanceNamespaceLabel] == ch.Namespace {
+			if ing.Labels[ctfv1alpha1.InstanceLabel] == ch.Name && ing.Labels[ctfv1alpha1.InstanceNamespaceLabel] == ch.Namespace {
 				continue
 			}
 			for _, r := range ing.Spec.Rules {

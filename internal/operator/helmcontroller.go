@@ -258,7 +258,7 @@ func (i installsFirst) Create(_ context.Context, e event.CreateEvent, q workqueu
 
 // pooled tells whether obj is a pooled instance.
 func (i installsFirst) pooled(obj client.Object) bool {
-	return i.pools.Holds(obj.GetNamespace()) && obj.GetLabels()[pool.TemplateLabel] != ""
+	return i.pools.Holds(obj.GetNamespace()) && obj.GetLabels()[ctfv1alpha1.PoolLabel] != ""
 }
 
 func (i installsFirst) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

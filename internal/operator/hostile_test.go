@@ -190,8 +190,8 @@ func hostileChallenges() []hostileChallenge {
 
 		// Label and annotation takeover.
 		{name: "become the DNS peer", mutate: withValues(`{"podLabels": {"k8s-app": "kube-dns"}}`), want: violation, field: `"k8s-app"`},
-		{name: "take another participant's label", mutate: withValues(`{"podLabels": {"ctf.challenge-operator.io/participant": "victim"}}`), want: violation, field: "ctf.challenge-operator.io/participant"},
-		{name: "take another instance's selector label", mutate: withValues(`{"podLabels": {"app.kubernetes.io/instance": "victim"}}`), want: violation, field: "app.kubernetes.io/instance"},
+		{name: "take another participant's label", mutate: withValues(`{"podLabels": {"ctf.challenge-operator.io/participant": "victim"}}`), want: violation, field: ctfv1alpha1.ParticipantLabel},
+		{name: "take another instance's selector label", mutate: withValues(`{"podLabels": {"app.kubernetes.io/instance": "victim"}}`), want: violation, field: ctfv1alpha1.AppInstanceLabel},
 		{name: "AppArmor unconfined", mutate: withValues(`{"podAnnotations": {"container.apparmor.security.beta.kubernetes.io/challenge": "unconfined"}}`), want: violation, field: "apparmor"},
 		{name: "seccomp unconfined", mutate: withValues(`{"podAnnotations": {"seccomp.security.alpha.kubernetes.io/pod": "unconfined"}}`), want: violation, field: "seccomp"},
 		{name: "keep the Service after deletion", mutate: withValues(`{"expose": {"annotations": {"helm.sh/resource-policy": "keep"}}}`), want: violation, field: "helm.sh/resource-policy"},
@@ -619,7 +619,7 @@ func createStrict(ctx context.Context, ch *ctfv1alpha1.Challenge, raw func(map[s
 
 // instanceObjects lists every object of the instance, in any namespace.
 func instanceObjects(g Gomega, ctx context.Context, ch *ctfv1alpha1.Challenge) []client.Object {
-	sel := client.MatchingLabels{"ctf.challenge-operator.io/instance": ch.Name, "ctf.challenge-operator.io/instance-namespace": ch.Namespace}
+	sel := client.MatchingLabels{ctfv1alpha1.InstanceLabel: ch.Name, ctfv1alpha1.InstanceNamespaceLabel: ch.Namespace}
 	var out []client.Object
 	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{},
 		&networkingv1.NetworkPolicyList{}, &networkingv1.IngressList{}, &corev1.SecretList{}, &corev1.PodList{}} {

@@ -231,7 +231,7 @@ func TestDeletedLastsUntilEveryObjectIsGone(t *testing.T) {
 	g.Eventually(func() bool { _, deleted := rec.seen(); return deleted }, timeout, interval).Should(BeTrue())
 	// The moment the Challenge is gone, everything it ran is gone too.
 	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}, &corev1.ServiceList{}} {
-		g.Expect(k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": "bye"})).To(Succeed())
+		g.Expect(k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{ctfv1alpha1.AppInstanceLabel: "bye"})).To(Succeed())
 		g.Expect(meta.LenList(list)).To(BeZero(), "%T", list)
 	}
 	g.Expect(releaseSecrets(ctx, g, ns, "bye")).To(BeEmpty())
@@ -274,7 +274,7 @@ func instancePod(t *testing.T, ns, instance string) *corev1.Pod {
 	t.Helper()
 	var pods corev1.PodList
 	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(k8s.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": instance})).To(Succeed())
+		g.Expect(k8s.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{ctfv1alpha1.AppInstanceLabel: instance})).To(Succeed())
 		g.Expect(pods.Items).To(HaveLen(1))
 		g.Expect(pods.Items[0].Status.ContainerStatuses).NotTo(BeEmpty())
 	}, timeout, interval).Should(Succeed())

@@ -352,7 +352,7 @@ func leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gatewa
 				return cmp.Or(err, errObjectsLeft)
 			}
 		}
-		sel := client.MatchingLabels{controller.InstanceLabel: obj.GetName(), controller.InstanceNamespaceLabel: obj.GetNamespace()}
+		sel := client.MatchingLabels{ctfv1alpha1.InstanceLabel: obj.GetName(), ctfv1alpha1.InstanceNamespaceLabel: obj.GetNamespace()}
 		where := client.InNamespace(obj.GetNamespace())
 		if namespacePerInstance {
 			ch, err := asChallenge(obj)

@@ -14,12 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
-const participantLabel = "ctf.challenge-operator.io/participant"
+const participantLabel = ctfv1alpha1.ParticipantLabel
 
 func TestChallengeBecomesRunning(t *testing.T) {
 	g := NewWithT(t)
@@ -48,7 +47,7 @@ func TestChallengeBecomesRunning(t *testing.T) {
 	for _, obj := range []client.Object{dep, &corev1.Service{}, &networkingv1.NetworkPolicy{}, &corev1.ServiceAccount{}} {
 		g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
 		g.Expect(obj.GetLabels()).To(HaveKeyWithValue(participantLabel, "team-1"), "%T", obj)
-		g.Expect(obj.GetLabels()).To(HaveKeyWithValue("ctf.challenge-operator.io/challenge", "web"), "%T", obj)
+		g.Expect(obj.GetLabels()).To(HaveKeyWithValue(ctfv1alpha1.ChallengeLabel, "web"), "%T", obj)
 		g.Expect(metaControlledBy(obj, got)).To(BeTrue(), "%T is owned by the Challenge", obj)
 	}
 	g.Expect(dep.Spec.Template.Labels).To(HaveKeyWithValue(participantLabel, "team-1"))
@@ -175,7 +174,7 @@ func TestDeletionRemovesEveryObject(t *testing.T) {
 	g.Expect(releaseSecrets(ctx, g, ns, "gone")).To(BeEmpty(), "the Helm release is gone")
 	g.Eventually(func(g Gomega) {
 		var pods corev1.PodList
-		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": "gone"})).To(Succeed())
+		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{ctfv1alpha1.AppInstanceLabel: "gone"})).To(Succeed())
 		g.Expect(pods.Items).To(BeEmpty())
 	}, timeout, interval).Should(Succeed(), "the pods are gone")
 }
@@ -252,7 +251,7 @@ func TestEditedNetworkPolicyIsRestored(t *testing.T) {
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
 	var list networkingv1.NetworkPolicyList
-	g.Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{controller.InstanceLabel: ch.Name})).To(Succeed())
+	g.Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{ctfv1alpha1.InstanceLabel: ch.Name})).To(Succeed())
 	g.Expect(list.Items).NotTo(BeEmpty())
 	np := list.Items[0]
 	rendered := np.Spec.DeepCopy()

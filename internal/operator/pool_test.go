@@ -42,7 +42,7 @@ func pooledTemplate(t *testing.T, name string, minSize, maxSize int32, mutate fu
 // unclaimed lists a template's unclaimed pooled instances by phase.
 func unclaimed(g Gomega, template string) map[string]ctfv1alpha1.Phase {
 	var list ctfv1alpha1.ChallengeList
-	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(poolNamespace), client.MatchingLabels{pool.TemplateLabel: template})).To(Succeed())
+	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(poolNamespace), client.MatchingLabels{ctfv1alpha1.PoolLabel: template})).To(Succeed())
 	out := map[string]ctfv1alpha1.Phase{}
 	for _, ch := range list.Items {
 		if _, _, claimed := pool.Claimant(&ch); !claimed && ch.DeletionTimestamp.IsZero() {
@@ -107,13 +107,13 @@ func TestPoolClaim(t *testing.T) {
 
 	owner := &ctfv1alpha1.Challenge{}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: claimed.Namespace, Name: claimed.Name}, owner)).To(Succeed())
-	g.Expect(owner.Annotations[pool.ClaimantAnnotation]).To(Equal(fmt.Sprintf("%s/web/%s", ns, got.UID)))
+	g.Expect(owner.Annotations[ctfv1alpha1.ClaimantAnnotation]).To(Equal(fmt.Sprintf("%s/web/%s", ns, got.UID)))
 	g.Expect(owner.OwnerReferences).To(BeEmpty(), "the template no longer owns a team's instance")
 	g.Expect(owner.Status.ExpiresAt).To(BeNil(), "the claimant's lifetime governs it")
 
 	// The instance's objects become the team's; its pods, whose labels change
 	// only with a new pod, keep the pool's and are not restarted.
-	instance := client.MatchingLabels{"ctf.challenge-operator.io/instance": claimed.Name}
+	instance := client.MatchingLabels{ctfv1alpha1.InstanceLabel: claimed.Name}
 	g.Eventually(func(g Gomega) {
 		for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.SecretList{}} {
 			g.Expect(k8s.List(ctx, list, client.InNamespace(poolNamespace), instance)).To(Succeed())
@@ -157,7 +157,7 @@ func TestPoolClaim(t *testing.T) {
 	h.EventuallyGone(t, owner, timeout, "its pooled instance goes with it")
 	g.Eventually(func(g Gomega) {
 		var deployments appsv1.DeploymentList
-		g.Expect(k8s.List(ctx, &deployments, client.InNamespace(poolNamespace), client.MatchingLabels{"ctf.challenge-operator.io/instance": claimed.Name})).To(Succeed())
+		g.Expect(k8s.List(ctx, &deployments, client.InNamespace(poolNamespace), client.MatchingLabels{ctfv1alpha1.InstanceLabel: claimed.Name})).To(Succeed())
 		g.Expect(deployments.Items).To(BeEmpty())
 	}, timeout, interval).Should(Succeed())
 }

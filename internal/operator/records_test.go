@@ -20,7 +20,6 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
 )
@@ -216,7 +215,7 @@ func eventNotes(ctx context.Context, g Gomega, ch *ctfv1alpha1.Challenge, reason
 }
 
 func instanceLabels(ch *ctfv1alpha1.Challenge) map[string]string {
-	return map[string]string{controller.InstanceLabel: ch.Name, controller.InstanceNamespaceLabel: ch.Namespace}
+	return map[string]string{ctfv1alpha1.InstanceLabel: ch.Name, ctfv1alpha1.InstanceNamespaceLabel: ch.Namespace}
 }
 
 func expectPresent(g Gomega, objs ...client.Object) {

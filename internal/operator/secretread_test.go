@@ -43,7 +43,7 @@ func TestTemplatesReadOnlyTheOrganisersSecrets(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "marked-tls", Namespace: organiser, Labels: marked}, Type: corev1.SecretTypeTLS,
 			Data: map[string][]byte{"tls.crt": []byte("crt"), "tls.key": []byte("private-key")}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "marked-instance", Namespace: organiser,
-			Labels: map[string]string{ctfv1alpha1.OrganiserSecretLabel: "true", "ctf.challenge-operator.io/instance": "other"}},
+			Labels: map[string]string{ctfv1alpha1.OrganiserSecretLabel: "true", ctfv1alpha1.InstanceLabel: "other"}},
 			Data: map[string][]byte{"flag": []byte("CTF{another-team}")}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "marked-owned", Namespace: organiser, Labels: marked,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "Challenge", Name: victim.Name, UID: victim.UID}}},

@@ -52,7 +52,7 @@ func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
 	g.Expect(pod.Spec.Containers[0].Image).To(Equal("registry.example/ctf/tpl-prec:1"), "typed template fields over values")
 	g.Expect(pod.Spec.Containers[0].Resources.Limits.Memory().String()).To(Equal("300Mi"))
 	g.Expect(pod.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "LEVEL", Value: "2"}))
-	g.Expect(pod.Labels).To(HaveKeyWithValue("ctf.challenge-operator.io/challenge", "tpl-prec"))
+	g.Expect(pod.Labels).To(HaveKeyWithValue(ctfv1alpha1.ChallengeLabel, "tpl-prec"))
 	g.Expect(pod.Labels).To(HaveKeyWithValue(participantLabel, "team-a"), "enforced values over everything")
 
 	refused := fromTemplate(ns, "refused", "team-b", "tpl-prec")
@@ -292,7 +292,7 @@ func TestNetworkPolicyIsolatesInstances(t *testing.T) {
 		return networkingv1.NetworkPolicyPort{Port: ptr.To(intstr.FromInt(p)), Protocol: proto}
 	}
 	g.Expect(np.Spec.PodSelector.MatchLabels).To(Equal(map[string]string{
-		"app.kubernetes.io/name": "challenge", "app.kubernetes.io/instance": "net"}))
+		ctfv1alpha1.NameLabel: "challenge", ctfv1alpha1.AppInstanceLabel: "net"}))
 	g.Expect(np.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress))
 	g.Expect(np.Spec.Ingress).To(Equal([]networkingv1.NetworkPolicyIngressRule{{
 		Ports: []networkingv1.NetworkPolicyPort{port(1337, &tcp), port(5353, &udp)},

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 // breaking is a change that breaks a rule of a valid release; the table test expects rule, and the
@@ -185,13 +187,13 @@ var breakings = []breaking{
 
 	// labels
 	{name: "another participant's identity label", rule: "labels", apply: func(fx *fixture) {
-		fx.deploy.Labels["ctf.challenge-operator.io/participant"] = "team2"
+		fx.deploy.Labels[ctfv1alpha1.ParticipantLabel] = "team2"
 	}},
 	{name: "a Secret without an identity label", rule: "labels", apply: func(fx *fixture) {
-		delete(fx.secret.Labels, "ctf.challenge-operator.io/instance")
+		delete(fx.secret.Labels, ctfv1alpha1.InstanceLabel)
 	}},
 	{name: "a pod template of another participant", rule: "labels", apply: func(fx *fixture) {
-		fx.podMeta().Labels["ctf.challenge-operator.io/participant"] = "team2"
+		fx.podMeta().Labels[ctfv1alpha1.ParticipantLabel] = "team2"
 	}},
 	{name: "an Ingress without identity labels", rule: "labels", ingress: true, apply: func(fx *fixture) { fx.ing.Labels = nil }},
 	{name: "a claimed pooled instance's pods passing as the team's", rule: "labels", apply: func(fx *fixture) {
@@ -199,8 +201,8 @@ var breakings = []breaking{
 	}},
 	{name: "a claimed pooled instance's Service still the pool's", rule: "labels", apply: func(fx *fixture) {
 		fx.in.PodParticipant = "pool-x"
-		fx.podMeta().Labels["ctf.challenge-operator.io/participant"] = "pool-x"
-		fx.svc.Labels["ctf.challenge-operator.io/participant"] = "pool-x"
+		fx.podMeta().Labels[ctfv1alpha1.ParticipantLabel] = "pool-x"
+		fx.svc.Labels[ctfv1alpha1.ParticipantLabel] = "pool-x"
 	}},
 
 	// metadata-key
@@ -212,7 +214,7 @@ var breakings = []breaking{
 	{name: "a reserved label on the Service", rule: "metadata-key", apply: func(fx *fixture) { fx.svc.Labels["app.kubernetes.io/part-of"] = "x" }},
 	{name: "an operator annotation organisers tried to allow", rule: "metadata-key", apply: func(fx *fixture) {
 		allowKey(fx, "ctf.challenge-operator.io/")
-		annotate(&fx.svc.ObjectMeta, "ctf.challenge-operator.io/participant", "team2")
+		annotate(&fx.svc.ObjectMeta, ctfv1alpha1.ParticipantLabel, "team2")
 	}},
 	{name: "a node label on the Namespace", rule: "metadata-key", own: true, apply: func(fx *fixture) {
 		fx.ns.Labels["node-restriction.kubernetes.io/x"] = "y"
@@ -370,7 +372,7 @@ var breakings = []breaking{
 		fx.deploy.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "x", Operator: metav1.LabelSelectorOpExists}}
 	}},
 	{name: "a Service selecting every challenge pod", rule: "selector", apply: func(fx *fixture) {
-		delete(fx.svc.Spec.Selector, "app.kubernetes.io/instance")
+		delete(fx.svc.Spec.Selector, ctfv1alpha1.AppInstanceLabel)
 	}},
 	{name: "a NetworkPolicy for every pod", rule: "selector", apply: func(fx *fixture) { fx.np.Spec.PodSelector = metav1.LabelSelector{} }},
 
@@ -721,7 +723,7 @@ var harmlessChanges = []harmless{
 	{name: "with both", own: true, ingress: true},
 	{name: "a claimed pooled instance: the team's objects, the pool's pods", apply: func(fx *fixture) {
 		fx.in.PodParticipant = "pool-x"
-		fx.podMeta().Labels["ctf.challenge-operator.io/participant"] = "pool-x"
+		fx.podMeta().Labels[ctfv1alpha1.ParticipantLabel] = "pool-x"
 	}},
 	{name: "the owner annotations a stored record's Namespace carries", own: true, apply: func(fx *fixture) {
 		fx.in.OwnerAnnotations = map[string]string{"operator-sdk/primary-resource": "ctf-team1/web", "operator-sdk/primary-resource-type": "Challenge.ctf.challenge-operator.io"}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
@@ -20,7 +21,7 @@ import (
 const redis = "redis"
 
 // instancePods selects every pod of the fixture's instance.
-var instancePods = map[string]string{"ctf.challenge-operator.io/instance": release}
+var instancePods = map[string]string{ctfv1alpha1.InstanceLabel: release}
 
 func ownPods() networkingv1.NetworkPolicyPeer {
 	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: instancePods}}
@@ -38,9 +39,9 @@ type componentFixture struct {
 func newComponentFixture(own bool) *componentFixture {
 	fx := newFixture(own, false)
 	labels := testLabels()
-	labels["app.kubernetes.io/name"] = redis
-	labels["app.kubernetes.io/component"] = redis
-	selector := map[string]string{"app.kubernetes.io/name": redis, "app.kubernetes.io/instance": release}
+	labels[ctfv1alpha1.NameLabel] = redis
+	labels[ctfv1alpha1.ComponentLabel] = redis
+	selector := map[string]string{ctfv1alpha1.NameLabel: redis, ctfv1alpha1.AppInstanceLabel: release}
 	restricted := security.For(nil, false)
 	fx.in.Components = []Component{{Name: redis, Labels: labels, Selector: selector, Security: &restricted}}
 	fx.in.InstancePods = instancePods
@@ -125,7 +126,7 @@ func TestComponentsRefused(t *testing.T) {
 			cf.svc.Spec.Selector = testSelector()
 		}},
 		{"a component passing as the primary one", ruleLabels, false, func(cf *componentFixture) {
-			cf.deploy.Spec.Template.Labels["app.kubernetes.io/name"] = "challenge"
+			cf.deploy.Spec.Template.Labels[ctfv1alpha1.NameLabel] = "challenge"
 		}},
 		{"a component running privileged beyond its section", ruleSecContext, false, func(cf *componentFixture) {
 			cf.in.Components[0].Security = ptr.To(security.For(nil, false))
@@ -134,7 +135,7 @@ func TestComponentsRefused(t *testing.T) {
 		}},
 		{"another instance's pods as a peer", ruleNetworkEgress, false, func(cf *componentFixture) {
 			cf.np.Spec.Egress[1].To = []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"ctf.challenge-operator.io/instance": "victim"}}}}
+				MatchLabels: map[string]string{ctfv1alpha1.InstanceLabel: "victim"}}}}
 		}},
 		{"the instance's pods in another namespace", ruleNetworkEgress, false, func(cf *componentFixture) {
 			cf.np.Spec.Egress[1].To[0].NamespaceSelector = &metav1.LabelSelector{}

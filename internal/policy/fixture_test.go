@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 // The instance every test renders: one participant's instance of the "web" challenge.
@@ -29,19 +31,19 @@ var internalCIDRs = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "1
 
 func testLabels() map[string]string {
 	return map[string]string{
-		"app.kubernetes.io/name":                       "challenge",
-		"app.kubernetes.io/instance":                   release,
-		"app.kubernetes.io/managed-by":                 "challenge-operator",
-		"helm.sh/chart":                                "challenge-0.1.0",
-		"ctf.challenge-operator.io/instance":           release,
-		"ctf.challenge-operator.io/instance-namespace": namespace,
-		"ctf.challenge-operator.io/participant":        "team1",
-		"ctf.challenge-operator.io/challenge":          "web",
+		ctfv1alpha1.NameLabel:              "challenge",
+		ctfv1alpha1.AppInstanceLabel:       release,
+		ctfv1alpha1.ManagedByLabel:         "challenge-operator",
+		"helm.sh/chart":                    "challenge-0.1.0",
+		ctfv1alpha1.InstanceLabel:          release,
+		ctfv1alpha1.InstanceNamespaceLabel: namespace,
+		ctfv1alpha1.ParticipantLabel:       "team1",
+		ctfv1alpha1.ChallengeLabel:         "web",
 	}
 }
 
 func testSelector() map[string]string {
-	return map[string]string{"app.kubernetes.io/name": "challenge", "app.kubernetes.io/instance": release}
+	return map[string]string{ctfv1alpha1.NameLabel: "challenge", ctfv1alpha1.AppInstanceLabel: release}
 }
 
 func prefixes(ss ...string) []netip.Prefix {

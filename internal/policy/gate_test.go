@@ -9,6 +9,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/yaml"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 func TestValidReleasePasses(t *testing.T) {
@@ -152,7 +154,7 @@ func TestKeysRefused(t *testing.T) {
 		{"helm.sh/resource-policy", true},
 		{"helm.sh/hook", true},
 		{"meta.helm.sh/release-name", true},
-		{"ctf.challenge-operator.io/participant", true},
+		{ctfv1alpha1.ParticipantLabel, true},
 		{"x.ctf.challenge-operator.io/participant", true},
 		{"HELM.SH/hook", true},
 		{"Kubernetes.IO/x", true},

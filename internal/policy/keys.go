@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 // Keys decides which label and annotation keys may be set beyond the identity labels. A
@@ -91,7 +93,7 @@ func (c *checker) keys(o *object, m metav1.Object, where string, isNamespace boo
 	want := c.part.labels
 	if where == podTemplate && c.in.PodParticipant != "" {
 		want = maps.Clone(want)
-		want[ParticipantLabel] = c.in.PodParticipant
+		want[ctfv1alpha1.ParticipantLabel] = c.in.PodParticipant
 	}
 	if err := c.identity(o, m.GetLabels(), want, where); err != nil {
 		return err
@@ -115,9 +117,6 @@ func (c *checker) identity(o *object, labels, want map[string]string, where stri
 	}
 	return nil
 }
-
-// ParticipantLabel is the identity label naming whose an instance is.
-const ParticipantLabel = "ctf.challenge-operator.io/participant"
 
 // podTemplate is how a pod template's metadata is named in violations.
 const podTemplate = "pod template "

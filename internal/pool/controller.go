@@ -62,7 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var list ctfv1alpha1.ChallengeList
 	// Read-only: the cache's own objects, not a copy each (a burst of claims
 	// reconciles the pool once per claim, each time over the whole pool).
-	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{TemplateLabel: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{ctfv1alpha1.PoolLabel: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	var unclaimed, stale []*ctfv1alpha1.Challenge
@@ -181,8 +181,8 @@ func (r *Reconciler) newPooled(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Namespace:   r.Pools.Namespace,
-			Labels:      map[string]string{TemplateLabel: tmpl.Name},
-			Annotations: map[string]string{GenerationAnnotation: fmt.Sprint(tmpl.Generation)},
+			Labels:      map[string]string{ctfv1alpha1.PoolLabel: tmpl.Name},
+			Annotations: map[string]string{ctfv1alpha1.TemplateGenerationAnnotation: fmt.Sprint(tmpl.Generation)},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "ChallengeTemplate",
 				Name: tmpl.Name, UID: tmpl.UID, Controller: ptr.To(true),

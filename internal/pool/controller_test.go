@@ -57,7 +57,7 @@ func TestPoolStatusCountsWhatIsLeftAfterAShrink(t *testing.T) {
 	}
 	unclaimed := func() int {
 		var list ctfv1alpha1.ChallengeList
-		g.Expect(cl.List(ctx, &list, client.InNamespace("pool"), client.MatchingLabels{pool.TemplateLabel: tmpl.Name})).To(Succeed())
+		g.Expect(cl.List(ctx, &list, client.InNamespace("pool"), client.MatchingLabels{ctfv1alpha1.PoolLabel: tmpl.Name})).To(Succeed())
 		n := 0
 		for _, ch := range list.Items {
 			if ch.DeletionTimestamp.IsZero() {

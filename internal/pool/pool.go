@@ -30,23 +30,6 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 )
 
-// Labels and annotations of pooled Challenges.
-const (
-	// TemplateLabel marks a pooled Challenge with its template's name.
-	TemplateLabel = "ctf.challenge-operator.io/pool"
-	// ClaimedLabel is "true" on a pooled Challenge a Challenge has claimed.
-	ClaimedLabel = "ctf.challenge-operator.io/claimed"
-	// ClaimantAnnotation names the Challenge that claimed a pooled one:
-	// "<namespace>/<name>/<uid>".
-	ClaimantAnnotation = "ctf.challenge-operator.io/claimed-by"
-	// ParticipantAnnotation is the claimant's participant, whose identity
-	// the claimed instance's objects then carry.
-	ParticipantAnnotation = "ctf.challenge-operator.io/claimed-by-participant"
-	// GenerationAnnotation is the template generation a pooled Challenge
-	// was created for: one of an older generation is replaced unclaimed.
-	GenerationAnnotation = "ctf.challenge-operator.io/template-generation"
-)
-
 // ClaimantField indexes pooled Challenges by their claimant, "<namespace>/<name>".
 const ClaimantField = "metadata.claimant"
 
@@ -109,12 +92,12 @@ func (p *Pools) Holds(namespace string) bool { return p.enabled() && namespace =
 // IsPooled tells whether ch is a pooled instance: labelled with its own
 // template and in the pool namespace.
 func (p *Pools) IsPooled(ch *ctfv1alpha1.Challenge) bool {
-	return p.Holds(ch.Namespace) && ch.Spec.Template != "" && ch.Labels[TemplateLabel] == ch.Spec.Template
+	return p.Holds(ch.Namespace) && ch.Spec.Template != "" && ch.Labels[ctfv1alpha1.PoolLabel] == ch.Spec.Template
 }
 
 // Claimant returns the Challenge that claimed pooled, if any.
 func Claimant(pooled client.Object) (key types.NamespacedName, uid types.UID, ok bool) {
-	v := pooled.GetAnnotations()[ClaimantAnnotation]
+	v := pooled.GetAnnotations()[ctfv1alpha1.ClaimantAnnotation]
 	parts := strings.Split(v, "/")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
 		return types.NamespacedName{}, "", false
@@ -137,7 +120,7 @@ func (p *Pools) ClaimedBy(c *ctfv1alpha1.Challenge) string {
 	if _, _, claimed := Claimant(c); !claimed || !p.IsPooled(c) {
 		return ""
 	}
-	return c.Annotations[ParticipantAnnotation]
+	return c.Annotations[ctfv1alpha1.ClaimantParticipantAnnotation]
 }
 
 // Of finds the pooled instance c claimed: ref is nil if c claimed none;
@@ -209,7 +192,7 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 	first := len(c.Status.Conditions) == 0
 	var list ctfv1alpha1.ChallengeList
 	// Read-only: the cache's own objects; the one claimed is copied.
-	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{TemplateLabel: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{ctfv1alpha1.PoolLabel: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the pool of %s: %w", tmpl.Name, err)
 	}
 	candidates := slices.DeleteFunc(list.Items, func(o ctfv1alpha1.Challenge) bool {
@@ -266,7 +249,7 @@ func Claimable(pooled *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 
 // current tells whether pooled was made for tmpl's current generation.
 func current(pooled *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) bool {
-	return pooled.Annotations[GenerationAnnotation] == fmt.Sprint(tmpl.Generation)
+	return pooled.Annotations[ctfv1alpha1.TemplateGenerationAnnotation] == fmt.Sprint(tmpl.Generation)
 }
 
 // claim marks pooled as c's. The template no longer owns it: deleting the
@@ -275,9 +258,9 @@ func claim(pooled *ctfv1alpha1.Challenge, c *ctfv1alpha1.Challenge) {
 	if pooled.Annotations == nil {
 		pooled.Annotations = map[string]string{}
 	}
-	pooled.Annotations[ClaimantAnnotation] = fmt.Sprintf("%s/%s/%s", c.Namespace, c.Name, c.UID)
-	pooled.Annotations[ParticipantAnnotation] = c.Spec.Participant
-	pooled.Labels[ClaimedLabel] = "true"
+	pooled.Annotations[ctfv1alpha1.ClaimantAnnotation] = fmt.Sprintf("%s/%s/%s", c.Namespace, c.Name, c.UID)
+	pooled.Annotations[ctfv1alpha1.ClaimantParticipantAnnotation] = c.Spec.Participant
+	pooled.Labels[ctfv1alpha1.ClaimedLabel] = "true"
 	pooled.OwnerReferences = nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
@@ -150,15 +149,15 @@ const DefaultReadinessPeriod int32 = 2
 // charts/challenge writes them: never the primary component's, whose
 // app.kubernetes.io/name is "challenge", a name no component may take.
 func ComponentSelectorLabels(c *ctfv1alpha1.Challenge, component string) map[string]string {
-	return map[string]string{"app.kubernetes.io/name": component, "app.kubernetes.io/instance": c.Name}
+	return map[string]string{ctfv1alpha1.NameLabel: component, ctfv1alpha1.AppInstanceLabel: c.Name}
 }
 
 // ComponentLabels are the identity labels of a component's objects: the
 // instance's, with the component's name.
 func ComponentLabels(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, component string) map[string]string {
 	l := IdentityLabels(c, tmpl)
-	l["app.kubernetes.io/name"] = component
-	l[lifecycle.ComponentLabel] = component
+	l[ctfv1alpha1.NameLabel] = component
+	l[ctfv1alpha1.ComponentLabel] = component
 	return l
 }
 
@@ -166,5 +165,5 @@ func ComponentLabels(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTempla
 // and no other instance's in its namespace: the peer its NetworkPolicies let
 // its components reach each other through.
 func InstancePodLabels(c *ctfv1alpha1.Challenge) map[string]string {
-	return map[string]string{"ctf.challenge-operator.io/instance": c.Name}
+	return map[string]string{ctfv1alpha1.InstanceLabel: c.Name}
 }

@@ -926,7 +926,7 @@ func isNull(v any) bool {
 
 // SelectorLabels select an instance's pods, as charts/challenge writes them.
 func SelectorLabels(c *ctfv1alpha1.Challenge) map[string]string {
-	return map[string]string{"app.kubernetes.io/name": "challenge", "app.kubernetes.io/instance": c.Name}
+	return map[string]string{ctfv1alpha1.NameLabel: "challenge", ctfv1alpha1.AppInstanceLabel: c.Name}
 }
 
 // IdentityLabels are the labels charts/challenge puts on every object of an
@@ -934,10 +934,10 @@ func SelectorLabels(c *ctfv1alpha1.Challenge) map[string]string {
 // rendered object to exactly these.
 func IdentityLabels(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) map[string]string {
 	l := SelectorLabels(c)
-	l["app.kubernetes.io/managed-by"] = "Helm" // what Helm needs to adopt live objects
-	l["ctf.challenge-operator.io/instance"] = c.Name
-	l["ctf.challenge-operator.io/instance-namespace"] = c.Namespace
-	l["ctf.challenge-operator.io/participant"] = c.Spec.Participant
-	l["ctf.challenge-operator.io/challenge"] = ChallengeLabel(c, tmpl)
+	l[ctfv1alpha1.ManagedByLabel] = "Helm" // what Helm needs to adopt live objects
+	l[ctfv1alpha1.InstanceLabel] = c.Name
+	l[ctfv1alpha1.InstanceNamespaceLabel] = c.Namespace
+	l[ctfv1alpha1.ParticipantLabel] = c.Spec.Participant
+	l[ctfv1alpha1.ChallengeLabel] = ChallengeLabel(c, tmpl)
 	return l
 }

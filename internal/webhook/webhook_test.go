@@ -83,7 +83,7 @@ func TestNamespacePerInstance(t *testing.T) {
 	nsObj := &corev1.Namespace{}
 	g.Expect(h.Client.Get(ctx, client.ObjectKey{Name: instanceNS}, nsObj)).To(Succeed())
 	g.Expect(nsObj.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
-	g.Expect(nsObj.Labels).To(HaveKeyWithValue("ctf.challenge-operator.io/participant", "team-o"))
+	g.Expect(nsObj.Labels).To(HaveKeyWithValue(ctfv1alpha1.ParticipantLabel, "team-o"))
 	key := client.ObjectKey{Namespace: instanceNS, Name: "own"}
 	quota := &corev1.ResourceQuota{}
 	g.Expect(h.Client.Get(ctx, key, quota)).To(Succeed())
