@@ -19,8 +19,8 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
-	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
@@ -72,7 +72,7 @@ func (o *Observer) ofInstance(inst *ctfv1alpha1.Challenge) []client.ListOption {
 // namespace is where the instance's objects live.
 func (o *Observer) namespace(ch *ctfv1alpha1.Challenge) string {
 	if o.NamespacePerInstance {
-		return values.InstanceNamespace(ch)
+		return identity.Namespace(ch)
 	}
 	return ch.Namespace
 }
@@ -192,7 +192,7 @@ func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge, tmp
 		if !values.Exposed(c) {
 			continue
 		}
-		eps, err := o.serviceEndpoints(ctx, ch, policy.ComponentObject(ch.Name, c.Name), c.Expose.TLS != nil)
+		eps, err := o.serviceEndpoints(ctx, ch, identity.ComponentObject(ch.Name, c.Name), c.Expose.TLS != nil)
 		if err != nil || eps == nil {
 			return nil, err
 		}
@@ -278,7 +278,7 @@ func (o *Observer) queuePosition(ctx context.Context, ch *ctfv1alpha1.Challenge,
 func (o *Observer) lifetime(ch, inst *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, obs *lifecycle.Observation) {
 	if tmpl != nil {
 		if tmpl.Spec.Flag != nil {
-			obs.FlagSecretName = values.FlagSecretName(inst.Name)
+			obs.FlagSecretName = identity.FlagSecret(inst.Name)
 		}
 		for _, c := range tmpl.Spec.Components {
 			obs.Components = append(obs.Components, c.Name)

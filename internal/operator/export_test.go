@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/internal/testcluster"
@@ -60,4 +61,4 @@ func Leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gatewa
 }
 
 // InstanceNamespace is the namespace of its own an instance gets.
-func InstanceNamespace(ch *ctfv1alpha1.Challenge) string { return values.InstanceNamespace(ch) }
+func InstanceNamespace(ch *ctfv1alpha1.Challenge) string { return identity.Namespace(ch) }

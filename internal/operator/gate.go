@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
@@ -101,11 +102,11 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 		Release:      ch.Name,
 		Namespace:    ch.Namespace,
 		OwnNamespace: g.namespacePerInstance,
-		Labels:       values.IdentityLabels(ch, tmpl),
-		Selector:     values.SelectorLabels(ch),
+		Labels:       identity.Labels(ch, tmpl),
+		Selector:     identity.Selector(ch),
 		Limits:       limits,
 		Keys:         g.keys,
-		Host:         values.InstanceHost(ch, limits.IngressDomain),
+		Host:         identity.Host(ch, limits.IngressDomain),
 		HostTaken:    g.hostTaken(ctx, ch),
 	}
 	in.OwnerAnnotations = ownerAnnotations(ch)
@@ -115,7 +116,7 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 			claimedIdentity(&in, ch, team)
 		}
 		if len(in.Components) > 0 {
-			in.InstancePods = values.InstancePodLabels(ch)
+			in.InstancePods = identity.InstancePods(ch)
 		}
 		shared, err := values.SharedServices(ctx, g.organiserReader, tmpl, g.sharedNamespaces)
 		if err != nil {
@@ -126,13 +127,13 @@ func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ct
 		}
 	}
 	if g.namespacePerInstance {
-		in.Namespace = values.InstanceNamespace(ch)
+		in.Namespace = identity.Namespace(ch)
 		if in.Quota, in.LimitRange, err = values.NamespaceBounds(len(in.Components)); err != nil {
 			return policy.Instance{}, err
 		}
 	}
 	if tmpl != nil && (tmpl.Spec.Flag != nil || len(tmpl.Spec.SecretEnv) > 0) {
-		in.FlagSecret = values.FlagSecretName(ch.Name)
+		in.FlagSecret = identity.FlagSecret(ch.Name)
 	}
 	return in, nil
 }
@@ -154,8 +155,8 @@ func components(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 	for i := range tmpl.Spec.Components {
 		c := &tmpl.Spec.Components[i]
 		sec := security.ForComponent(c)
-		out = append(out, policy.Component{Name: c.Name, Labels: values.ComponentLabels(ch, tmpl, c.Name),
-			Selector: values.ComponentSelectorLabels(ch, c.Name), Security: &sec, Exposed: values.Exposed(c), Host: values.ComponentHost(ch, c.Name, domain)})
+		out = append(out, policy.Component{Name: c.Name, Labels: identity.ComponentLabels(ch, tmpl, c.Name),
+			Selector: identity.ComponentSelector(ch, c.Name), Security: &sec, Exposed: values.Exposed(c), Host: identity.ComponentHost(ch, c.Name, domain)})
 	}
 	return out
 }
@@ -190,14 +191,14 @@ func (g *gate) checkRecord(ctx context.Context, obj client.Object, manifest stri
 		Release:      ch.Name,
 		Namespace:    ch.Namespace,
 		OwnNamespace: g.namespacePerInstance,
-		Labels:       values.IdentityLabels(ch, nil),
-		Selector:     values.SelectorLabels(ch),
-		FlagSecret:   values.FlagSecretName(ch.Name),
+		Labels:       identity.Labels(ch, nil),
+		Selector:     identity.Selector(ch),
+		FlagSecret:   identity.FlagSecret(ch.Name),
 		AnyComponent: true,
 	}
 	in.OwnerAnnotations = ownerAnnotations(ch)
 	if g.namespacePerInstance {
-		in.Namespace = values.InstanceNamespace(ch)
+		in.Namespace = identity.Namespace(ch)
 		if in.Quota, in.LimitRange, err = values.NamespaceBounds(0); err != nil {
 			return err
 		}

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
-	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 // The hostile table: Challenges and ChallengeTemplates written as an attacker
@@ -295,7 +295,7 @@ func hostileChallenges() []hostileChallenge {
 			g.Expect(deployment(g, ch).Spec.Template.Annotations).To(HaveKeyWithValue("note", "key: [value] & *alias"))
 		}},
 		{name: "an Ingress on the instance's own host", mutate: ingress, want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
-			url := "http://" + values.InstanceHost(ch, testharness.IngressDomain) + "/"
+			url := "http://" + identity.Host(ch, testharness.IngressDomain) + "/"
 			g.Expect(ch.Status.Endpoint.URL).To(Equal(url))
 			g.Expect(deployment(g, ch).Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "CHALLENGE_URL", Value: url}))
 		}},
@@ -759,7 +759,7 @@ func TestHTTPSIngressInstances(t *testing.T) {
 				return
 			}
 			got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
-			host := values.InstanceHost(ch, testharness.IngressDomain)
+			host := identity.Host(ch, testharness.IngressDomain)
 			url := "https://" + host + "/"
 			g.Expect(got.Status.Endpoint.URL).To(Equal(url))
 			ing := &networkingv1.Ingress{}
@@ -797,7 +797,7 @@ func TestTwoTeamsOfOneIngressTemplateGetTheirOwnHosts(t *testing.T) {
 	hosts := map[string]bool{}
 	for _, ch := range teams {
 		got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
-		host := values.InstanceHost(ch, testharness.IngressDomain)
+		host := identity.Host(ch, testharness.IngressDomain)
 		g.Expect(host).To(HaveSuffix("." + testharness.IngressDomain))
 		hosts[host] = true
 		url := "http://" + host + "/"

@@ -32,6 +32,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
@@ -252,7 +253,7 @@ const DefaultMaxInstancesPerParticipant int32 = 5
 // into every instance. challengeNamespaces are those Challenges are created
 // in (the watched ones, the instancer's; none means any). Instances run there,
 // or, with a namespace per instance, in namespaces named after them
-// (values.InstanceNamespace); pooled instances in --pool-namespace. It also
+// (identity.Namespace); pooled instances in --pool-namespace. It also
 // refuses a pool namespace that is not watched. The gate also refuses an instance's own
 // namespace as a peer, whatever the mode.
 func CheckIngressFrom(opts Options, challengeNamespaces []string) error {
@@ -263,7 +264,7 @@ func CheckIngressFrom(opts Options, challengeNamespaces []string) error {
 	}
 	for _, ns := range opts.Values.IngressFromNamespaces {
 		shared := !opts.Values.NamespacePerInstance && (slices.Contains(challengeNamespaces, ns) || ns == opts.PoolNamespace)
-		own := opts.Values.NamespacePerInstance && values.MayBeInstanceNamespace(ns, challengeNamespaces)
+		own := opts.Values.NamespacePerInstance && identity.MayBeNamespace(ns, challengeNamespaces)
 		if shared || own {
 			return fmt.Errorf("--ingress-from-namespaces lists %q, where instances run: every instance would be open to the others", ns)
 		}
@@ -359,7 +360,7 @@ func leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gatewa
 			if err != nil {
 				return err
 			}
-			own := values.InstanceNamespace(ch)
+			own := identity.Namespace(ch)
 			if left, err := deleteInstanceNamespace(ctx, cl, own, sel); err != nil || left {
 				return cmp.Or(err, errObjectsLeft)
 			}

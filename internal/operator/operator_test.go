@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
-	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 const participantLabel = ctfv1alpha1.ParticipantLabel
@@ -153,7 +153,7 @@ func TestDeletionRemovesEveryObject(t *testing.T) {
 	ch.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress}
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	running := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
-	g.Expect(running.Status.Endpoint.URL).To(Equal("http://" + values.InstanceHost(ch, testharness.IngressDomain) + "/"))
+	g.Expect(running.Status.Endpoint.URL).To(Equal("http://" + identity.Host(ch, testharness.IngressDomain) + "/"))
 
 	key := client.ObjectKeyFromObject(ch)
 	released := func() []client.Object {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
@@ -45,7 +46,7 @@ func newComponentFixture(own bool) *componentFixture {
 	restricted := security.For(nil, false)
 	fx.in.Components = []Component{{Name: redis, Labels: labels, Selector: selector, Security: &restricted}}
 	fx.in.InstancePods = instancePods
-	name := ComponentObject(release, redis)
+	name := identity.ComponentObject(release, redis)
 	objMeta := func() metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: fx.in.Namespace, Labels: maps.Clone(labels)}
 	}
@@ -237,7 +238,7 @@ func TestExposedComponents(t *testing.T) {
 	const redisHost = "web-team1-redis-0123456789.ctf.example"
 	ingress := func(host, backend string) *networkingv1.Ingress {
 		ing := ingressObj()
-		ing.Name, ing.Labels = ComponentObject(release, redis), maps.Clone(newComponentFixture(false).in.Components[0].Labels)
+		ing.Name, ing.Labels = identity.ComponentObject(release, redis), maps.Clone(newComponentFixture(false).in.Components[0].Labels)
 		ing.Spec.Rules[0].Host = host
 		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = backend
 		return ing
@@ -254,14 +255,14 @@ func TestExposedComponents(t *testing.T) {
 	}{
 		{"exposed, with its own Ingress", func(cf *componentFixture) {
 			expose(cf)
-			cf.extra = append(cf.extra, ingress(redisHost, ComponentObject(release, redis)))
+			cf.extra = append(cf.extra, ingress(redisHost, identity.ComponentObject(release, redis)))
 		}, ""},
 		{"an Ingress for a component not exposed", func(cf *componentFixture) {
-			cf.extra = append(cf.extra, ingress(redisHost, ComponentObject(release, redis)))
+			cf.extra = append(cf.extra, ingress(redisHost, identity.ComponentObject(release, redis)))
 		}, ruleIngress},
 		{"exposed, on the primary component's host", func(cf *componentFixture) {
 			expose(cf)
-			cf.extra = append(cf.extra, ingress(host, ComponentObject(release, redis)))
+			cf.extra = append(cf.extra, ingress(host, identity.ComponentObject(release, redis)))
 		}, ruleIngressHost},
 		{"exposed, leading to the primary component", func(cf *componentFixture) {
 			expose(cf)

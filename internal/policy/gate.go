@@ -31,6 +31,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
@@ -82,7 +83,7 @@ type Instance struct {
 	// cannot take over another's traffic; nil means never.
 	HostTaken func(host string) bool
 	// Components are the instance's workloads beside its primary one, each with a Deployment, a
-	// NetworkPolicy and optionally a Service named ComponentObject(Release, Name).
+	// NetworkPolicy and optionally a Service named identity.ComponentObject(Release, Name).
 	Components []Component
 	// AnyComponent accepts the objects of components of any name: a stored release record, judged
 	// by CheckIdentity for whose its objects are, whatever components its template has now.
@@ -118,12 +119,6 @@ type Component struct {
 	Exposed bool
 	// Host is its own host, the only one its Ingress or route may name.
 	Host string
-}
-
-// ComponentObject names the objects of an instance's component: "<release>--<component>". No
-// Challenge name contains "--", so no other instance's object can have such a name.
-func ComponentObject(release, component string) string {
-	return release + "--" + component
 }
 
 // Limits are the organiser's ceilings and allowances.
@@ -167,10 +162,6 @@ type Limits struct {
 	// DNSNamespace is the namespace of the DNS peer; "" means "kube-system".
 	DNSNamespace string
 }
-
-// FilesConfigMap is the one ConfigMap a release may create and its pod mount: the files its
-// template carries.
-func FilesConfigMap(release string) string { return release + "-files" }
 
 // Violation is a broken rule: the release is refused and nothing of it is applied.
 type Violation struct {
@@ -384,7 +375,7 @@ func newChecker(in Instance) (*checker, error) {
 		if len(comp.Labels) == 0 || len(comp.Selector) == 0 {
 			return nil, fmt.Errorf("policy: component %q needs identity labels and a selector", comp.Name)
 		}
-		name := ComponentObject(in.Release, comp.Name)
+		name := identity.ComponentObject(in.Release, comp.Name)
 		c.parts[name] = &part{component: comp.Name, name: name, exposed: comp.Exposed, host: comp.Host, labels: comp.Labels, selector: comp.Selector,
 			security: comp.Security}
 	}
@@ -442,7 +433,7 @@ func (c *checker) name(o *object) error {
 	case *corev1.Secret:
 		rule, want = ruleSecret, c.in.FlagSecret
 	case *corev1.ConfigMap:
-		want = FilesConfigMap(c.in.Release)
+		want = identity.FilesConfigMap(c.in.Release)
 	case *corev1.Namespace:
 		rule, want = ruleNamespace, c.in.Namespace
 	}
@@ -531,7 +522,7 @@ func (c *checker) required() error {
 	// Each component has its workload and the NetworkPolicy that isolates it; its Service is
 	// optional (a bot nothing connects to has none).
 	for _, comp := range c.in.Components {
-		name := ComponentObject(c.in.Release, comp.Name)
+		name := identity.ComponentObject(c.in.Release, comp.Name)
 		for _, kind := range []string{"Deployment", "NetworkPolicy"} {
 			if !c.seen[kind+"/"+name] {
 				obj := fmt.Sprintf("%s %s/%s", kind, c.in.Namespace, name)

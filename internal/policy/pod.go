@@ -16,6 +16,7 @@ import (
 	psapolicy "k8s.io/pod-security-admission/policy"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
@@ -310,7 +311,7 @@ func (c *checker) volumes(o *object, p *corev1.PodSpec) error {
 		rest := v.VolumeSource
 		rest.EmptyDir, rest.Secret, rest.ConfigMap = nil, nil, nil
 		flag := v.Secret != nil && c.in.FlagSecret != "" && v.Secret.SecretName == c.in.FlagSecret
-		files := v.ConfigMap != nil && v.ConfigMap.Name == FilesConfigMap(c.in.Release)
+		files := v.ConfigMap != nil && v.ConfigMap.Name == identity.FilesConfigMap(c.in.Release)
 		sources := 0
 		for _, set := range []bool{v.EmptyDir != nil, v.Secret != nil, v.ConfigMap != nil} {
 			if set {
@@ -318,7 +319,7 @@ func (c *checker) volumes(o *object, p *corev1.PodSpec) error {
 			}
 		}
 		if rest != (corev1.VolumeSource{}) || sources != 1 || (v.Secret != nil && !flag) || (v.ConfigMap != nil && !files) {
-			return o.violation(ruleVolume, "volume %q: only emptyDir, the flag Secret %q and the files ConfigMap %q", v.Name, c.in.FlagSecret, FilesConfigMap(c.in.Release))
+			return o.violation(ruleVolume, "volume %q: only emptyDir, the flag Secret %q and the files ConfigMap %q", v.Name, c.in.FlagSecret, identity.FilesConfigMap(c.in.Release))
 		}
 	}
 	return nil

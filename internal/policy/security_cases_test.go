@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
@@ -108,7 +109,7 @@ var securityBreakings = []breaking{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}}})
 	}},
 	{name: "binary data in the files ConfigMap", rule: "volume", apply: func(fx *fixture) {
-		fx.extra = append(fx.extra, &corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: meta(FilesConfigMap(release)),
+		fx.extra = append(fx.extra, &corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: meta(identity.FilesConfigMap(release)),
 			BinaryData: map[string][]byte{"f0": {0, 1}}})
 	}},
 	{name: "a sysctl other than the unprivileged port start", rule: "security-context", apply: func(fx *fixture) {
@@ -130,10 +131,10 @@ var securityHarmless = []harmless{
 	{name: "a Localhost seccomp profile the template names", relaxes: true, apply: granted(localSeccomp)},
 	{name: "the restricted defaults named exactly", apply: granted(nil)},
 	{name: "the template's files, mounted read-only", apply: func(fx *fixture) {
-		fx.extra = append(fx.extra, &corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: meta(FilesConfigMap(release)),
+		fx.extra = append(fx.extra, &corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: meta(identity.FilesConfigMap(release)),
 			Data: map[string]string{"f0": "server { listen 80; }\n"}})
 		fx.pod().Volumes = append(fx.pod().Volumes, corev1.Volume{Name: "files", VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: FilesConfigMap(release)}}}})
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: identity.FilesConfigMap(release)}}}})
 		fx.ctr().VolumeMounts = append(fx.ctr().VolumeMounts, corev1.VolumeMount{Name: "files", MountPath: "/etc/nginx/nginx.conf", SubPath: "f0", ReadOnly: true})
 	}},
 	{name: "a KVM device on the node set aside", relaxes: true, apply: then(granted(kvm), func(fx *fixture) {

@@ -7,7 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
@@ -47,7 +47,7 @@ func hostValues(release string, components []ctfv1alpha1.Component) []ctfv1alpha
 	out := []ctfv1alpha1.EnvVar{{Name: PrimaryHostVariable, Value: release}}
 	for _, c := range components {
 		if len(c.Ports) > 0 {
-			out = append(out, ctfv1alpha1.EnvVar{Name: HostVariable(c.Name), Value: policy.ComponentObject(release, c.Name)})
+			out = append(out, ctfv1alpha1.EnvVar{Name: HostVariable(c.Name), Value: identity.ComponentObject(release, c.Name)})
 		}
 	}
 	return out
@@ -68,7 +68,7 @@ func componentsFor(c *ctfv1alpha1.Challenge, components []ctfv1alpha1.Component,
 		}
 		v := componentValues{
 			containerValues: containerValuesFor(&comp.Container, comp.Name+".", componentProbes(comp)),
-			Name:            comp.Name, ObjectName: policy.ComponentObject(release, comp.Name), Image: comp.Image, Ports: orEmptyList(comp.Ports),
+			Name:            comp.Name, ObjectName: identity.ComponentObject(release, comp.Name), Image: comp.Image, Ports: orEmptyList(comp.Ports),
 			Env: append(append([]ctfv1alpha1.EnvVar{}, hosts...), comp.Env...), Resources: comp.Resources,
 			ReadOnlyRootFilesystem: !comp.WritableRootFilesystem, InternetEgress: comp.InternetEgress, Security: securityValuesFor(sec),
 			Expose: expose,
@@ -96,7 +96,7 @@ func componentExpose(c *ctfv1alpha1.Challenge, comp *ctfv1alpha1.Component, sett
 		}
 		merge(expose, m)
 	}
-	expose["host"] = ComponentHost(c, comp.Name, settings.IngressDomain)
+	expose["host"] = identity.ComponentHost(c, comp.Name, settings.IngressDomain)
 	expose["https"] = comp.Expose != nil && comp.Expose.TLS != nil
 	if err := settings.gateway(expose); err != nil {
 		return nil, fmt.Errorf("component %s: %w", comp.Name, err)
@@ -107,21 +107,6 @@ func componentExpose(c *ctfv1alpha1.Challenge, comp *ctfv1alpha1.Component, sett
 // Exposed reports whether a component is reached from outside its instance.
 func Exposed(comp *ctfv1alpha1.Component) bool {
 	return comp.Expose != nil && comp.Expose.Type != "" && comp.Expose.Type != ctfv1alpha1.ExposeClusterIP
-}
-
-// ComponentHost is the host of an instance's exposed component under domain
-// ("" without one): "<name>-<component>-<hash>.<domain>", one DNS label, the
-// component's name kept whole however long the instance's is.
-func ComponentHost(c *ctfv1alpha1.Challenge, component, domain string) string {
-	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
-	if domain == "" {
-		return ""
-	}
-	name := c.Name
-	if room := 52 - len(component) - 1; len(name) > room {
-		name = strings.TrimRight(name[:room], "-")
-	}
-	return hostLabel(c, name+"-"+component, domain) + "." + domain
 }
 
 // componentProbes are a component's probes; without a readiness probe, a
@@ -144,26 +129,3 @@ func componentProbes(c *ctfv1alpha1.Component) probeValues {
 // probe checks its port, as the chart's readinessProbe.periodSeconds does
 // the primary's.
 const DefaultReadinessPeriod int32 = 2
-
-// ComponentSelectorLabels select the pods of an instance's component, as
-// charts/challenge writes them: never the primary component's, whose
-// app.kubernetes.io/name is "challenge", a name no component may take.
-func ComponentSelectorLabels(c *ctfv1alpha1.Challenge, component string) map[string]string {
-	return map[string]string{ctfv1alpha1.NameLabel: component, ctfv1alpha1.AppInstanceLabel: c.Name}
-}
-
-// ComponentLabels are the identity labels of a component's objects: the
-// instance's, with the component's name.
-func ComponentLabels(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, component string) map[string]string {
-	l := IdentityLabels(c, tmpl)
-	l[ctfv1alpha1.NameLabel] = component
-	l[ctfv1alpha1.ComponentLabel] = component
-	return l
-}
-
-// InstancePodLabels select every pod of an instance, whatever its component,
-// and no other instance's in its namespace: the peer its NetworkPolicies let
-// its components reach each other through.
-func InstancePodLabels(c *ctfv1alpha1.Challenge) map[string]string {
-	return map[string]string{ctfv1alpha1.InstanceLabel: c.Name}
-}

@@ -1,7 +1,6 @@
 package values
 
 import (
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -66,22 +65,4 @@ func TestOneComponentRendersAsBefore(t *testing.T) {
 	g.Expect(got["hosts"]).To(BeEmpty())
 	g.Expect(got["components"]).To(BeEmpty())
 	g.Expect(got["namespacePerInstance"]).To(HaveKeyWithValue("quota", HaveKeyWithValue("pods", "4")))
-}
-
-// TestComponentHost: one DNS label under the domain, the component's name
-// whole however long the instance's, and different from the primary's.
-func TestComponentHost(t *testing.T) {
-	g := NewWithT(t)
-	c := challenge(nil)
-	g.Expect(ComponentHost(c, "shell", "ctf.example")).To(MatchRegexp(`^web-shell-[0-9a-f]{10}\.ctf\.example$`))
-	g.Expect(ComponentHost(c, "shell", "ctf.example")).NotTo(Equal(InstanceHost(c, "ctf.example")))
-	g.Expect(ComponentHost(c, "shell", "")).To(BeEmpty())
-	long := challenge(nil)
-	long.Name = "a-challenge-name-that-is-exactly-fifty-three-chars-x"
-	for _, comp := range []string{"shell", "db"} {
-		h := ComponentHost(long, comp, "ctf.example")
-		label, _, _ := strings.Cut(h, ".")
-		g.Expect(len(label)).To(BeNumerically("<=", 63))
-		g.Expect(label).To(MatchRegexp(`-%s-[0-9a-f]{10}$`, comp))
-	}
 }

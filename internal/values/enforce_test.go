@@ -2,14 +2,10 @@ package values
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -154,70 +150,6 @@ func TestFlagSecretsOnlyFromAllowedNamespaces(t *testing.T) {
 	g.Expect(tr.Settings.checkFlagSecret(tmpl)).To(Succeed())
 }
 
-func TestInstanceNamespacesNeverCollide(t *testing.T) {
-	g := NewWithT(t)
-	ns := func(namespace, name string) string {
-		return InstanceNamespace(&ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
-	}
-	g.Expect(ns("a-b", "c")).NotTo(Equal(ns("a", "b-c")), "the plain join of both is a-b-c")
-	long := "x123456789012345678901234567890123456789012345678901"
-	g.Expect(ns(long, "web-1")).NotTo(Equal(ns(long, "web-2")), "truncation would make these equal")
-	for _, n := range []string{ns("a-b", "c"), ns(long, "web-1"), ns(long+long[:10], "y")} {
-		g.Expect(len(n)).To(BeNumerically("<=", 63), n)
-		g.Expect(n).To(MatchRegexp(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`))
-	}
-}
-
-// TestInstanceHostsNeverCollide: every instance's host is one DNS label under
-// the domain, the same name in two namespaces included, so a wildcard
-// certificate covers them and no two instances share one.
-func TestInstanceHostsNeverCollide(t *testing.T) {
-	g := NewWithT(t)
-	host := func(namespace, name, domain string) string {
-		return InstanceHost(&ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, domain)
-	}
-	g.Expect(host("teams", "web-team1", "ctf.example")).To(MatchRegexp(`^web-team1-[0-9a-f]{10}\.ctf\.example$`))
-	g.Expect(host("a", "web", "ctf.example")).NotTo(Equal(host("b", "web", "ctf.example")))
-	g.Expect(host("a", "web", "CTF.example.")).To(Equal(host("a", "web", "ctf.example")), "the domain as DNS reads it")
-	g.Expect(host("a", "web", "")).To(BeEmpty(), "no domain, no host")
-	label, _, _ := strings.Cut(host("a", strings.Repeat("w", 53), "ctf.example"), ".")
-	g.Expect(len(label)).To(BeNumerically("<=", 63))
-}
-
-// TestInstanceHostsAreNotComputableFromPublicNames: a host was a hash of the
-// namespace and name alone, which every team can compute for every other team
-// from the template, the team and the namespace, and then find and flood its
-// instance. It is now keyed by the Challenge's UID, which the API server draws
-// at random; an instance whose status shows a host of the former kind (started
-// before an upgrade) keeps it.
-func TestInstanceHostsAreNotComputableFromPublicNames(t *testing.T) {
-	g := NewWithT(t)
-	const domain = "ctf.example"
-	public := func(c *ctfv1alpha1.Challenge) string {
-		sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name))
-		return c.Name + "-" + hex.EncodeToString(sum[:])[:10] + "." + domain
-	}
-	c := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: "teams", Name: "web-team1", UID: "6f1f8a52-0d5e-4d4c-9a1e-2b7c3d4e5f60"}}
-	host := InstanceHost(c, domain)
-	g.Expect(host).To(MatchRegexp(`^web-team1-[0-9a-f]{10}\.ctf\.example$`))
-	g.Expect(host).NotTo(Equal(public(c)), "not derivable from the namespace and name")
-
-	again := c.DeepCopy()
-	again.UID = "0a4a2d6e-8f31-4b0e-a3c6-7d2e9b1f4c85"
-	g.Expect(InstanceHost(again, domain)).NotTo(Equal(host), "started again under the same name: a new host")
-
-	upgraded := c.DeepCopy()
-	upgraded.Status.Endpoint = &ctfv1alpha1.Endpoint{Host: public(c), Port: 80}
-	g.Expect(InstanceHost(upgraded, domain)).To(Equal(public(c)), "a running instance keeps the host it had before an upgrade")
-	comp := c.DeepCopy()
-	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name))
-	oldComponentHost := "web-team1-admin-" + hex.EncodeToString(sum[:])[:10] + "." + domain
-	comp.Status.Endpoints = []ctfv1alpha1.Endpoint{{Host: oldComponentHost, Port: 80}}
-	g.Expect(ComponentHost(c, "admin", domain)).NotTo(Equal(oldComponentHost), "a component's host is keyed too")
-	g.Expect(ComponentHost(comp, "admin", domain)).To(Equal(oldComponentHost))
-	g.Expect(InstanceHost(comp, domain)).NotTo(Equal(public(c)), "only the host the status shows is kept")
-}
-
 // TestSpecErrorsAreTerminal: retrying cannot fix a spec error, so the
 // reconcile is not retried with backoff; the watches wake it instead.
 func TestSpecErrorsAreTerminal(t *testing.T) {
@@ -242,18 +174,4 @@ type failingReader struct{ client.Reader }
 
 func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
 	return errors.New("connection refused")
-}
-
-// TestMayBeInstanceNamespace recognises every name InstanceNamespace gives,
-// long namespaces and names included, and not a platform's namespace.
-func TestMayBeInstanceNamespace(t *testing.T) {
-	g := NewWithT(t)
-	long := strings.Repeat("n", 60)
-	for _, c := range [][2]string{{"ctf-teams", "web-team1"}, {long, "web"}, {"ctf", strings.Repeat("w", 63)}} {
-		name := InstanceNamespace(&ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: c[0], Name: c[1]}})
-		g.Expect(MayBeInstanceNamespace(name, []string{c[0]})).To(BeTrue(), name)
-		g.Expect(MayBeInstanceNamespace(name, nil)).To(BeTrue(), name)
-		g.Expect(MayBeInstanceNamespace(name, []string{"other"})).To(BeFalse(), name)
-	}
-	g.Expect(MayBeInstanceNamespace("ingress-nginx", nil)).To(BeFalse())
 }

@@ -7,13 +7,10 @@ package values
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +30,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
 	"github.com/challenge-operator/challenge-operator/internal/flag"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
@@ -57,7 +55,7 @@ type Settings struct {
 	// Keys are the label and annotation keys values may set.
 	Keys policy.Keys
 	// IngressDomain is the domain under which each instance exposed by an
-	// Ingress or a Gateway route gets a host of its own (InstanceHost); ""
+	// Ingress or a Gateway route gets a host of its own (identity.Host); ""
 	// means neither.
 	IngressDomain string
 	// Gateways are the Gateways TLSRoutes and HTTPRoutes may attach to, the
@@ -366,13 +364,13 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		container = containerValuesFor(&tmpl.Spec.Container, "", probesFor(tmpl.Spec.Probes))
 		if f := tmpl.Spec.Flag; f != nil {
 			flagValues = map[string]any{
-				"enabled": true, "secretName": FlagSecretName(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
+				"enabled": true, "secretName": identity.FlagSecret(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
 				"fileMode": ptr.Deref(f.FileMode, DefaultFlagFileMode),
 			}
 		}
 		if len(tmpl.Spec.SecretEnv) > 0 {
 			// The instance's one Secret holds its secretEnv values beside its flag.
-			flagValues["secretName"] = FlagSecretName(c.Name)
+			flagValues["secretName"] = identity.FlagSecret(c.Name)
 		}
 		for _, e := range tmpl.Spec.Egress {
 			rule, _ := toMap(e)
@@ -401,7 +399,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	merge(out, map[string]any{
 		"participant":    c.Spec.Participant,
 		"podParticipant": c.Spec.Participant,
-		"challenge":      ChallengeLabel(c, tmpl),
+		"challenge":      identity.Challenge(c, tmpl),
 		"flag":           flagValues,
 		"secretEnv":      []any{}, // the values come from the Translator, which reads Secrets
 		"security":       securityValues,
@@ -415,9 +413,9 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 			"dnsNamespace":          settings.EffectiveDNSNamespace(),
 			"sharedServices":        []any{}, // the Translator reads them from the Services
 		},
-		"expose": map[string]any{"host": InstanceHost(c, settings.IngressDomain)},
+		"expose": map[string]any{"host": identity.Host(c, settings.IngressDomain)},
 		"namespacePerInstance": map[string]any{
-			"enabled": settings.NamespacePerInstance, "name": InstanceNamespace(c),
+			"enabled": settings.NamespacePerInstance, "name": identity.Namespace(c),
 			"quota": toAnyMap(namespaceQuota(1 + len(components))), "limitRange": namespaceLimitValues(),
 			"profile": string(widestProfile(podSecurity, components)),
 		},
@@ -514,9 +512,6 @@ func filesFor(prefix string, files []ctfv1alpha1.File) []fileValues {
 	}
 	return out
 }
-
-// FilesConfigMapName is the ConfigMap holding a template's files in an instance.
-func FilesConfigMapName(challenge string) string { return challenge + "-files" }
 
 // probeValues are the template's probes as the chart writes them.
 type probeValues struct {
@@ -781,99 +776,6 @@ func (s Settings) checkSecretNamespace(tmpl *ctfv1alpha1.ChallengeTemplate, what
 		tmpl.Name, what, namespace, describeAllowed(s.FlagSecretNamespaces))
 }
 
-// ChallengeLabel is the value of the instances' challenge label: the
-// template's name, or the Challenge's own without a template.
-func ChallengeLabel(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) string {
-	if tmpl != nil {
-		return tmpl.Name
-	}
-	return c.Name
-}
-
-// FlagSecretName is the Secret holding an instance's flag, in the Challenge's namespace.
-func FlagSecretName(challenge string) string { return challenge + "-flag" }
-
-// InstanceNamespace is the namespace an instance runs in when each has its
-// own: readable, and unique thanks to a hash of the namespace and name (a
-// plain "<namespace>-<name>" would give "a-b"/"c" and "a"/"b-c" the same one).
-func InstanceNamespace(c *ctfv1alpha1.Challenge) string {
-	return identityLabel(c, c.Namespace+"-"+c.Name)
-}
-
-// InstanceHost is the Ingress host of an instance under domain ("" without
-// one): "<name>-<hash>.<domain>", one DNS label under the domain so that a
-// wildcard certificate covers every instance. Derived from the instance
-// (hostLabel), never chosen, it is unique by construction, which no check of
-// the hosts already taken can be while two instances start at once.
-func InstanceHost(c *ctfv1alpha1.Challenge, domain string) string {
-	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
-	if domain == "" {
-		return ""
-	}
-	return hostLabel(c, c.Name, domain) + "." + domain
-}
-
-// hostLabel is the first label of an instance's host (or a component's):
-// readable (prefix, cut to fit), then a hash of its namespace, its name and
-// its UID. The API server draws the UID at random and only whoever may read
-// the Challenge knows it, so no team can compute another team's host (and
-// flood it) from the public template, team and namespace names, and an
-// instance started again under the same name gets a new host. An instance
-// whose status already shows a host of the former kind, hashed from the
-// namespace and name alone (one started by an earlier version), keeps it
-// while it lives, so an operator upgrade never moves a team's address.
-func hostLabel(c *ctfv1alpha1.Challenge, prefix, domain string) string {
-	unkeyed := identityLabel(c, prefix)
-	if c.UID == "" || showsHost(&c.Status, unkeyed+"."+domain) {
-		return unkeyed
-	}
-	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name + "/" + string(c.UID)))
-	return readable(prefix) + "-" + hex.EncodeToString(sum[:])[:10]
-}
-
-// showsHost reports whether any endpoint of st is on host.
-func showsHost(st *ctfv1alpha1.ChallengeStatus, host string) bool {
-	if st.Endpoint != nil && st.Endpoint.Host == host {
-		return true
-	}
-	return slices.ContainsFunc(st.Endpoints, func(e ctfv1alpha1.Endpoint) bool { return e.Host == host })
-}
-
-// identityLabel is a DNS label of at most 63 characters naming c: readable
-// (prefix, cut to fit) and unique thanks to a hash of its namespace and name.
-func identityLabel(c *ctfv1alpha1.Challenge, prefix string) string {
-	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name))
-	return readable(prefix) + "-" + hex.EncodeToString(sum[:])[:10]
-}
-
-// readable is prefix cut to leave room for a hash in a DNS label.
-func readable(prefix string) string {
-	if len(prefix) > 52 {
-		return strings.TrimRight(prefix[:52], "-")
-	}
-	return prefix
-}
-
-// instanceNamespaceSuffix is the hash InstanceNamespace ends with.
-var instanceNamespaceSuffix = regexp.MustCompile(`-[0-9a-f]{10}$`)
-
-// MayBeInstanceNamespace reports whether name has the shape InstanceNamespace
-// gives for a Challenge in one of challengeNamespaces (in any, when empty).
-func MayBeInstanceNamespace(name string, challengeNamespaces []string) bool {
-	if !instanceNamespaceSuffix.MatchString(name) {
-		return false
-	}
-	if len(challengeNamespaces) == 0 {
-		return true
-	}
-	for _, ns := range challengeNamespaces {
-		if strings.HasPrefix(name, ns+"-") || (len(ns) >= 52 && strings.HasPrefix(name, strings.TrimRight(ns[:52], "-"))) {
-			return true
-		}
-	}
-	return false
-}
-
 func toAny(ss []string) []any {
 	out := make([]any, len(ss))
 	for i, s := range ss {
@@ -922,22 +824,4 @@ func isNull(v any) bool {
 	}
 	m, ok := v.(map[string]any)
 	return ok && len(m) == 0
-}
-
-// SelectorLabels select an instance's pods, as charts/challenge writes them.
-func SelectorLabels(c *ctfv1alpha1.Challenge) map[string]string {
-	return map[string]string{ctfv1alpha1.NameLabel: "challenge", ctfv1alpha1.AppInstanceLabel: c.Name}
-}
-
-// IdentityLabels are the labels charts/challenge puts on every object of an
-// instance: whose it is and what it is. The post-render gate holds every
-// rendered object to exactly these.
-func IdentityLabels(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) map[string]string {
-	l := SelectorLabels(c)
-	l[ctfv1alpha1.ManagedByLabel] = "Helm" // what Helm needs to adopt live objects
-	l[ctfv1alpha1.InstanceLabel] = c.Name
-	l[ctfv1alpha1.InstanceNamespaceLabel] = c.Namespace
-	l[ctfv1alpha1.ParticipantLabel] = c.Spec.Participant
-	l[ctfv1alpha1.ChallengeLabel] = ChallengeLabel(c, tmpl)
-	return l
 }

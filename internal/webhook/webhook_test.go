@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
@@ -66,7 +67,7 @@ func TestWithoutWebhookTheOperatorRefusesInstead(t *testing.T) {
 	g.Expect(h.Client.Create(ctx, dup)).To(Succeed(), "no webhook in this namespace")
 	got := h.EventuallyPhase(t, dup, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("QuotaExceeded"))
-	g.Expect(apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKey{Namespace: values.InstanceNamespace(dup), Name: "dup"}, &corev1.Namespace{}))).
+	g.Expect(apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKey{Namespace: identity.Namespace(dup), Name: "dup"}, &corev1.Namespace{}))).
 		To(BeTrue(), "nothing installed for the refused instance")
 }
 
@@ -78,7 +79,7 @@ func TestNamespacePerInstance(t *testing.T) {
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
-	instanceNS := values.InstanceNamespace(ch)
+	instanceNS := identity.Namespace(ch)
 	g.Expect(got.Status.Endpoint.Host).To(Equal("own." + instanceNS + ".svc"))
 	nsObj := &corev1.Namespace{}
 	g.Expect(h.Client.Get(ctx, client.ObjectKey{Name: instanceNS}, nsObj)).To(Succeed())
@@ -115,7 +116,7 @@ func TestLabelledNamespaceSurvivesTheInstance(t *testing.T) {
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	own := &corev1.Namespace{}
-	g.Expect(h.Client.Get(ctx, client.ObjectKey{Name: values.InstanceNamespace(ch)}, own)).To(Succeed())
+	g.Expect(h.Client.Get(ctx, client.ObjectKey{Name: identity.Namespace(ch)}, own)).To(Succeed())
 	bystander := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-bystander", Labels: own.Labels}}
 	g.Expect(h.Client.Create(ctx, bystander)).To(Succeed())
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), bystander) })
@@ -166,7 +167,7 @@ func TestNothingOrphanedWhenTheNamespaceGoes(t *testing.T) {
 	ch := testharness.NewChallenge(ns, "inside", "team-z")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
-	instanceNS := values.InstanceNamespace(ch)
+	instanceNS := identity.Namespace(ch)
 	g.Expect(h.Client.Get(ctx, client.ObjectKey{Name: instanceNS}, &corev1.Namespace{})).To(Succeed())
 
 	g.Expect(h.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
@@ -182,5 +183,5 @@ func TestNothingOrphanedWhenAnInstanceExpires(t *testing.T) {
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	h.EventuallyGone(t, ch, 2*testharness.Timeout, "expired")
-	h.EventuallyGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: values.InstanceNamespace(ch)}}, 2*testharness.Timeout, "the instance namespace is not orphaned")
+	h.EventuallyGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: identity.Namespace(ch)}}, 2*testharness.Timeout, "the instance namespace is not orphaned")
 }

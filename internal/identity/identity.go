@@ -1,0 +1,175 @@
+// Package identity names an instance and what it owns, from its Challenge
+// alone: its labels and selectors, the names of its Secret, ConfigMap and
+// components' objects, its namespace of its own and its hosts. The chart,
+// the gate, the status and the watches all agree on an instance because they
+// all ask here. Pure: no client, no cluster.
+package identity
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"slices"
+	"strings"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// ChallengeLabel is the value of the instances' challenge label: the
+// template's name, or the Challenge's own without a template.
+func Challenge(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) string {
+	if tmpl != nil {
+		return tmpl.Name
+	}
+	return c.Name
+}
+
+// FlagSecret is the Secret holding an instance's flag, in the Challenge's namespace.
+func FlagSecret(challenge string) string { return challenge + "-flag" }
+
+// Namespace is the namespace an instance runs in when each has its
+// own: readable, and unique thanks to a hash of the namespace and name (a
+// plain "<namespace>-<name>" would give "a-b"/"c" and "a"/"b-c" the same one).
+func Namespace(c *ctfv1alpha1.Challenge) string {
+	return identityLabel(c, c.Namespace+"-"+c.Name)
+}
+
+// Host is the Ingress host of an instance under domain ("" without
+// one): "<name>-<hash>.<domain>", one DNS label under the domain so that a
+// wildcard certificate covers every instance. Derived from the instance
+// (hostLabel), never chosen, it is unique by construction, which no check of
+// the hosts already taken can be while two instances start at once.
+func Host(c *ctfv1alpha1.Challenge, domain string) string {
+	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	if domain == "" {
+		return ""
+	}
+	return hostLabel(c, c.Name, domain) + "." + domain
+}
+
+// hostLabel is the first label of an instance's host (or a component's):
+// readable (prefix, cut to fit), then a hash of its namespace, its name and
+// its UID. The API server draws the UID at random and only whoever may read
+// the Challenge knows it, so no team can compute another team's host (and
+// flood it) from the public template, team and namespace names, and an
+// instance started again under the same name gets a new host. An instance
+// whose status already shows a host of the former kind, hashed from the
+// namespace and name alone (one started by an earlier version), keeps it
+// while it lives, so an operator upgrade never moves a team's address.
+func hostLabel(c *ctfv1alpha1.Challenge, prefix, domain string) string {
+	unkeyed := identityLabel(c, prefix)
+	if c.UID == "" || showsHost(&c.Status, unkeyed+"."+domain) {
+		return unkeyed
+	}
+	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name + "/" + string(c.UID)))
+	return readable(prefix) + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// showsHost reports whether any endpoint of st is on host.
+func showsHost(st *ctfv1alpha1.ChallengeStatus, host string) bool {
+	if st.Endpoint != nil && st.Endpoint.Host == host {
+		return true
+	}
+	return slices.ContainsFunc(st.Endpoints, func(e ctfv1alpha1.Endpoint) bool { return e.Host == host })
+}
+
+// identityLabel is a DNS label of at most 63 characters naming c: readable
+// (prefix, cut to fit) and unique thanks to a hash of its namespace and name.
+func identityLabel(c *ctfv1alpha1.Challenge, prefix string) string {
+	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name))
+	return readable(prefix) + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// readable is prefix cut to leave room for a hash in a DNS label.
+func readable(prefix string) string {
+	if len(prefix) > 52 {
+		return strings.TrimRight(prefix[:52], "-")
+	}
+	return prefix
+}
+
+// namespaceSuffix is the hash Namespace ends with.
+var namespaceSuffix = regexp.MustCompile(`-[0-9a-f]{10}$`)
+
+// MayBeNamespace reports whether name has the shape Namespace
+// gives for a Challenge in one of challengeNamespaces (in any, when empty).
+func MayBeNamespace(name string, challengeNamespaces []string) bool {
+	if !namespaceSuffix.MatchString(name) {
+		return false
+	}
+	if len(challengeNamespaces) == 0 {
+		return true
+	}
+	for _, ns := range challengeNamespaces {
+		if strings.HasPrefix(name, ns+"-") || (len(ns) >= 52 && strings.HasPrefix(name, strings.TrimRight(ns[:52], "-"))) {
+			return true
+		}
+	}
+	return false
+}
+
+// ComponentHost is the host of an instance's exposed component under domain
+// ("" without one): "<name>-<component>-<hash>.<domain>", one DNS label, the
+// component's name kept whole however long the instance's is.
+func ComponentHost(c *ctfv1alpha1.Challenge, component, domain string) string {
+	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	if domain == "" {
+		return ""
+	}
+	name := c.Name
+	if room := 52 - len(component) - 1; len(name) > room {
+		name = strings.TrimRight(name[:room], "-")
+	}
+	return hostLabel(c, name+"-"+component, domain) + "." + domain
+}
+
+// Selector select an instance's pods, as charts/challenge writes them.
+func Selector(c *ctfv1alpha1.Challenge) map[string]string {
+	return map[string]string{ctfv1alpha1.NameLabel: "challenge", ctfv1alpha1.AppInstanceLabel: c.Name}
+}
+
+// Labels are the labels charts/challenge puts on every object of an
+// instance: whose it is and what it is. The post-render gate holds every
+// rendered object to exactly these.
+func Labels(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) map[string]string {
+	l := Selector(c)
+	l[ctfv1alpha1.ManagedByLabel] = "Helm" // what Helm needs to adopt live objects
+	l[ctfv1alpha1.InstanceLabel] = c.Name
+	l[ctfv1alpha1.InstanceNamespaceLabel] = c.Namespace
+	l[ctfv1alpha1.ParticipantLabel] = c.Spec.Participant
+	l[ctfv1alpha1.ChallengeLabel] = Challenge(c, tmpl)
+	return l
+}
+
+// ComponentSelector select the pods of an instance's component, as
+// charts/challenge writes them: never the primary component's, whose
+// app.kubernetes.io/name is "challenge", a name no component may take.
+func ComponentSelector(c *ctfv1alpha1.Challenge, component string) map[string]string {
+	return map[string]string{ctfv1alpha1.NameLabel: component, ctfv1alpha1.AppInstanceLabel: c.Name}
+}
+
+// ComponentLabels are the identity labels of a component's objects: the
+// instance's, with the component's name.
+func ComponentLabels(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, component string) map[string]string {
+	l := Labels(c, tmpl)
+	l[ctfv1alpha1.NameLabel] = component
+	l[ctfv1alpha1.ComponentLabel] = component
+	return l
+}
+
+// InstancePods select every pod of an instance, whatever its component,
+// and no other instance's in its namespace: the peer its NetworkPolicies let
+// its components reach each other through.
+func InstancePods(c *ctfv1alpha1.Challenge) map[string]string {
+	return map[string]string{ctfv1alpha1.InstanceLabel: c.Name}
+}
+
+// ComponentObject names the objects of an instance's component: "<release>--<component>". No
+// Challenge name contains "--", so no other instance's object can have such a name.
+func ComponentObject(release, component string) string {
+	return release + "--" + component
+}
+
+// FilesConfigMap is the one ConfigMap a release may create and its pod mount: the files its
+// template carries.
+func FilesConfigMap(release string) string { return release + "-files" }
