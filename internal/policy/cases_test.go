@@ -606,6 +606,14 @@ var breakings = []breaking{
 		fx.in.OwnerAnnotations = map[string]string{"operator-sdk/primary-resource": "ctf-team1/web"}
 		annotate(&fx.ns.ObjectMeta, "operator-sdk/primary-resource", "ctf-team2/web")
 	}},
+	{name: "an owner annotation naming another Challenge on a Deployment", rule: "metadata-key", own: true, apply: func(fx *fixture) {
+		fx.in.OwnerAnnotations = map[string]string{"operator-sdk/primary-resource": "ctf-team1/web"}
+		annotate(&fx.deploy.ObjectMeta, "operator-sdk/primary-resource", "ctf-team2/web")
+	}},
+	{name: "an owner annotation on a pod template", rule: "metadata-key", own: true, apply: func(fx *fixture) {
+		fx.in.OwnerAnnotations = map[string]string{"operator-sdk/primary-resource": "ctf-team1/web"}
+		annotate(fx.podMeta(), "operator-sdk/primary-resource", "ctf-team1/web")
+	}},
 	{name: "a Pod Security warn label on the Namespace", rule: "namespace-metadata", own: true, apply: func(fx *fixture) {
 		fx.ns.Labels["pod-security.kubernetes.io/warn"] = "privileged"
 	}},
@@ -729,6 +737,17 @@ var harmlessChanges = []harmless{
 		fx.in.OwnerAnnotations = map[string]string{"operator-sdk/primary-resource": "ctf-team1/web", "operator-sdk/primary-resource-type": "Challenge.ctf.challenge-operator.io"}
 		for k, v := range fx.in.OwnerAnnotations {
 			annotate(&fx.ns.ObjectMeta, k, v)
+		}
+	}},
+	// Across namespaces the Helm reconciler owns objects by these annotations instead of an
+	// ownerReference; the allowlist of keys once refused them on a stored record's objects.
+	{name: "the owner annotations every object of a stored record carries in a namespace of its own", own: true, apply: func(fx *fixture) {
+		fx.in.OwnerAnnotations = map[string]string{"operator-sdk/primary-resource": "ctf-team1/web", "operator-sdk/primary-resource-type": "Challenge.ctf.challenge-operator.io"}
+		for _, m := range []*metav1.ObjectMeta{&fx.ns.ObjectMeta, &fx.deploy.ObjectMeta, &fx.svc.ObjectMeta, &fx.sa.ObjectMeta, &fx.np.ObjectMeta,
+			&fx.secret.ObjectMeta, &fx.quota.ObjectMeta, &fx.limitRange.ObjectMeta} {
+			for k, v := range fx.in.OwnerAnnotations {
+				annotate(m, k, v)
+			}
 		}
 	}},
 	{name: "egress to an internal range the organiser allows", relaxes: true, apply: func(fx *fixture) {

@@ -132,11 +132,15 @@ func (c *checker) labelKeys(o *object, labels map[string]string, where string, i
 	return nil
 }
 
-// annotationKeys refuses annotations Helm reads, then those not allowed.
+// annotationKeys refuses annotations Helm reads, then those not allowed but the Helm reconciler's
+// owner annotations naming the instance's own Challenge, on an object's own metadata.
 func (c *checker) annotationKeys(o *object, annotations map[string]string, where string) error {
 	for _, k := range slices.Sorted(maps.Keys(annotations)) {
 		if helmKey(k) {
 			return o.violation(ruleHelmAnnotation, "%sannotation %s speaks for Helm", where, k)
+		}
+		if want, owner := c.in.OwnerAnnotations[k]; owner && where == "" && annotations[k] == want {
+			continue // how the Helm reconciler owns an object in another namespace: the instance's own Challenge
 		}
 		if c.in.Keys.Refused(k) {
 			return o.violation(ruleMetadataKey, "%sannotation key %s is not allowed (--allow-metadata-keys)", where, k)
