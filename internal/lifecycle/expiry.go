@@ -72,17 +72,17 @@ func applyExpiry(st *ctfv1alpha1.ChallengeStatus, o Observation, generation int6
 }
 
 // lifetimeStart is when the lifetime in force began: the last accepted
-// renewal, or admission (creation while admittedAt is unset), whichever is
-// later (a renewal made while the instance waited counts from admission).
+// renewal, else admission (creation while admittedAt is unset). A renewal
+// in the past counts from its date; one made while the instance waited
+// counts from admission (applyRenewal).
 func lifetimeStart(st *ctfv1alpha1.ChallengeStatus, o Observation) metav1.Time {
-	base := o.Created
-	if st.AdmittedAt != nil {
-		base = *st.AdmittedAt
+	switch {
+	case st.RenewedAt != nil:
+		return *st.RenewedAt
+	case st.AdmittedAt != nil:
+		return *st.AdmittedAt
 	}
-	if st.RenewedAt != nil && st.RenewedAt.After(base.Time) {
-		base = *st.RenewedAt
-	}
-	return base
+	return o.Created
 }
 
 // applyRenewal counts a new spec.renewedAt, accepted within the limit or
@@ -103,6 +103,11 @@ func applyRenewal(st *ctfv1alpha1.ChallengeStatus, o Observation, generation int
 	at := *r
 	if at.After(now.Time) {
 		at = now
+	}
+	if st.ExpiresAt == nil && st.AdmittedAt != nil && at.Before(st.AdmittedAt) {
+		// Counted as the first expiry is: at admission. A renewal made while
+		// the instance waited gives it nothing before its lifetime begins.
+		at = *st.AdmittedAt
 	}
 	st.RenewedAt = &at
 	st.Renewals++
