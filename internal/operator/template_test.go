@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/flag"
+	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
@@ -219,7 +219,7 @@ func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
 		got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 		g.Expect(got.Status.FlagSecretName).To(Equal("flag-" + p + "-flag"))
 		flags[p] = flagOf(t, ns, got.Status.FlagSecretName)
-		g.Expect(flags[p]).To(Equal(flag.Derive(key, "tpl-flag", p, "CTF{%s}", 24)), "a platform can recompute it")
+		g.Expect(flags[p]).To(Equal(ctfflag.Derive(key, "tpl-flag", p, "CTF{%s}", 24)), "a platform can recompute it")
 
 		dep := &appsv1.Deployment{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), dep)).To(Succeed())

@@ -28,8 +28,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
-	"github.com/challenge-operator/challenge-operator/internal/flag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
@@ -193,7 +193,7 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 	if err := t.Settings.checkFlagSecret(tmpl); err != nil {
 		return nil, err
 	}
-	value, err := flag.Resolve(ctx, t.OrganiserReader, tmpl, c.Spec.Participant)
+	value, err := ctfflag.Resolve(ctx, t.OrganiserReader, tmpl, c.Spec.Participant)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func (t Translator) secretEnv(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTe
 			return err
 		}
 	}
-	values, err := flag.ResolveEnv(ctx, t.OrganiserReader, tmpl)
+	values, err := ctfflag.ResolveEnv(ctx, t.OrganiserReader, tmpl)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
-// Package flag derives and resolves the flag of a challenge instance. A
+// Package ctfflag derives and resolves the flag of a challenge instance. A
 // dynamic flag is an HMAC, so a platform verifies a submission by recomputing
 // it from the same key, the template name and the participant.
-package flag
+package ctfflag
 
 import (
 	"context"

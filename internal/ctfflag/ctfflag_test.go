@@ -1,4 +1,4 @@
-package flag
+package ctfflag
 
 import (
 	"crypto/hmac"
