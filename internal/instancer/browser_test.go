@@ -13,7 +13,6 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/testbrowser"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
@@ -24,7 +23,7 @@ import (
 // test's temporary directory).
 func TestPageStartsShowsAndStopsAnInstance(t *testing.T) {
 	g := NewWithT(t)
-	testcluster.Chromium(t) // before any setup: skipped early without a browser
+	testbrowser.Chromium(t) // before any setup: skipped early without a browser
 	tmpl := startableTemplate(t, nil)
 	team := uniqueName("team")
 	tok := mint(t, team)
@@ -78,7 +77,7 @@ func TestPageStartsShowsAndStopsAnInstance(t *testing.T) {
 // link of the same team (a new token) switches without asking.
 func TestPageAsksBeforeSwitchingTeams(t *testing.T) {
 	g := NewWithT(t)
-	testcluster.Chromium(t)
+	testbrowser.Chromium(t)
 	tmpl := startableTemplate(t, nil)
 	blue, red := uniqueName("blue"), uniqueName("red")
 	tokBlue, tokRed := mint(t, blue), mint(t, red)

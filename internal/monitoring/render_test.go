@@ -109,7 +109,7 @@ var palette = []string{"#73bf69", "#f2cc0c", "#5794f2", "#ff780a", "#b877d9", "#
 // (docs/dashboard.png in the README), else to the test's directory.
 func TestDashboardRenders(t *testing.T) {
 	g := NewWithT(t)
-	testcluster.Chromium(t) // before any setup: skipped early without a browser
+	testbrowser.Chromium(t) // before any setup: skipped early without a browser
 	raw, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(), "config", "grafana", "challenge-operator.json"))
 	g.Expect(err).NotTo(HaveOccurred())
 	var dashboard struct {
