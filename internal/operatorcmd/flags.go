@@ -1,6 +1,7 @@
-// Package operatorcmd holds the operator's command line: its flags, with
-// their defaults and help, in one place that main parses and that
-// hack/chart-gen reads to write the install chart's values schema.
+// Package operatorcmd is the operator's command: Run parses its flags and
+// runs its manager. The flags, with their defaults and help, are in one
+// place that hack/chart-gen also reads to write the install chart's values
+// schema.
 package operatorcmd
 
 import (

@@ -1,0 +1,130 @@
+package operatorcmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/discovery"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/challenge-operator/challenge-operator/internal/operator"
+	"github.com/challenge-operator/challenge-operator/internal/selfmonitor"
+)
+
+// Run runs the operator until ctx ends. fs holds the flags args are parsed
+// with: the command line's, where controller-runtime registers --kubeconfig
+// beside the operator's own (Bind).
+func Run(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	var opts Options
+	opts.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
+	setMemoryLimit()
+	opts.defaultNamespaces(os.Getenv("POD_NAMESPACE"))
+	return run(ctx, opts)
+}
+
+// defaultNamespaces makes the operator's own namespace (own) the one
+// organiser Secrets and shared Services come from, unless flags name others.
+func (o *Options) defaultNamespaces(own string) {
+	if own == "" {
+		return
+	}
+	if len(o.Operator.Values.FlagSecretNamespaces) == 0 {
+		o.Operator.Values.FlagSecretNamespaces = []string{own}
+	}
+	if len(o.Operator.Values.SharedServiceNamespaces) == 0 {
+		o.Operator.Values.SharedServiceNamespaces = []string{own}
+	}
+}
+
+// setMemoryLimit tells the Go runtime the container's memory limit (90% of
+// its cgroup's, unless GOMEMLIMIT says otherwise): the garbage collector
+// then works harder as the heap nears the limit instead of letting garbage
+// double it, which at a few thousand resident instances is the difference
+// between a busy operator and an OOM-killed one. Without a limit, nothing
+// changes.
+func setMemoryLimit() {
+	_, _ = memlimit.SetGoMemLimitWithOpts(
+		memlimit.WithRatio(0.9),
+		memlimit.WithProvider(memlimit.FromCgroup),
+		memlimit.WithLogger(slog.New(logr.ToSlogHandler(ctrl.Log.WithName("memlimit")))),
+	)
+}
+
+// addMonitors adds the runnable that applies the operator's own ServiceMonitor
+// and alerts in its namespace (--create-monitors).
+func addMonitors(mgr ctrl.Manager) error {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		return errors.New("--create-monitors needs POD_NAMESPACE, the operator's namespace")
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&selfmonitor.Monitors{Namespace: ns, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc})
+}
+
+func run(ctx context.Context, opts Options) error {
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		return err
+	}
+	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(opts.KubeAPIQPS), opts.KubeAPIBurst
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 opts.Serving.Metrics(),
+		WebhookServer:           webhook.NewServer(webhook.Options{TLSOpts: opts.Serving.TLSOpts()}),
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		PprofBindAddress:        opts.PprofAddr,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        "challenge-operator.ctf.challenge-operator.io",
+		LeaderElectionNamespace: opts.LeaderElectionNS,
+		// A stopped operator hands the lease over at once (an upgrade's new
+		// pod need not wait for it to expire): safe, as the process exits
+		// as soon as the manager returns.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         operator.CacheOptions(WatchNamespaces(), len(opts.Operator.Values.Gateways) > 0),
+		// A panic in any reconciler (the Helm one's hooks, translator and
+		// policy gate included) fails that reconcile only, and is counted in
+		// controller_runtime_reconcile_panics_total{controller}.
+		Controller: config.Controller{RecoverPanic: ptr.To(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := operator.CheckIngressFrom(opts.Operator, WatchNamespaces()); err != nil {
+		return err
+	}
+	if err := operator.Setup(mgr, opts.Operator); err != nil {
+		return err
+	}
+	if opts.CreateMonitors {
+		if err := addMonitors(mgr); err != nil {
+			return err
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("starting challenge-operator", "watchesFile", opts.Operator.WatchesFile, "namespaces", WatchNamespaces())
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,28 @@
+package operatorcmd
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// TestDefaultNamespaces: organiser Secrets and shared Services come from the
+// operator's own namespace unless the flags name others; outside a pod
+// (no POD_NAMESPACE) nothing is defaulted.
+func TestDefaultNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	var o Options
+	o.defaultNamespaces("challenge-operator-system")
+	g.Expect(o.Operator.Values.FlagSecretNamespaces).To(Equal([]string{"challenge-operator-system"}))
+	g.Expect(o.Operator.Values.SharedServiceNamespaces).To(Equal([]string{"challenge-operator-system"}))
+
+	named, fs := NewFlagSet()
+	g.Expect(fs.Parse([]string{"--flag-secret-namespaces=ctf-secrets"})).To(Succeed())
+	named.defaultNamespaces("challenge-operator-system")
+	g.Expect(named.Operator.Values.FlagSecretNamespaces).To(Equal([]string{"ctf-secrets"}), "the flag wins")
+	g.Expect(named.Operator.Values.SharedServiceNamespaces).To(Equal([]string{"challenge-operator-system"}))
+
+	var outside Options
+	outside.defaultNamespaces("")
+	g.Expect(outside.Operator.Values.FlagSecretNamespaces).To(BeEmpty())
+}
