@@ -40,11 +40,17 @@ func Namespace(c *ctfv1alpha1.Challenge) string {
 // (hostLabel), never chosen, it is unique by construction, which no check of
 // the hosts already taken can be while two instances start at once.
 func Host(c *ctfv1alpha1.Challenge, domain string) string {
+	return hostUnder(c, c.Name, domain)
+}
+
+// hostUnder is the host named hostLabel(prefix) under domain, as DNS reads
+// it (lower case, no trailing dot); "" without a domain.
+func hostUnder(c *ctfv1alpha1.Challenge, prefix, domain string) string {
 	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
 	if domain == "" {
 		return ""
 	}
-	return hostLabel(c, c.Name, domain) + "." + domain
+	return hostLabel(c, prefix, domain) + "." + domain
 }
 
 // hostLabel is the first label of an instance's host (or a component's):
@@ -61,8 +67,7 @@ func hostLabel(c *ctfv1alpha1.Challenge, prefix, domain string) string {
 	if c.UID == "" || showsHost(&c.Status, unkeyed+"."+domain) {
 		return unkeyed
 	}
-	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name + "/" + string(c.UID)))
-	return readable(prefix) + "-" + hex.EncodeToString(sum[:])[:10]
+	return hashedLabel(prefix, c.Namespace+"/"+c.Name+"/"+string(c.UID))
 }
 
 // showsHost reports whether any endpoint of st is on host.
@@ -76,16 +81,17 @@ func showsHost(st *ctfv1alpha1.ChallengeStatus, host string) bool {
 // identityLabel is a DNS label of at most 63 characters naming c: readable
 // (prefix, cut to fit) and unique thanks to a hash of its namespace and name.
 func identityLabel(c *ctfv1alpha1.Challenge, prefix string) string {
-	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name))
-	return readable(prefix) + "-" + hex.EncodeToString(sum[:])[:10]
+	return hashedLabel(prefix, c.Namespace+"/"+c.Name)
 }
 
-// readable is prefix cut to leave room for a hash in a DNS label.
-func readable(prefix string) string {
+// hashedLabel is prefix, cut to leave room, then "-" and the first 10 hex
+// digits of the SHA-256 of key: a DNS label of at most 63 characters.
+func hashedLabel(prefix, key string) string {
 	if len(prefix) > 52 {
-		return strings.TrimRight(prefix[:52], "-")
+		prefix = strings.TrimRight(prefix[:52], "-")
 	}
-	return prefix
+	sum := sha256.Sum256([]byte(key))
+	return prefix + "-" + hex.EncodeToString(sum[:])[:10]
 }
 
 // namespaceSuffix is the hash Namespace ends with.
@@ -112,15 +118,11 @@ func MayBeNamespace(name string, challengeNamespaces []string) bool {
 // ("" without one): "<name>-<component>-<hash>.<domain>", one DNS label, the
 // component's name kept whole however long the instance's is.
 func ComponentHost(c *ctfv1alpha1.Challenge, component, domain string) string {
-	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
-	if domain == "" {
-		return ""
-	}
 	name := c.Name
 	if room := 52 - len(component) - 1; len(name) > room {
 		name = strings.TrimRight(name[:room], "-")
 	}
-	return hostLabel(c, name+"-"+component, domain) + "." + domain
+	return hostUnder(c, name+"-"+component, domain)
 }
 
 // Selector select an instance's pods, as charts/challenge writes them.
