@@ -84,7 +84,7 @@ const (
 
 // Translator is the helm-operator value translator for Challenges.
 type Translator struct {
-	// Reader reads ChallengeTemplates and Challenges, usually the manager's cache.
+	// Reader reads ChallengeTemplates, Challenges and Gateways, usually the manager's cache.
 	Reader client.Reader
 	// OrganiserReader reads the organiser's objects, uncached: the Secrets
 	// flags come from and the shared Services (the cache holds instances'
@@ -249,7 +249,8 @@ func (t Translator) sharedServices(ctx context.Context, tmpl *ctfv1alpha1.Challe
 // HTTPRoute instance is served on, when its URL must name it (neither 80 for
 // HTTP nor 443 for HTTPS), so that CHALLENGE_URL is the address
 // status.endpoint.url shows. A Gateway not there yet leaves it out: the
-// status waits for it too.
+// status waits for it too. Read from Reader, the cache the status reads
+// Gateways from: a render costs no request to the API server.
 func (t Translator) routePort(ctx context.Context, vals chartutil.Values) error {
 	exp, _ := vals["expose"].(map[string]any)
 	gwRef, _ := exp["gateway"].(map[string]any)
@@ -259,7 +260,7 @@ func (t Translator) routePort(ctx context.Context, vals chartutil.Values) error 
 	ns, _ := gwRef["namespace"].(string)
 	name, _ := gwRef["name"].(string)
 	gw := &gatewayv1.Gateway{}
-	if err := t.OrganiserReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gw); err != nil {
+	if err := t.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gw); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
