@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
@@ -37,7 +38,7 @@ type Observer struct {
 	// kinds then exist.
 	Gateways bool
 	// Queue places instances waiting for capacity; nil for none.
-	Queue *values.Queue
+	Queue *admission.Queue
 	// Pools finds the pooled instance a Challenge claimed; nil for no pools.
 	Pools *pool.Pools
 	// Indexed says Reader is a cache that indexes Deployments and pods by

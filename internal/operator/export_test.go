@@ -49,8 +49,7 @@ func RenderForGate(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	for _, m := range manifests {
 		manifest = append(manifest, []byte("---\n"+m.Content+"\n")...)
 	}
-	gt := &gate{reader: noIngresses{}, organiserReader: noIngresses{}, limits: gateLimits(opts), security: opts.Values.Security, namespacePerInstance: opts.Values.NamespacePerInstance}
-	in, err := gt.instance(context.Background(), ch, tmpl)
+	in, err := values.Expectation(ch, tmpl, opts.Values, gateLimits(opts), "", nil)
 	return manifest, in, err
 }
 

@@ -4,171 +4,76 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"time"
-
-	sdkhandler "github.com/operator-framework/operator-lib/handler"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
-	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
-	"github.com/challenge-operator/challenge-operator/internal/pool"
-	"github.com/challenge-operator/challenge-operator/internal/security"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 // gate is the third line of defence, after the CRD schema and the chart's
 // quoting: it judges what Helm rendered for a Challenge against the policy
-// before anything is applied.
+// before anything is applied. What it holds a render to is what the
+// translator computed with the values of that render (values.Rendered), handed
+// over through renders for as long as the Challenge's reconcile runs.
 type gate struct {
-	// reader reads templates and the instances' Ingresses from the cache.
+	// reader reads the instances' Ingresses from the cache.
 	reader client.Reader
-	// limits are the operator-wide ceilings; a template's policy overrides them.
-	limits policy.Limits
-	keys   policy.Keys
-	// security bounds what templates may grant their instances.
-	security security.Bounds
 	// namespacePerInstance renders each instance into a namespace of its own.
 	namespacePerInstance bool
-	// sharedNamespaces are where the Services templates let instances reach may be.
-	sharedNamespaces []string
-	// organiserReader reads those Services, uncached: the cache holds instances' objects only.
-	organiserReader client.Reader
-	// pools tells which instances are pooled ones a team claimed.
-	pools *pool.Pools
+	// renders holds what the translator expects of each render in progress.
+	renders *renders
 }
 
-// provider is the helm-operator-plugins post-renderer provider.
+// provider is the helm-operator-plugins post-renderer provider. Helm's
+// action client is made before the values are translated, so the gate's
+// renderer looks up what to expect only when it runs.
 func (g *gate) provider() helmclient.PostRendererProvider {
 	return func(_ meta.RESTMapper, _ kube.Interface, obj client.Object) postrender.PostRenderer {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		in, err := g.instanceFor(ctx, obj)
-		if err != nil {
-			return refusingRenderer{err}
-		}
-		return policy.PostRenderer{Instance: in}
+		return gateRenderer{gate: g, obj: obj}
 	}
 }
 
-// instanceFor says what the release of obj may contain.
-func (g *gate) instanceFor(ctx context.Context, obj client.Object) (policy.Instance, error) {
-	ch, err := asChallenge(obj)
-	if err != nil {
-		return policy.Instance{}, err
-	}
-	var tmpl *ctfv1alpha1.ChallengeTemplate
-	if ch.Spec.Template != "" {
-		tmpl = &ctfv1alpha1.ChallengeTemplate{}
-		err := g.reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl)
-		if apierrors.IsNotFound(err) {
-			// Gone since the values were translated: the translator's own verdict.
-			return policy.Instance{}, lifecycle.Errorf(lifecycle.ReasonTemplateNotFound, "ChallengeTemplate %q does not exist", ch.Spec.Template)
-		}
-		if err != nil {
-			return policy.Instance{}, fmt.Errorf("reading ChallengeTemplate %s for the policy gate: %w", ch.Spec.Template, err)
-		}
-	}
-	return g.instance(ctx, ch, tmpl)
+// gateRenderer judges one render of obj.
+type gateRenderer struct {
+	gate *gate
+	obj  client.Object
 }
 
-// instance says what the release of ch, an instance of tmpl (nil without a
-// template), may contain.
-func (g *gate) instance(ctx context.Context, ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (policy.Instance, error) {
-	limits, err := limitsFor(g.limits, tmpl)
+func (r gateRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	expected, err := r.gate.expected(ctx, r.obj)
 	if err != nil {
-		return policy.Instance{}, err
+		return nil, err
 	}
-	if tmpl != nil {
-		// Again here: the template may have changed since its values were translated.
-		if err := g.security.CheckTemplate(tmpl); err != nil {
-			return policy.Instance{}, err
-		}
+	return policy.PostRenderer{Instance: expected}.Run(in)
+}
+
+// expected is what the release of obj may contain in the render in
+// progress: what the translator computed with its values.
+func (g *gate) expected(ctx context.Context, obj client.Object) (policy.Instance, error) {
+	key := client.ObjectKeyFromObject(obj)
+	in, ok := g.renders.get(key)
+	if !ok {
+		// Helm renders only after the translator: never without its values.
+		return policy.Instance{}, fmt.Errorf("policy gate: no values were translated for Challenge %s in this reconcile", key)
 	}
-	podSecurity := security.ForTemplate(tmpl)
-	in := policy.Instance{
-		Security:     &podSecurity,
-		Release:      ch.Name,
-		Namespace:    ch.Namespace,
-		OwnNamespace: g.namespacePerInstance,
-		Labels:       identity.Labels(ch, tmpl),
-		Selector:     identity.Selector(ch),
-		Limits:       limits,
-		Keys:         g.keys,
-		Host:         identity.Host(ch, limits.IngressDomain),
-		HostTaken:    g.hostTaken(ctx, ch),
-	}
-	in.OwnerAnnotations = ownerAnnotations(ch)
-	if tmpl != nil {
-		in.Components = components(ch, tmpl, limits.IngressDomain)
-		if team := g.pools.ClaimedBy(ch); team != "" {
-			claimedIdentity(&in, ch, team)
-		}
-		if len(in.Components) > 0 {
-			in.InstancePods = identity.InstancePods(ch)
-		}
-		shared, err := values.SharedServices(ctx, g.organiserReader, tmpl, g.sharedNamespaces)
-		if err != nil {
-			return policy.Instance{}, err
-		}
-		for _, s := range shared {
-			in.SharedServices = append(in.SharedServices, policy.SharedPeer{Namespace: s.Namespace, Selector: s.Selector})
-		}
-	}
-	if g.namespacePerInstance {
-		in.Namespace = identity.Namespace(ch)
-		if in.Quota, in.LimitRange, err = values.NamespaceBounds(len(in.Components)); err != nil {
-			return policy.Instance{}, err
-		}
-	}
-	if tmpl != nil && (tmpl.Spec.Flag != nil || len(tmpl.Spec.SecretEnv) > 0) {
-		in.FlagSecret = identity.FlagSecret(ch.Name)
-	}
+	in.HostTaken = g.hostTaken(ctx, key)
 	return in, nil
-}
-
-// claimedIdentity makes in the identity of a pooled instance ch that
-// team's Challenge claimed: its objects carry the team's participant, its
-// pods the one they started with.
-func claimedIdentity(in *policy.Instance, ch *ctfv1alpha1.Challenge, team string) {
-	in.PodParticipant = ch.Spec.Participant
-	in.Labels[ctfv1alpha1.ParticipantLabel] = team
-	for i := range in.Components {
-		in.Components[i].Labels[ctfv1alpha1.ParticipantLabel] = team
-	}
-}
-
-// components says what each of tmpl's components in ch may be.
-func components(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, domain string) []policy.Component {
-	out := make([]policy.Component, 0, len(tmpl.Spec.Components))
-	for i := range tmpl.Spec.Components {
-		c := &tmpl.Spec.Components[i]
-		sec := security.ForComponent(c)
-		out = append(out, policy.Component{Name: c.Name, Labels: identity.ComponentLabels(ch, tmpl, c.Name),
-			Selector: identity.ComponentSelector(ch, c.Name), Security: &sec, Exposed: values.Exposed(c), Host: identity.ComponentHost(ch, c.Name, domain)})
-	}
-	return out
-}
-
-// ownerAnnotations are what helm-operator-plugins' owner post-renderer
-// writes on the instance's cluster-scoped objects (operator-lib's
-// annotation handler keys) to name ch.
-func ownerAnnotations(ch *ctfv1alpha1.Challenge) map[string]string {
-	return map[string]string{
-		sdkhandler.NamespacedNameAnnotation: ch.Namespace + "/" + ch.Name,
-		sdkhandler.TypeAnnotation:           "Challenge." + ctfv1alpha1.GroupVersion.Group,
-	}
 }
 
 // checkRecord judges a stored release record of obj: with applies, as the
@@ -177,7 +82,7 @@ func ownerAnnotations(ch *ctfv1alpha1.Challenge) map[string]string {
 // force and the template have become since the record was written.
 func (g *gate) checkRecord(ctx context.Context, obj client.Object, manifest string, applies bool) error {
 	if applies {
-		in, err := g.instanceFor(ctx, obj)
+		in, err := g.expected(ctx, obj)
 		if err != nil {
 			return err
 		}
@@ -196,7 +101,7 @@ func (g *gate) checkRecord(ctx context.Context, obj client.Object, manifest stri
 		FlagSecret:   identity.FlagSecret(ch.Name),
 		AnyComponent: true,
 	}
-	in.OwnerAnnotations = ownerAnnotations(ch)
+	in.OwnerAnnotations = values.OwnerAnnotations(ch)
 	if g.namespacePerInstance {
 		in.Namespace = identity.Namespace(ch)
 		if in.Quota, in.LimitRange, err = values.NamespaceBounds(0); err != nil {
@@ -206,51 +111,8 @@ func (g *gate) checkRecord(ctx context.Context, obj client.Object, manifest stri
 	return policy.CheckIdentity([]byte(manifest), in)
 }
 
-// limitsFor overlays a template's policy on the operator's limits.
-func limitsFor(base policy.Limits, tmpl *ctfv1alpha1.ChallengeTemplate) (policy.Limits, error) {
-	out := base
-	if tmpl == nil || tmpl.Spec.Policy == nil {
-		return out, nil
-	}
-	p := tmpl.Spec.Policy
-	for _, q := range []struct {
-		from *ctfv1alpha1.Quantity
-		to   *resource.Quantity
-	}{{p.MaxCPU, &out.CPU}, {p.MaxMemory, &out.Memory}} {
-		if q.from == nil {
-			continue
-		}
-		v, err := q.from.Parse()
-		if err != nil {
-			return out, fmt.Errorf("ChallengeTemplate %s: policy: %w", tmpl.Name, err)
-		}
-		*q.to = v
-	}
-	if p.MaxEphemeralStorage != nil {
-		v, err := p.MaxEphemeralStorage.Parse()
-		if err != nil {
-			return out, fmt.Errorf("ChallengeTemplate %s: policy: %w", tmpl.Name, err)
-		}
-		// Only lower: the operator's ceiling (zero: none) bounds the node's disk.
-		if out.EphemeralStorage.IsZero() || v.Cmp(out.EphemeralStorage) < 0 {
-			out.EphemeralStorage = v
-		}
-	}
-	if p.MaxReplicas != nil {
-		out.MaxReplicas = *p.MaxReplicas
-	}
-	out.AllowLoadBalancer = out.AllowLoadBalancer || p.LoadBalancer
-	registries := make([]string, len(p.AllowedRegistries))
-	for i, r := range p.AllowedRegistries {
-		registries[i] = string(r)
-	}
-	var err error
-	out.AllowedRegistries, err = policy.NarrowRegistries(tmpl.Name, base.AllowedRegistries, registries)
-	return out, err
-}
-
 // hostTaken reports whether another instance's Ingress already serves a host.
-func (g *gate) hostTaken(ctx context.Context, ch *ctfv1alpha1.Challenge) func(string) bool {
+func (g *gate) hostTaken(ctx context.Context, instance types.NamespacedName) func(string) bool {
 	return func(host string) bool {
 		var list networkingv1.IngressList
 		if err := g.reader.List(ctx, &list); err != nil {
@@ -258,7 +120,7 @@ func (g *gate) hostTaken(ctx context.Context, ch *ctfv1alpha1.Challenge) func(st
 		}
 		for i := range list.Items {
 			ing := &list.Items[i]
-			if ing.Labels[ctfv1alpha1.InstanceLabel] == ch.Name && ing.Labels[ctfv1alpha1.InstanceNamespaceLabel] == ch.Namespace {
+			if ing.Labels[ctfv1alpha1.InstanceLabel] == instance.Name && ing.Labels[ctfv1alpha1.InstanceNamespaceLabel] == instance.Namespace {
 				continue
 			}
 			for _, r := range ing.Spec.Rules {
@@ -286,7 +148,28 @@ func asChallenge(obj client.Object) (*ctfv1alpha1.Challenge, error) {
 	return ch, nil
 }
 
-// refusingRenderer refuses every release: the gate could not decide.
-type refusingRenderer struct{ err error }
+// renders hands the gate what the translator computed for the render in
+// progress of each Challenge, for as long as its reconcile runs: the
+// post-renderer and the drift repair run inside the Helm reconcile, after
+// its translation.
+type renders struct{ inProgress sync.Map } // types.NamespacedName -> policy.Instance
 
-func (r refusingRenderer) Run(*bytes.Buffer) (*bytes.Buffer, error) { return nil, r.err }
+func (r *renders) put(key types.NamespacedName, in policy.Instance) { r.inProgress.Store(key, in) }
+
+func (r *renders) get(key types.NamespacedName) (policy.Instance, bool) {
+	v, ok := r.inProgress.Load(key)
+	if !ok {
+		return policy.Instance{}, false
+	}
+	return v.(policy.Instance), true
+}
+
+// scoped runs the Helm reconciler, then forgets what its render expected.
+// A Challenge is reconciled by one worker of one controller at a time, so
+// no other reconcile of it can be between its translation and its render.
+func (r *renders) scoped(helm reconcile.Reconciler) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		defer r.inProgress.Delete(req.NamespacedName)
+		return helm.Reconcile(ctx, req)
+	})
+}

@@ -60,8 +60,8 @@ type helmController struct {
 // finalizer removed from the Challenge; its template changing; a sibling leaving
 // (quota); its release record deleted; or an object of the release deleted or
 // changed in its spec (drift). Status-only changes go to the status controller.
-func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, hc helmController, extra reconciler.ControllerSetupFunc, namespacePerInstance bool, installFailing func(string) bool, pools *pool.Pools) error {
-	var run reconcile.Reconciler = r
+func setupHelmController(mgr ctrl.Manager, r reconcile.Reconciler, hc helmController, extra reconciler.ControllerSetupFunc, namespacePerInstance bool, installFailing func(string) bool, pools *pool.Pools) error {
+	run := r
 	if hc.reconciler != nil {
 		run = hc.reconciler
 	}

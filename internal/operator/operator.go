@@ -31,6 +31,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
+	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
@@ -81,7 +82,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.PoolNamespace != "" {
 		pools = &pool.Pools{Namespace: opts.PoolNamespace, Reader: mgr.GetClient(), Client: mgr.GetClient(), Demand: &pool.Demand{}}
 	}
-	queue := &values.Queue{Reader: mgr.GetClient(), MaxInstances: opts.MaxInstances, Pools: pools}
+	queue := &admission.Queue{Reader: mgr.GetClient(), MaxInstances: opts.MaxInstances, Pools: pools}
 	writer := &controller.StatusWriter{
 		Client: mgr.GetClient(),
 		Reader: mgr.GetClient(),
@@ -96,17 +97,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
 	}
-	gate := &gate{reader: mgr.GetClient(), limits: gateLimits(opts), keys: opts.Values.Keys, security: opts.Values.Security,
-		namespacePerInstance: opts.Values.NamespacePerInstance, sharedNamespaces: opts.Values.SharedServiceNamespaces,
-		organiserReader: mgr.GetAPIReader(), pools: pools}
+	limits := gateLimits(opts)
+	gate := &gate{reader: mgr.GetClient(), namespacePerInstance: opts.Values.NamespacePerInstance, renders: &renders{}}
 	actions, err := action.NewClientGetter(actionConfig, recorder, helmclient.AppendPostRenderers(gate.provider()))
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
 	actions.Leftovers = leftovers(mgr.GetClient(), pools, opts.Values.NamespacePerInstance, len(opts.Values.Gateways) > 0, true)
-	actions.RenderInputs = renderInputs(mgr.GetClient(), gate.limits)
+	actions.RenderInputs = renderInputs(mgr.GetClient(), limits)
 	actions.CheckRecord = gate.checkRecord
-	quota := &values.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
+	quota := &admission.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	if opts.Webhook {
 		if err := webhook.Setup(mgr, quota, opts.Values); err != nil {
 			return fmt.Errorf("setting up the webhook: %w", err)
@@ -126,13 +126,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		client:  &controller.StatusClient{Client: helmClient, Writer: writer},
 		actions: actions,
 		preHook: controller.MarkReleasingHook(writer),
-		translator: renderingTranslator{writer: writer, Translator: values.Translator{
+		translator: renderingTranslator{writer: writer, renders: gate.renders, Translator: values.Translator{
 			Reader:          mgr.GetClient(),
 			OrganiserReader: mgr.GetAPIReader(),
-			Quota:           quota,
-			Queue:           queue,
+			Admission:       admission.Admission{Quota: quota, Queue: queue, Pools: pools},
 			Pools:           pools,
 			Settings:        opts.Values,
+			Limits:          limits,
 		}},
 		extraWatches: extraWatches(mgr, actions.InstallFailing, pools),
 		recorder:     mgr.GetEventRecorderFor(HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
@@ -145,8 +145,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("creating reconciler for %s: %w", w.GroupVersionKind, err)
 		}
-		for _, hc := range helmControllers(r, concurrency(w, opts), pools) {
-			if err := setupHelmController(mgr, r, hc, wiring.extraWatches, opts.Values.NamespacePerInstance, actions.InstallFailing, pools); err != nil {
+		helm := gate.renders.scoped(r)
+		for _, hc := range helmControllers(helm, concurrency(w, opts), pools) {
+			if err := setupHelmController(mgr, helm, hc, wiring.extraWatches, opts.Values.NamespacePerInstance, actions.InstallFailing, pools); err != nil {
 				return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
 			}
 		}
@@ -178,15 +179,22 @@ type reconcilerWiring struct {
 }
 
 // renderingTranslator tells the status writer which generation each render
-// is of, before translating it into values.
+// is of, before translating it into values, and hands the policy gate what
+// the render of those values may contain.
 type renderingTranslator struct {
 	values.Translator
-	writer *controller.StatusWriter
+	writer  *controller.StatusWriter
+	renders *renders
 }
 
 func (t renderingTranslator) Translate(ctx context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {
 	t.writer.Rendering(u)
-	return t.Translator.Translate(ctx, u)
+	r, err := t.Render(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	t.renders.put(client.ObjectKeyFromObject(u), r.Expected)
+	return r.Values, nil
 }
 
 // concurrency is how many Challenges are reconciled at once: the watch's own

@@ -22,10 +22,10 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
-	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 // addIndexes lets Challenges be listed by template, participant and
@@ -38,7 +38,7 @@ func addIndexes(mgr ctrl.Manager, gateways bool) error {
 	}); err != nil {
 		return fmt.Errorf("indexing Challenges by template: %w", err)
 	}
-	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, values.ParticipantField, func(o client.Object) []string {
+	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, admission.ParticipantField, func(o client.Object) []string {
 		return []string{o.(*ctfv1alpha1.Challenge).Spec.Participant}
 	}); err != nil {
 		return fmt.Errorf("indexing Challenges by participant: %w", err)
@@ -101,7 +101,7 @@ func extraWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *poo
 			return err
 		}
 		siblings := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, ch *ctfv1alpha1.Challenge) []reconcile.Request {
-			return challengeRequests(ctx, cl, notInstalled, client.MatchingFields{values.ParticipantField: ch.Spec.Participant})
+			return challengeRequests(ctx, cl, notInstalled, client.MatchingFields{admission.ParticipantField: ch.Spec.Participant})
 		})
 		leaving := predicate.TypedFuncs[*ctfv1alpha1.Challenge]{
 			CreateFunc:  func(event.TypedCreateEvent[*ctfv1alpha1.Challenge]) bool { return false },

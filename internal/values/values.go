@@ -28,6 +28,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
@@ -90,56 +91,63 @@ type Translator struct {
 	// flags come from and the shared Services (the cache holds instances'
 	// objects only).
 	OrganiserReader client.Reader
-	// Quota decides whether a Challenge may be installed.
-	Quota *Quota
-	// Queue holds a Challenge back while live instances are at their bound.
-	Queue *Queue
-	// Pools hands a Challenge of a pooled template a ready instance instead
-	// of an install; nil for no pools.
+	// Admission decides whether a Challenge gets an instance now, once its
+	// values composed.
+	Admission admission.Admission
+	// Pools tells which instances are pooled ones a team claimed; nil for no pools.
 	Pools *pool.Pools
 	// Settings are enforced on every instance.
 	Settings Settings
+	// Limits are the operator's ceilings the policy gate holds every
+	// release to, unless a template's policy says otherwise.
+	Limits policy.Limits
 }
 
-// Translate implements values.Translator of helm-operator-plugins. A spec
-// error (a ReasonedError) is terminal: retrying cannot fix it, and the watches
-// on templates, sibling Challenges and the Challenge itself wake the
-// reconcile when something that could fix it changes.
+// Rendered is one render of a Challenge, from one computation: its chart
+// values, and what the policy gate lets the release they render contain.
+type Rendered struct {
+	Values   chartutil.Values
+	Expected policy.Instance
+}
+
+// Translate implements values.Translator of helm-operator-plugins.
 func (t Translator) Translate(ctx context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {
-	vals, err := t.translate(ctx, u)
+	r, err := t.Render(ctx, u)
+	return r.Values, err
+}
+
+// Render composes u's values and what the gate expects of them. A spec
+// error (a ReasonedError) is terminal: retrying cannot fix it, and the
+// watches on templates, sibling Challenges and the Challenge itself wake the
+// reconcile when something that could fix it changes.
+func (t Translator) Render(ctx context.Context, u *unstructured.Unstructured) (Rendered, error) {
+	r, err := t.render(ctx, u)
 	var re *lifecycle.ReasonedError
 	if errors.As(err, &re) {
-		return nil, reconcile.TerminalError(err)
+		return Rendered{}, reconcile.TerminalError(err)
 	}
-	return vals, err
+	return r, err
 }
 
-func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {
+func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (Rendered, error) {
 	var c ctfv1alpha1.Challenge
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
-		return nil, fmt.Errorf("decoding Challenge %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		return Rendered{}, fmt.Errorf("decoding Challenge %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	var tmpl *ctfv1alpha1.ChallengeTemplate
 	if c.Spec.Template != "" {
 		tmpl = &ctfv1alpha1.ChallengeTemplate{}
 		err := t.Reader.Get(ctx, client.ObjectKey{Name: c.Spec.Template}, tmpl)
 		if apierrors.IsNotFound(err) {
-			return nil, lifecycle.Errorf(lifecycle.ReasonTemplateNotFound, "ChallengeTemplate %q does not exist", c.Spec.Template)
+			return Rendered{}, lifecycle.Errorf(lifecycle.ReasonTemplateNotFound, "ChallengeTemplate %q does not exist", c.Spec.Template)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading ChallengeTemplate %q: %w", c.Spec.Template, err)
+			return Rendered{}, fmt.Errorf("reading ChallengeTemplate %q: %w", c.Spec.Template, err)
 		}
 	}
 	// A Challenge that claimed a pooled instance is never installed itself.
-	ref, pooled, err := t.Pools.Of(ctx, &c)
-	if err != nil {
-		return nil, err
-	}
-	if ref != nil {
-		if pooled == nil {
-			return nil, lifecycle.PooledInstanceGone(ref)
-		}
-		return nil, claimed(pooled)
+	if err := t.Admission.Served(ctx, &c); err != nil {
+		return Rendered{}, err
 	}
 	// Composed first: a claim, and a place in the queue, go only to a
 	// Challenge its install would admit (its lifetime within the template's
@@ -148,47 +156,48 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 	// ends in one, nor a claimed instance the install would have refused.
 	vals, err := Compose(&c, tmpl, t.Settings)
 	if err != nil {
-		return nil, err
+		return Rendered{}, err
 	}
-	if !lifecycle.Installed(&c.Status) {
-		if t.Quota != nil {
-			if err := t.Quota.Check(ctx, &c, tmpl); err != nil {
-				return nil, err
-			}
-		}
-		// A claim adds no instance to the cluster: it goes ahead of the queue.
-		pooled, err := t.Pools.Claim(ctx, &c, tmpl)
-		if err != nil {
-			return nil, err
-		}
-		if pooled != nil {
-			return nil, claimed(pooled)
-		}
-		if !t.Pools.IsPooled(&c) {
-			if err := t.Queue.Check(ctx, &c, tmpl); err != nil {
-				return nil, err
-			}
+	if err := t.Admission.Admit(ctx, &c, tmpl); err != nil {
+		return Rendered{}, err
+	}
+	var claimant string
+	var shared []SharedService
+	if tmpl != nil {
+		claimant = t.Pools.ClaimedBy(&c)
+		if shared, err = t.readInputs(ctx, &c, tmpl, claimant, vals); err != nil {
+			return Rendered{}, err
 		}
 	}
-	if tmpl == nil {
-		return vals, nil
+	expected, err := Expectation(&c, tmpl, t.Settings, t.Limits, claimant, shared)
+	if err != nil {
+		return Rendered{}, err
 	}
-	if team := t.Pools.ClaimedBy(&c); team != "" {
+	return Rendered{Values: vals, Expected: expected}, nil
+}
+
+// readInputs writes into vals what c's values take from outside the
+// Challenge and its template: the claimant of a claimed pooled instance,
+// the organiser's Secrets (secretEnv, the flag), the shared Services and
+// the Gateway listener's port. It returns the shared Services it read.
+func (t Translator) readInputs(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, claimant string, vals chartutil.Values) ([]SharedService, error) {
+	if claimant != "" {
 		// A claimed pooled instance is the team's: its objects say so; its
 		// pods keep the label they started with.
-		vals["participant"] = team
+		vals["participant"] = claimant
 	}
 	if err := t.secretEnv(ctx, tmpl, vals); err != nil {
 		return nil, err
 	}
-	if err := t.sharedServices(ctx, tmpl, vals); err != nil {
+	shared, err := t.sharedServices(ctx, tmpl, vals)
+	if err != nil {
 		return nil, err
 	}
 	if err := t.routePort(ctx, vals); err != nil {
 		return nil, err
 	}
 	if tmpl.Spec.Flag == nil {
-		return vals, nil
+		return shared, nil
 	}
 	if err := t.Settings.checkFlagSecret(tmpl); err != nil {
 		return nil, err
@@ -198,13 +207,7 @@ func (t Translator) translate(ctx context.Context, u *unstructured.Unstructured)
 		return nil, err
 	}
 	vals["flag"].(map[string]any)["value"] = value
-	return vals, nil
-}
-
-// claimed is the error that keeps the Helm reconciler from installing
-// anything for a Challenge served by a pooled instance.
-func claimed(pooled *ctfv1alpha1.Challenge) error {
-	return lifecycle.Errorf(lifecycle.ReasonClaimed, "served by %s/%s from the template's pool", pooled.Namespace, pooled.Name)
+	return shared, nil
 }
 
 // secretEnv copies the template's secretEnv values into vals, from the
@@ -231,18 +234,18 @@ func (t Translator) secretEnv(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTe
 }
 
 // sharedServices writes the peers of the Services tmpl lets its instances
-// reach into the NetworkPolicy values.
-func (t Translator) sharedServices(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, vals chartutil.Values) error {
+// reach into the NetworkPolicy values, and returns them.
+func (t Translator) sharedServices(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, vals chartutil.Values) ([]SharedService, error) {
 	shared, err := SharedServices(ctx, t.OrganiserReader, tmpl, t.Settings.SharedServiceNamespaces)
 	if err != nil || len(shared) == 0 {
-		return err
+		return shared, err
 	}
 	m, err := toMap(map[string]any{"sharedServices": shared})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	vals["networkPolicy"].(map[string]any)["sharedServices"] = m["sharedServices"]
-	return nil
+	return shared, nil
 }
 
 // routePort writes into expose.port the port of the Gateway listener an

@@ -14,9 +14,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	webhookadmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
@@ -27,7 +28,7 @@ type ChallengeValidator struct {
 	// Reader reads templates and Challenges (the manager's cache, with the participant index).
 	Reader client.Reader
 	// Quota is the same quota the operator applies.
-	Quota *values.Quota
+	Quota *admission.Quota
 	// Settings are the operator's own, so that admission and rendering agree.
 	Settings values.Settings
 }
@@ -35,7 +36,7 @@ type ChallengeValidator struct {
 // +kubebuilder:webhook:path=/validate-ctf-challenge-operator-io-v1alpha1-challenge,mutating=false,failurePolicy=ignore,timeoutSeconds=5,sideEffects=None,groups=ctf.challenge-operator.io,resources=challenges,verbs=create;update,versions=v1alpha1,name=vchallenge.ctf.challenge-operator.io,admissionReviewVersions=v1
 
 // ValidateCreate refuses a Challenge the operator would not install.
-func (v *ChallengeValidator) ValidateCreate(ctx context.Context, ch *ctfv1alpha1.Challenge) (admission.Warnings, error) {
+func (v *ChallengeValidator) ValidateCreate(ctx context.Context, ch *ctfv1alpha1.Challenge) (webhookadmission.Warnings, error) {
 	tmpl, warnings, err := v.compose(ctx, ch)
 	if err != nil || tmpl == nil && ch.Spec.Template != "" {
 		return warnings, err
@@ -49,7 +50,7 @@ func (v *ChallengeValidator) ValidateCreate(ctx context.Context, ch *ctfv1alpha1
 // ValidateUpdate refuses a change the operator would not roll out: the same
 // value checks as at creation (the participant and template cannot change,
 // so the quota verdict stands).
-func (v *ChallengeValidator) ValidateUpdate(ctx context.Context, _, ch *ctfv1alpha1.Challenge) (admission.Warnings, error) {
+func (v *ChallengeValidator) ValidateUpdate(ctx context.Context, _, ch *ctfv1alpha1.Challenge) (webhookadmission.Warnings, error) {
 	if !ch.DeletionTimestamp.IsZero() {
 		return nil, nil // the finalizer's removal must never be refused
 	}
@@ -60,14 +61,14 @@ func (v *ChallengeValidator) ValidateUpdate(ctx context.Context, _, ch *ctfv1alp
 // compose runs the translator's checks on ch; tmpl is nil when ch has no
 // template or it does not exist yet (allowed: the Challenge waits in
 // Error/TemplateNotFound until it appears).
-func (v *ChallengeValidator) compose(ctx context.Context, ch *ctfv1alpha1.Challenge) (*ctfv1alpha1.ChallengeTemplate, admission.Warnings, error) {
+func (v *ChallengeValidator) compose(ctx context.Context, ch *ctfv1alpha1.Challenge) (*ctfv1alpha1.ChallengeTemplate, webhookadmission.Warnings, error) {
 	var tmpl *ctfv1alpha1.ChallengeTemplate
 	if ch.Spec.Template != "" {
 		tmpl = &ctfv1alpha1.ChallengeTemplate{}
 		err := v.Reader.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl)
 		switch {
 		case apierrors.IsNotFound(err):
-			return nil, admission.Warnings{fmt.Sprintf("ChallengeTemplate %q does not exist yet", ch.Spec.Template)}, nil
+			return nil, webhookadmission.Warnings{fmt.Sprintf("ChallengeTemplate %q does not exist yet", ch.Spec.Template)}, nil
 		case err != nil:
 			return nil, nil, err
 		}
@@ -79,7 +80,7 @@ func (v *ChallengeValidator) compose(ctx context.Context, ch *ctfv1alpha1.Challe
 }
 
 // ValidateDelete accepts every deletion.
-func (v *ChallengeValidator) ValidateDelete(context.Context, *ctfv1alpha1.Challenge) (admission.Warnings, error) {
+func (v *ChallengeValidator) ValidateDelete(context.Context, *ctfv1alpha1.Challenge) (webhookadmission.Warnings, error) {
 	return nil, nil
 }
 
@@ -93,7 +94,7 @@ func refusal(ch *ctfv1alpha1.Challenge, err error) error {
 }
 
 // Setup registers the validating webhook with the manager's webhook server.
-func Setup(mgr ctrl.Manager, quota *values.Quota, settings values.Settings) error {
+func Setup(mgr ctrl.Manager, quota *admission.Quota, settings values.Settings) error {
 	return builder.WebhookManagedBy(mgr, &ctfv1alpha1.Challenge{}).
 		WithValidator(&ChallengeValidator{Reader: mgr.GetClient(), Quota: quota, Settings: settings}).
 		Complete()

@@ -1,4 +1,4 @@
-package values
+package admission
 
 import (
 	"context"
@@ -29,11 +29,11 @@ func (q *Quota) Check(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 	if err := q.Reader.List(ctx, &list, client.MatchingFields{ParticipantField: c.Spec.Participant}); err != nil {
 		return fmt.Errorf("listing Challenges of participant %s: %w", c.Spec.Participant, err)
 	}
-	return Admit(c, tmpl, list.Items, q.DefaultMax)
+	return CheckQuota(c, tmpl, list.Items, q.DefaultMax)
 }
 
-// Admit decides the quota from the participant's Challenges (c may be among them).
-func Admit(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, others []ctfv1alpha1.Challenge, defaultMax int32) error {
+// CheckQuota decides the quota from the participant's Challenges (c may be among them).
+func CheckQuota(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, others []ctfv1alpha1.Challenge, defaultMax int32) error {
 	limit := defaultMax
 	if tmpl != nil && tmpl.Spec.MaxInstancesPerParticipant != nil {
 		limit = *tmpl.Spec.MaxInstancesPerParticipant

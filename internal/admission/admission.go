@@ -1,0 +1,74 @@
+// Package admission decides whether a Challenge may have an instance now:
+// served by a pooled instance it claims, installed, held back by its team's
+// quota, or queued for the cluster's capacity. It decides nothing about what
+// an instance renders (package values does): a Challenge reaches admission
+// only once its values composed, so a claim and a place in the queue go only
+// to a Challenge whose install would be admitted.
+package admission
+
+import (
+	"context"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
+)
+
+// Admission is every rule that decides whether a Challenge gets an
+// instance now, in the order they apply.
+type Admission struct {
+	// Quota bounds a participant's instances; nil for none.
+	Quota *Quota
+	// Queue bounds the cluster's and a template's live instances; nil for none.
+	Queue *Queue
+	// Pools hands a Challenge of a pooled template a ready instance instead
+	// of an install; nil for no pools.
+	Pools *pool.Pools
+}
+
+// Served returns the error that keeps a Challenge which claimed a pooled
+// instance from being installed itself (Claimed, or PooledInstanceGone once
+// that instance is gone), nil for any other Challenge. It comes before the
+// values: a claimant is served whatever its template has become since.
+func (a Admission) Served(ctx context.Context, c *ctfv1alpha1.Challenge) error {
+	ref, pooled, err := a.Pools.Of(ctx, c)
+	if err != nil || ref == nil {
+		return err
+	}
+	if pooled == nil {
+		return lifecycle.PooledInstanceGone(ref)
+	}
+	return claimed(pooled)
+}
+
+// Admit decides whether c, an instance of tmpl whose values composed, may
+// be installed now: nil when it may (or is installed already), else a
+// QuotaExceeded, Claimed or Queued error. A claim adds no instance to the
+// cluster, so it goes ahead of the queue; a pooled instance never queues.
+func (a Admission) Admit(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) error {
+	if lifecycle.Installed(&c.Status) {
+		return nil
+	}
+	if a.Quota != nil {
+		if err := a.Quota.Check(ctx, c, tmpl); err != nil {
+			return err
+		}
+	}
+	pooled, err := a.Pools.Claim(ctx, c, tmpl)
+	if err != nil {
+		return err
+	}
+	if pooled != nil {
+		return claimed(pooled)
+	}
+	if a.Pools.IsPooled(c) {
+		return nil
+	}
+	return a.Queue.Check(ctx, c, tmpl)
+}
+
+// claimed is the error that keeps the Helm reconciler from installing
+// anything for a Challenge served by a pooled instance.
+func claimed(pooled *ctfv1alpha1.Challenge) error {
+	return lifecycle.Errorf(lifecycle.ReasonClaimed, "served by %s/%s from the template's pool", pooled.Namespace, pooled.Name)
+}

@@ -1,0 +1,92 @@
+package values
+
+import (
+	sdkhandler "github.com/operator-framework/operator-lib/handler"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/security"
+)
+
+// Expectation is what the policy gate lets the release of c, an instance of tmpl
+// (nil without a template), contain, under the operator's ceilings base: the
+// identity, security and network peers its values were composed with. The
+// translator computes it beside the values, from the same template and the
+// same reads, so the two cannot disagree. claimant is the team whose
+// Challenge claimed c, a pooled instance ("" for any other); shared are the
+// organiser's Services its template lets it reach, as read for its values.
+func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, base policy.Limits, claimant string, shared []SharedService) (policy.Instance, error) {
+	limits, err := policy.LimitsFor(base, tmpl)
+	if err != nil {
+		return policy.Instance{}, err
+	}
+	podSecurity := security.ForTemplate(tmpl)
+	in := policy.Instance{
+		Security:         &podSecurity,
+		Release:          c.Name,
+		Namespace:        c.Namespace,
+		OwnNamespace:     settings.NamespacePerInstance,
+		Labels:           identity.Labels(c, tmpl),
+		Selector:         identity.Selector(c),
+		Limits:           limits,
+		Keys:             settings.Keys,
+		Host:             identity.Host(c, limits.IngressDomain),
+		OwnerAnnotations: OwnerAnnotations(c),
+	}
+	if tmpl != nil {
+		in.Components = expectedComponents(c, tmpl, limits.IngressDomain)
+		if claimant != "" {
+			claimedIdentity(&in, c, claimant)
+		}
+		if len(in.Components) > 0 {
+			in.InstancePods = identity.InstancePods(c)
+		}
+		for _, s := range shared {
+			in.SharedServices = append(in.SharedServices, policy.SharedPeer{Namespace: s.Namespace, Selector: s.Selector})
+		}
+		if tmpl.Spec.Flag != nil || len(tmpl.Spec.SecretEnv) > 0 {
+			in.FlagSecret = identity.FlagSecret(c.Name)
+		}
+	}
+	if settings.NamespacePerInstance {
+		in.Namespace = identity.Namespace(c)
+		if in.Quota, in.LimitRange, err = NamespaceBounds(len(in.Components)); err != nil {
+			return policy.Instance{}, err
+		}
+	}
+	return in, nil
+}
+
+// claimedIdentity makes in the identity of a pooled instance c that team's
+// Challenge claimed: its objects carry the team's participant, its pods the
+// one they started with.
+func claimedIdentity(in *policy.Instance, c *ctfv1alpha1.Challenge, team string) {
+	in.PodParticipant = c.Spec.Participant
+	in.Labels[ctfv1alpha1.ParticipantLabel] = team
+	for i := range in.Components {
+		in.Components[i].Labels[ctfv1alpha1.ParticipantLabel] = team
+	}
+}
+
+// expectedComponents says what each of tmpl's components in c may be.
+func expectedComponents(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, domain string) []policy.Component {
+	out := make([]policy.Component, 0, len(tmpl.Spec.Components))
+	for i := range tmpl.Spec.Components {
+		comp := &tmpl.Spec.Components[i]
+		sec := security.ForComponent(comp)
+		out = append(out, policy.Component{Name: comp.Name, Labels: identity.ComponentLabels(c, tmpl, comp.Name),
+			Selector: identity.ComponentSelector(c, comp.Name), Security: &sec, Exposed: Exposed(comp), Host: identity.ComponentHost(c, comp.Name, domain)})
+	}
+	return out
+}
+
+// OwnerAnnotations are what helm-operator-plugins' owner post-renderer
+// writes on the instance's cluster-scoped objects (operator-lib's
+// annotation handler keys) to name c.
+func OwnerAnnotations(c *ctfv1alpha1.Challenge) map[string]string {
+	return map[string]string{
+		sdkhandler.NamespacedNameAnnotation: c.Namespace + "/" + c.Name,
+		sdkhandler.TypeAnnotation:           "Challenge." + ctfv1alpha1.GroupVersion.Group,
+	}
+}
