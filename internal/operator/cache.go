@@ -16,9 +16,9 @@ import (
 // CacheOptions limit the manager's cache to the given namespaces (all when
 // empty) and, for the kinds a release renders, to objects of instances, so
 // the operator never holds every Deployment or Secret of the cluster in memory;
-// with gateways, the Gateway API's routes are among those kinds (its CRDs
+// with the gateways feature, the Gateway API's routes are among those kinds (its CRDs
 // then exist).
-func CacheOptions(namespaces []string, gateways bool) cache.Options {
+func CacheOptions(namespaces []string, features Features) cache.Options {
 	instances := labels.NewSelector().Add(mustRequirement(ctfv1alpha1.InstanceLabel, selection.Exists))
 	helmReleases := labels.SelectorFromSet(labels.Set{"owner": "helm"})
 	opts := cache.Options{
@@ -32,7 +32,7 @@ func CacheOptions(namespaces []string, gateways bool) cache.Options {
 	for _, obj := range append(releaseKinds(true), &corev1.Pod{}, &appsv1.ReplicaSet{}) {
 		opts.ByObject[obj] = cache.ByObject{Label: instances, Transform: withoutUnreadSpecs}
 	}
-	if gateways {
+	if features.Gateways {
 		for _, obj := range []client.Object{&gatewayv1.TLSRoute{}, &gatewayv1.HTTPRoute{}} {
 			opts.ByObject[obj] = cache.ByObject{Label: instances, Transform: stripManagedFields}
 		}

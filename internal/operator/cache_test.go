@@ -13,6 +13,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 // TestCachedWorkloadsKeepWhatTheStatusReads: the cache drops pod specs,
@@ -68,6 +69,15 @@ func TestRoutesAreCachedByInstanceOnlyWithGateways(t *testing.T) {
 		}
 		return false
 	}
-	g.Expect(hasRoutes(CacheOptions(nil, true))).To(BeTrue())
-	g.Expect(hasRoutes(CacheOptions(nil, false))).To(BeFalse())
+	g.Expect(hasRoutes(CacheOptions(nil, Features{Gateways: true}))).To(BeTrue())
+	g.Expect(hasRoutes(CacheOptions(nil, Features{}))).To(BeFalse())
+}
+
+// TestFeaturesFollowTheOptions: each optional part is on exactly when its
+// flag asks for it.
+func TestFeaturesFollowTheOptions(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(Options{}.Features()).To(Equal(Features{}))
+	g.Expect(Options{Values: values.Settings{Gateways: []ctfv1alpha1.GatewayRef{{Namespace: "gw", Name: "ctf"}}, NamespacePerInstance: true},
+		PoolNamespace: "ctf-pool", Webhook: true}.Features()).To(Equal(Features{Gateways: true, NamespacePerInstance: true, Pools: true, Webhook: true}))
 }

@@ -56,7 +56,7 @@ func RenderForGate(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 // Leftovers is the teardown's check for what remains of an instance, on a
 // client that serves no index.
 func Leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gateways bool) func(context.Context, client.Object) error {
-	return leftovers(cl, pools, namespacePerInstance, gateways, false)
+	return leftovers(cl, pools, Features{NamespacePerInstance: namespacePerInstance, Gateways: gateways, Pools: pools != nil}, false)
 }
 
 // InstanceNamespace is the namespace of its own an instance gets.

@@ -68,18 +68,39 @@ type Options struct {
 	PoolNamespace string
 }
 
+// Features are the operator's optional parts, decided once from its
+// options: the cache, Setup and the controllers ask this value.
+type Features struct {
+	// Gateways: instances may be exposed by Gateway API routes (--gateways),
+	// so the route kinds are cached and watched.
+	Gateways bool
+	// NamespacePerInstance renders each instance into a namespace of its own.
+	NamespacePerInstance bool
+	// Pools keep warm instances of pooled templates (--pool-namespace).
+	Pools bool
+	// Webhook serves the validating admission webhook.
+	Webhook bool
+}
+
+// Features decides which optional parts o turns on.
+func (o Options) Features() Features {
+	return Features{Gateways: len(o.Values.Gateways) > 0, NamespacePerInstance: o.Values.NamespacePerInstance,
+		Pools: o.PoolNamespace != "", Webhook: o.Webhook}
+}
+
 // Setup adds a Helm reconciler per watch, and the status controller, to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
+	features := opts.Features()
 	ws, err := watches.Load(opts.WatchesFile)
 	if err != nil {
 		return fmt.Errorf("loading watches file %s: %w", opts.WatchesFile, err)
 	}
-	if err := addIndexes(mgr, len(opts.Values.Gateways) > 0); err != nil {
+	if err := addIndexes(mgr, features.Gateways); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorder("challenge-operator")
 	var pools *pool.Pools
-	if opts.PoolNamespace != "" {
+	if features.Pools {
 		pools = &pool.Pools{Namespace: opts.PoolNamespace, Reader: mgr.GetClient(), Client: mgr.GetClient(), Demand: &pool.Demand{}}
 	}
 	queue := &admission.Queue{Reader: mgr.GetClient(), MaxInstances: opts.MaxInstances, Pools: pools}
@@ -88,7 +109,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Reader: mgr.GetClient(),
 		Live:   mgr.GetAPIReader(),
 		Observer: &controller.Observer{Reader: mgr.GetClient(), Indexed: true, NodeAddress: opts.NodeAddress,
-			NamespacePerInstance: opts.Values.NamespacePerInstance, Gateways: len(opts.Values.Gateways) > 0, Queue: queue, Pools: pools},
+			NamespacePerInstance: features.NamespacePerInstance, Gateways: features.Gateways, Queue: queue, Pools: pools},
 		Recorder: recorder,
 	}
 	metrics.Register(mgr.GetClient(), pools.IsPooled)
@@ -98,16 +119,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
 	}
 	limits := gateLimits(opts)
-	gate := &gate{reader: mgr.GetClient(), namespacePerInstance: opts.Values.NamespacePerInstance, renders: &renders{}}
+	gate := &gate{reader: mgr.GetClient(), namespacePerInstance: features.NamespacePerInstance, renders: &renders{}}
 	actions, err := action.NewClientGetter(actionConfig, recorder, helmclient.AppendPostRenderers(gate.provider()))
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
-	actions.Leftovers = leftovers(mgr.GetClient(), pools, opts.Values.NamespacePerInstance, len(opts.Values.Gateways) > 0, true)
+	actions.Leftovers = leftovers(mgr.GetClient(), pools, features, true)
 	actions.RenderInputs = renderInputs(mgr.GetClient(), limits)
 	actions.CheckRecord = gate.checkRecord
 	quota := &admission.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
-	if opts.Webhook {
+	if features.Webhook {
 		if err := webhook.Setup(mgr, quota, opts.Values); err != nil {
 			return fmt.Errorf("setting up the webhook: %w", err)
 		}
@@ -147,13 +168,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 		helm := gate.renders.scoped(r)
 		for _, hc := range helmControllers(helm, concurrency(w, opts), pools) {
-			if err := setupHelmController(mgr, helm, hc, wiring.extraWatches, opts.Values.NamespacePerInstance, actions.InstallFailing, pools); err != nil {
+			if err := setupHelmController(mgr, helm, hc, wiring.extraWatches, features.NamespacePerInstance, actions.InstallFailing, pools); err != nil {
 				return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
 			}
 		}
 	}
 	statusReconciler := &controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
-		Gateways: len(opts.Values.Gateways) > 0, Pools: pools}
+		Gateways: features.Gateways, Pools: pools}
 	if err := statusReconciler.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -350,7 +371,7 @@ var errObjectsLeft = errors.New("waiting for the instance's objects to be gone")
 // instance's namespace count, and only the Namespace of the instance's
 // derived name is deleted. indexed says cl is the manager's cache, which
 // finds them by index (addIndexes).
-func leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gateways, indexed bool) func(context.Context, client.Object) error {
+func leftovers(cl client.Client, pools *pool.Pools, features Features, indexed bool) func(context.Context, client.Object) error {
 	return func(ctx context.Context, obj client.Object) error {
 		if pools != nil {
 			ch, err := asChallenge(obj)
@@ -363,7 +384,7 @@ func leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gatewa
 		}
 		sel := client.MatchingLabels{ctfv1alpha1.InstanceLabel: obj.GetName(), ctfv1alpha1.InstanceNamespaceLabel: obj.GetNamespace()}
 		where := client.InNamespace(obj.GetNamespace())
-		if namespacePerInstance {
+		if features.NamespacePerInstance {
 			ch, err := asChallenge(obj)
 			if err != nil {
 				return err
@@ -378,7 +399,7 @@ func leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gatewa
 		if indexed {
 			opts = append(opts, client.MatchingFields{controller.InstanceField: obj.GetName()})
 		}
-		for _, kind := range instanceKinds(gateways) {
+		for _, kind := range instanceKinds(features.Gateways) {
 			list := kind.list()
 			if err := cl.List(ctx, list, opts...); err != nil {
 				return fmt.Errorf("listing what remains of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)

@@ -99,7 +99,7 @@ func run(ctx context.Context, opts Options) error {
 		// pod need not wait for it to expire): safe, as the process exits
 		// as soon as the manager returns.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         operator.CacheOptions(WatchNamespaces(), len(opts.Operator.Values.Gateways) > 0),
+		Cache:                         operator.CacheOptions(WatchNamespaces(), opts.Operator.Features()),
 		// A panic in any reconciler (the Helm one's hooks, translator and
 		// policy gate included) fails that reconcile only, and is counted in
 		// controller_runtime_reconcile_panics_total{controller}.

@@ -219,7 +219,7 @@ func (h *Harness) startOperator(ctx context.Context, opts Options) (stopped <-ch
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  operator.CacheOptions(nil, len(opts.Operator.Values.Gateways) > 0),
+		Cache:                  operator.CacheOptions(nil, opts.Operator.Features()),
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir}),
 		// Restart runs a second manager in this process, with the same controller names.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
