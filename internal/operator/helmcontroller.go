@@ -125,10 +125,18 @@ const (
 // that claims wait on.
 func whenQuiet(r reconcile.Reconciler, demand *pool.Demand) reconcile.Reconciler {
 	var waiting sync.Map // reconcile.Request -> when it was first held back
+	// Patience runs on the clock the demand measures quiet by (time.Now
+	// unless a test sets the demand's).
+	now := func() time.Time {
+		if demand != nil && demand.Now != nil {
+			return demand.Now()
+		}
+		return time.Now()
+	}
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		if wait := demand.Busy(poolQuiet); wait > 0 {
-			since, _ := waiting.LoadOrStore(req, time.Now())
-			if left := poolPatience - time.Since(since.(time.Time)); left > 0 {
+			since, _ := waiting.LoadOrStore(req, now())
+			if left := poolPatience - now().Sub(since.(time.Time)); left > 0 {
 				return reconcile.Result{RequeueAfter: min(wait, left)}, nil
 			}
 		}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,79 +63,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{ctfv1alpha1.PoolLabel: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
-	var unclaimed, stale []*ctfv1alpha1.Challenge
-	for i := range list.Items {
-		pooled := &list.Items[i]
-		if !pooled.DeletionTimestamp.IsZero() || !p.IsPooled(pooled) {
-			continue
-		}
-		if _, _, claimed := Claimant(pooled); claimed {
-			if err := r.deleteOrphan(ctx, pooled); err != nil {
-				return ctrl.Result{}, err
-			}
-			continue
-		}
-		if tmpl.Spec.Pool == nil || !current(pooled, tmpl) {
-			stale = append(stale, pooled)
-			continue
-		}
-		unclaimed = append(unclaimed, pooled)
+	var target int32
+	if tmpl.Spec.Pool != nil {
+		target = p.Demand.Target(tmpl.Name, tmpl.Spec.Pool.Min, tmpl.Spec.Pool.Max)
 	}
-	note := "replaced %d unclaimed pooled instances made for an older version of the template"
-	if tmpl.Spec.Pool == nil {
-		note = "deleted %d unclaimed pooled instances: the template has no pool any more"
+	plan := p.planPool(tmpl, list.Items, target)
+	for _, pooled := range plan.claimed {
+		if err := r.deleteOrphan(ctx, pooled); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
-	if err := r.delete(ctx, tmpl, stale, ReasonReplaced, note); err != nil {
+	if err := r.delete(ctx, tmpl, plan.replace); err != nil {
 		return ctrl.Result{}, err
 	}
-	if tmpl.Spec.Pool == nil {
+	if plan.status == nil {
 		metrics.ForgetPool(tmpl.Name)
 		return ctrl.Result{}, r.writeStatus(ctx, tmpl, nil)
 	}
-	target := p.Demand.Target(tmpl.Name, tmpl.Spec.Pool.Min, tmpl.Spec.Pool.Max)
-	size := int32(len(unclaimed))
-	// held is how many unclaimed instances the pool holds once this
-	// reconcile has grown or shrunk it.
-	held := size
-	switch {
-	case size < target:
-		if err := r.create(ctx, tmpl, target-size); err != nil {
+	if plan.add > 0 {
+		if err := r.create(ctx, tmpl, plan.add); err != nil {
 			return ctrl.Result{}, err
 		}
-		held = target
-	case size > target:
-		// The ones furthest from ready go first, then the newest.
-		slices.SortFunc(unclaimed, func(a, b *ctfv1alpha1.Challenge) int {
-			if ra, rb := a.Status.Phase == ctfv1alpha1.PhaseRunning, b.Status.Phase == ctfv1alpha1.PhaseRunning; ra != rb {
-				if ra {
-					return 1
-				}
-				return -1
-			}
-			return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
-		})
-		if err := r.delete(ctx, tmpl, unclaimed[:size-target], ReasonShrunk, "shrank by %d unclaimed pooled instances as demand fell"); err != nil {
-			return ctrl.Result{}, err
-		}
-		unclaimed = unclaimed[size-target:]
-		held = target
 	}
-	var ready int32
-	for _, pooled := range unclaimed {
-		if Claimable(pooled, tmpl) {
-			ready++
-		}
-	}
-	metrics.ObservePool(tmpl.Name, held, ready, target)
-	status := &ctfv1alpha1.PoolStatus{Size: held, Ready: ready, Target: target}
-	if err := r.writeStatus(ctx, tmpl, status); err != nil {
+	if err := r.delete(ctx, tmpl, plan.shrink); err != nil {
 		return ctrl.Result{}, err
 	}
-	if target > tmpl.Spec.Pool.Min {
-		// Demand ages out minute by minute: look again then.
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	metrics.ObservePool(tmpl.Name, plan.status.Size, plan.status.Ready, plan.status.Target)
+	if err := r.writeStatus(ctx, tmpl, plan.status); err != nil {
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: plan.requeueAfter}, nil
 }
 
 // deleteOrphan deletes a claimed pooled instance whose claimant is gone.
@@ -151,11 +106,15 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, pooled *ctfv1alpha1.Chall
 	if apierrors.IsNotFound(err) {
 		err = r.Live.Get(ctx, key, claimant)
 	}
-	switch {
-	case err == nil && claimant.UID == uid:
-		return nil
-	case err != nil && !apierrors.IsNotFound(err):
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
+	}
+	var found *ctfv1alpha1.Challenge
+	if err == nil {
+		found = claimant
+	}
+	if !orphaned(uid, found) {
+		return nil
 	}
 	ctrl.LoggerFrom(ctx).Info("deleting a pooled instance whose claimant is gone", "pooled", client.ObjectKeyFromObject(pooled), "claimant", key)
 	return client.IgnoreNotFound(r.Pools.Client.Delete(ctx, pooled.DeepCopy(), client.Preconditions{UID: &pooled.UID}))
@@ -205,19 +164,19 @@ func PooledName(template string) string {
 	return prefix + "-pool-" + string(suffix)
 }
 
-// delete removes unclaimed pooled instances, each only if it is still
-// unclaimed: the update of a claim changes its resourceVersion.
-func (r *Reconciler) delete(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, pooled []*ctfv1alpha1.Challenge, reason, note string) error {
-	if len(pooled) == 0 {
+// delete removes a batch of unclaimed pooled instances, each only if it is
+// still unclaimed: the update of a claim changes its resourceVersion.
+func (r *Reconciler) delete(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, batch removal) error {
+	if len(batch.pooled) == 0 {
 		return nil
 	}
-	for _, ch := range pooled {
+	for _, ch := range batch.pooled {
 		err := r.Pools.Client.Delete(ctx, ch.DeepCopy(), client.Preconditions{UID: &ch.UID, ResourceVersion: &ch.ResourceVersion})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting pooled instance %s: %w", ch.Name, err)
 		}
 	}
-	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, reason, "Resize", note, len(pooled))
+	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, batch.reason, "Resize", batch.note, len(batch.pooled))
 	return nil
 }
 

@@ -181,10 +181,7 @@ func refTo(pooled *ctfv1alpha1.Challenge) *ctfv1alpha1.PooledInstanceRef {
 // none ready. Only a Challenge that has not been installed may claim: one
 // that is new, or Queued.
 func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (*ctfv1alpha1.Challenge, error) {
-	if !p.enabled() || tmpl == nil || tmpl.Spec.Pool == nil || p.IsPooled(c) || c.Status.StartedAt != nil || !plain(c) {
-		return nil, nil
-	}
-	if c.Status.Phase != "" && c.Status.Phase != ctfv1alpha1.PhaseNone && c.Status.Phase != ctfv1alpha1.PhaseQueued {
+	if !p.mayClaim(c, tmpl) {
 		return nil, nil
 	}
 	// Demand counts a Challenge once: at its first reconcile, before the
@@ -195,23 +192,12 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{ctfv1alpha1.PoolLabel: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the pool of %s: %w", tmpl.Name, err)
 	}
-	candidates := slices.DeleteFunc(list.Items, func(o ctfv1alpha1.Challenge) bool {
-		return p.isTaken(client.ObjectKeyFromObject(&o)) || !Claimable(&o, tmpl)
-	})
-	slices.SortFunc(candidates, func(a, b ctfv1alpha1.Challenge) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
-	})
-	// Claims made at once start at different candidates: all starting at
-	// the oldest would make the n-th of a burst lose n-1 conflicts first.
-	if len(candidates) > 0 {
-		start := int(crc32.ChecksumIEEE([]byte(c.UID)) % uint32(len(candidates)))
-		candidates = slices.Concat(candidates[start:], candidates[:start])
-	}
+	order := candidates(list.Items, tmpl, c.UID, p.isTaken)
 	if first {
 		p.Demand.Add(tmpl.Name)
 	}
-	for i := range candidates {
-		pooled := candidates[i].DeepCopy()
+	for i := range order {
+		pooled := order[i].DeepCopy()
 		claim(pooled, c)
 		err := p.Client.Update(ctx, pooled)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -229,6 +215,36 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 		metrics.ObserveClaim(tmpl.Name, false)
 	}
 	return nil, nil
+}
+
+// mayClaim tells whether c may claim one of tmpl's pooled instances at all:
+// tmpl has a pool, c is not a pooled instance itself, asks for the template
+// as it is, and has not been installed (it is new, or Queued).
+func (p *Pools) mayClaim(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) bool {
+	if !p.enabled() || tmpl == nil || tmpl.Spec.Pool == nil || p.IsPooled(c) || c.Status.StartedAt != nil || !plain(c) {
+		return false
+	}
+	return c.Status.Phase == "" || c.Status.Phase == ctfv1alpha1.PhaseNone || c.Status.Phase == ctfv1alpha1.PhaseQueued
+}
+
+// candidates are the pooled instances of tmpl (listed: items, whose slice
+// it reuses) that the claimant whose UID is given tries, in order: the
+// claimable ones this process has not taken lately, oldest first, rotated
+// by the claimant's UID.
+func candidates(items []ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, claimant types.UID, taken func(types.NamespacedName) bool) []ctfv1alpha1.Challenge {
+	candidates := slices.DeleteFunc(items, func(o ctfv1alpha1.Challenge) bool {
+		return taken(client.ObjectKeyFromObject(&o)) || !Claimable(&o, tmpl)
+	})
+	slices.SortFunc(candidates, func(a, b ctfv1alpha1.Challenge) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+	})
+	// Claims made at once start at different candidates: all starting at
+	// the oldest would make the n-th of a burst lose n-1 conflicts first.
+	if len(candidates) > 0 {
+		start := int(crc32.ChecksumIEEE([]byte(claimant)) % uint32(len(candidates)))
+		candidates = slices.Concat(candidates[start:], candidates[:start])
+	}
+	return candidates
 }
 
 // plain tells whether c asks for its template as it is, which a pooled
