@@ -99,7 +99,7 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 # five idle minutes each): e.g. BENCH_ARGS="-n 100,500 -reps 1 -idle=false".
 BENCH_ARGS ?=
 .PHONY: bench
-bench: test-bins ## Burst benchmark, ours vs stock helm-operator vs floor: writes docs/benchmarks.md and .json.
+bench: test-bins ## Burst benchmark, ours vs stock helm-operator vs floor (BENCH_ARGS picks the mode): rewrites its section of docs/benchmarks.md and its .json.
 	KUBEBUILDER_ASSETS="$$(hack/test-bins.sh)" go run ./hack/bench $(BENCH_ARGS)
 
 .PHONY: bench-go
