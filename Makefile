@@ -49,6 +49,10 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC manifests fro
 generate: $(CONTROLLER_GEN) ## Generate the deepcopy methods.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
 
+.PHONY: docs
+docs: ## Write the README's layout: every Go package by layer, the layers' picture; fails on an import the layers do not allow.
+	go run ./hack/layout
+
 .PHONY: fmt
 fmt: ## Run gofmt.
 	gofmt -w $$(git ls-files '*.go')
@@ -58,11 +62,11 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: manifests generate bundle lint ## Fail if gofmt, go vet, the linter or regeneration (code, manifests, bundle) would change anything, or a build output is tracked.
+verify: manifests generate bundle docs lint ## Fail if gofmt, go vet, the linter or regeneration (code, manifests, bundle, the README's layout) would change anything, or a build output is tracked.
 	go test -count=1 -short -run 'TestNoBuildOutputIsTracked' ./internal/buildcheck/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
-	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor)" || { echo "generated files are stale: run make generate manifests bundle"; git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor; exit 1; }
+	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor README.md)" || { echo "generated files are stale: run make generate manifests bundle docs"; git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor README.md; exit 1; }
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint v2 with .golangci.yml (part of verify).
@@ -95,7 +99,7 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 # five idle minutes each): e.g. BENCH_ARGS="-n 100,500 -reps 1 -idle=false".
 BENCH_ARGS ?=
 .PHONY: bench
-bench: test-bins ## Burst benchmark, ours vs stock helm-operator vs floor: writes docs/benchmarks.md and .json.
+bench: test-bins ## Burst benchmark, ours vs stock helm-operator vs floor (BENCH_ARGS picks the mode): rewrites its section of docs/benchmarks.md and its .json.
 	KUBEBUILDER_ASSETS="$$(hack/test-bins.sh)" go run ./hack/bench $(BENCH_ARGS)
 
 .PHONY: bench-go

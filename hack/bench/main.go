@@ -2,18 +2,18 @@
 // systems in turn, each on a fresh cluster: challenge-operator as shipped, the
 // stock helm-operator (v0.9.1, the module this operator embeds) on the same
 // chart, and the floor (the same rendered objects applied without Helm). It
-// writes a Markdown report and the raw figures; see docs/benchmarks.md.
+// rewrites its mode's section of the report, docs/benchmarks.md, and that
+// section's raw figures (docs/benchmarks-<section>.json).
 package main
 
 import (
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -37,43 +37,68 @@ type config struct {
 	cpu     string
 	profile string
 	flags   []string
+	// resident measures ours at rest instead of bursts.
+	resident bool
+	// section is the part of the report (out) this run rewrites; raw is its own.
+	section string
+	// run says when, on what and with which arguments the figures were taken.
+	run runInfo
 }
 
 func main() {
-	var cfg config
-	sizes := flag.String("n", "100,500,1000", "comma-separated burst sizes")
-	systems := flag.String("systems", "floor,kubectl,ours,stock", "systems to measure, in order")
-	flag.IntVar(&cfg.reps, "reps", 3, "repetitions per system and size (the report shows medians)")
-	flag.BoolVar(&cfg.idle, "idle", true, "also measure five minutes after the burst")
-	flag.IntVar(&cfg.secrets, "secrets", 5000, "unrelated 32 KiB Secrets created to measure cache growth (0 skips)")
-	flag.StringVar(&cfg.out, "out", "docs/benchmarks.md", "Markdown report")
-	flag.StringVar(&cfg.raw, "json", "docs/benchmarks.json", "raw figures")
-	flag.StringVar(&cfg.cpu, "cpu", "1", "CPU the operators are pinned to (taskset -c)")
-	flag.StringVar(&cfg.profile, "cpuprofile", "", "write CPU profiles of ours during its burst to this file, and of its delete-all to FILE.delete (-n with one size)")
-	residentMode := flag.Bool("resident", false, "measure ours at rest with -n instances Running, brought there in waves on one cluster (writes docs/benchmarks-resident.md; -cpuprofile names heap profiles)")
-	oursFlags := flag.String("ours-flags", "", "space-separated extra flags for ours (e.g. --max-concurrent-reconciles=16)")
-	flag.Parse()
-	cfg.flags = strings.Fields(*oursFlags)
+	cfg, err := parse(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	} else if err != nil {
+		fatal(err)
+	}
 	ctrllog.SetLogger(logr.Discard())
+	cfg.run = thisRun(os.Args[1:], !cfg.resident)
+	if err := run(cfg); err != nil {
+		fatal(err)
+	}
+}
+
+// parse reads the command line. The report is one file, docs/benchmarks.md,
+// with a section per mode (sectionFor); each mode keeps its raw figures in
+// docs/benchmarks-<section>.json.
+func parse(args []string) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	sizes := fs.String("n", "100,500,1000", "comma-separated burst sizes")
+	systems := fs.String("systems", "floor,kubectl,ours,stock", "systems to measure, in order")
+	fs.IntVar(&cfg.reps, "reps", 3, "repetitions per system and size (the report shows medians)")
+	fs.BoolVar(&cfg.idle, "idle", true, "also measure five minutes after the burst")
+	fs.IntVar(&cfg.secrets, "secrets", 5000, "unrelated 32 KiB Secrets created to measure cache growth (0 skips)")
+	fs.StringVar(&cfg.out, "out", "docs/benchmarks.md", "Markdown report: this run rewrites its section of it")
+	fs.StringVar(&cfg.raw, "json", "", "raw figures (default docs/benchmarks-<section>.json)")
+	fs.StringVar(&cfg.section, "section", "", "section of the report to rewrite (default: resident with -resident; pools with a pooled or instancer system; comparison with stock or kubectl; fresh otherwise)")
+	fs.StringVar(&cfg.cpu, "cpu", "1", "CPU the operators are pinned to (taskset -c)")
+	fs.StringVar(&cfg.profile, "cpuprofile", "", "write CPU profiles of ours during its burst to this file, and of its delete-all to FILE.delete (-n with one size)")
+	fs.BoolVar(&cfg.resident, "resident", false, "measure ours at rest with -n instances Running, brought there in waves on one cluster (-cpuprofile names heap profiles)")
+	oursFlags := fs.String("ours-flags", "", "space-separated extra flags for ours (e.g. --max-concurrent-reconciles=16)")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	cfg.flags = strings.Fields(*oursFlags)
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
-			fatal(fmt.Errorf("-n %q: want positive integers", *sizes))
+			return config{}, fmt.Errorf("-n %q: want positive integers", *sizes)
 		}
 		cfg.sizes = append(cfg.sizes, n)
 	}
 	cfg.systems = strings.Split(*systems, ",")
-	if *residentMode {
-		if !flagSet("out") {
-			cfg.out = "docs/benchmarks-resident.md"
-		}
-		if !flagSet("json") {
-			cfg.raw = "docs/benchmarks-resident.json"
-		}
+	if cfg.section == "" {
+		cfg.section = sectionFor(cfg.systems, cfg.resident)
 	}
-	if err := run(cfg, *residentMode); err != nil {
-		fatal(err)
+	if _, ok := sectionTitles[cfg.section]; !ok {
+		return config{}, fmt.Errorf("-section %q: want one of %s", cfg.section, strings.Join(sectionOrder, ", "))
 	}
+	if cfg.raw == "" {
+		cfg.raw = filepath.Join(filepath.Dir(cfg.out), "benchmarks-"+cfg.section+".json")
+	}
+	return cfg, nil
 }
 
 func fatal(err error) {
@@ -81,14 +106,7 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-// flagSet tells whether the command line set the flag.
-func flagSet(name string) bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
-
-func run(cfg config, residentMode bool) error {
+func run(cfg config) error {
 	root := testcluster.RepoRoot()
 	bin, err := os.MkdirTemp("", "bench-bin-")
 	if err != nil {
@@ -101,7 +119,7 @@ func run(cfg config, residentMode bool) error {
 			return fmt.Errorf("building %s: %w", name, err)
 		}
 	}
-	if residentMode {
+	if cfg.resident {
 		return resident(cfg, root, bin)
 	}
 	var results []result
@@ -212,16 +230,9 @@ func percentile(xs []float64, p float64) float64 {
 	return s[i]
 }
 
-// write renders the report and the raw figures so far.
+// write renders the raw figures so far and the report's section of them.
 func write(cfg config, results []result) error {
-	raw, err := json.MarshalIndent(results, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(cfg.raw, append(raw, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(cfg.out, []byte(report(cfg, results)), 0o644)
+	return writeSection(cfg, results, report(cfg, results))
 }
 
 func report(cfg config, results []result) string {
@@ -235,15 +246,7 @@ func report(cfg config, results []result) string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Benchmarks: an opening burst\n\n")
-	fmt.Fprintf(&b, "Written by `make bench` (`go run ./hack/bench %s`); raw figures in `%s`. ", strings.Join(os.Args[1:], " "), filepath.Base(cfg.raw))
-	fmt.Fprintf(&b, "Each system runs on a fresh local control plane (kube-apiserver, etcd, controller-manager, scheduler, KWOK), "+
-		"the operators pinned to CPU %s. **ours**: challenge-operator as shipped; **stock**: helm-operator-plugins' `helm-operator run` "+
-		"v0.9.1 with its defaults on the same chart, one CR per instance whose spec is the values challenge-operator renders; "+
-		"**floor**: the same rendered objects applied with server-side apply by 8 workers, no Helm, no operator; "+
-		"**kubectl**: the floor as the issue defines it, the same objects applied by `kubectl apply --server-side`, one instance after another. "+
-		"Running means phase Running (ours) or the Deployment Available (the others). Medians of %d repetition(s).\n\n", cfg.cpu, cfg.reps)
-	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s; %s, Kubernetes 1.35.4, helm-operator-plugins v0.9.1, %s.\n\n", runtime.NumCPU(), cpuModel(), memTotal(), runtime.Version(), helmVersion())
+	fmt.Fprintf(&b, "%s Operators pinned to CPU %s; medians of %d repetition(s).\n\nMachine: %s.\n\n", cfg.run.line(cfg.raw), cfg.cpu, cfg.reps, cfg.run.Machine)
 	fmt.Fprintf(&b, "| N | metric | floor | kubectl | ours | stock | ours/stock | ours/floor | ours/kubectl |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range cfg.sizes {
 		rows := []struct {
@@ -308,11 +311,7 @@ func poolReport(b *strings.Builder, cfg config, results []result) {
 	if len(pooled) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n## Warm pools\n\n**pooled**: ours with a template whose `pool` holds as many Running instances as the burst "+
-		"(`pooled:P`: P), filled before the clock starts; the burst's Challenges name the template and claim. Create to Running "+
-		"is from each Challenge's creation to its phase Running; the pool at rest is measured 10 to 70 s after it is full. "+
-		"**instancer** (`instancer:P`): the same, but each team starts its instance with a `POST /api/v1/instances` to the instancer "+
-		"(its own process, as shipped, with its default limits), and create to Running is from the POST.\n\n")
+	fmt.Fprintf(b, "\nThe pooled systems beside ours installing fresh:\n\n")
 	fmt.Fprintf(b, "| N | system | pool | fill (s) | at rest: requests/s | at rest: CPU %% of a core | at rest: RSS (MiB) | all Running (s) | create to Running p50 / p95 / p99 (s) | API requests per instance, burst |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range cfg.sizes {
 		for _, sys := range append([]string{"ours"}, pooled...) {

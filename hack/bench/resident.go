@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -236,26 +234,23 @@ func heapInUse(path string) (float64, error) {
 }
 
 func writeResident(cfg config, limit resource.Quantity, points []residentPoint) error {
-	raw, err := json.MarshalIndent(points, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(cfg.raw, append(raw, '\n'), 0o644); err != nil {
-		return err
-	}
+	return writeSection(cfg, points, residentReport(cfg, limit, points))
+}
+
+// residentReport is the report's resident section.
+func residentReport(cfg config, limit resource.Quantity, points []residentPoint) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Benchmarks: resident instances\n\n")
-	fmt.Fprintf(&b, "Written by `make bench BENCH_ARGS='%s'`; raw figures in `%s`. One operator (pinned to CPU %s) on one local control plane "+
+	fmt.Fprintf(&b, "%s One operator (pinned to CPU %s) on one local control plane "+
 		"(kube-apiserver, etcd, controller-manager, scheduler, KWOK) is brought to each count in waves of plain Challenges "+
 		"(8 creating at once, each its own team), and measured once they are all Running: from 60 to 120 s after the wave, "+
 		"its API requests and CPU, then its RSS and the Go heap in use after a forced garbage collection. It runs with "+
 		"GOMEMLIMIT at %.0f MiB, which it sets itself in a pod under the memory limit it ships with (%s, config/manager). One repetition.\n\n",
-		strings.Join(os.Args[1:], " "), filepath.Base(cfg.raw), cfg.cpu, float64(limit.Value())*0.9/(1<<20), limit.String())
-	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s; %s, Kubernetes 1.35.4, helm-operator-plugins v0.9.1.\n\n", runtime.NumCPU(), cpuModel(), memTotal(), runtime.Version())
+		cfg.run.line(cfg.raw), cfg.cpu, float64(limit.Value())*0.9/(1<<20), limit.String())
+	fmt.Fprintf(&b, "Machine: %s.\n\n", cfg.run.Machine)
 	fmt.Fprintf(&b, "| instances Running | wave: create to last Running (s) | RSS (MiB) | peak RSS (MiB) | heap in use (MiB) | RSS per instance (KiB) | heap per instance (KiB) | at rest: requests/s | at rest: CPU %% of a core |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range points {
 		fmt.Fprintf(&b, "| %d | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.3f | %.2f |\n", p.N, p.FillSeconds, p.RSSMiB, p.PeakRSSMiB, p.HeapInUseMiB,
 			p.PerInstanceKiB, p.HeapPerInstanceKiB, p.RequestsPerSecond, p.CPUPercent)
 	}
-	return os.WriteFile(cfg.out, []byte(b.String()), 0o644)
+	return b.String()
 }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"maps"
+	"os"
+	"slices"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestPlaceIn(t *testing.T) {
+	for _, tt := range []struct {
+		rel, want string
+	}{
+		{".", "commands"},
+		{"api/v1alpha1", "api"},
+		{"internal/identity", "core"},
+		{"internal/values", "engine"},
+		{"internal/instancer", "serving"},
+		{"internal/installchart", "generators"},
+		{"internal/faults", "tests"},
+		// The rules: where the suites are moving to, the tools, commands and
+		// test helpers by name, whether or not the map knows them.
+		{"test/faults", "tests"},
+		{"test/e2e/helpers", "tests"},
+		{"hack/newtool", "hack"},
+		{"internal/newcmd", "commands"},
+		{"internal/testnew", "tests"},
+		{"internal/testcluster/cmd/local-cluster", "tests"},
+		// Neither.
+		{"internal/newthing", ""},
+		{"testdata/x", ""},
+		{"internal/cmdline", ""},
+	} {
+		t.Run(tt.rel, func(t *testing.T) {
+			g := NewWithT(t)
+			got, ok := placeIn(tt.rel)
+			g.Expect(ok).To(Equal(tt.want != ""))
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+// modulePkgs is one package for each entry of the map, plus the extra ones.
+func modulePkgs(extra ...string) []pkg {
+	var pkgs []pkg
+	for _, rel := range slices.Concat(slices.Sorted(maps.Keys(placed)), extra) {
+		pkgs = append(pkgs, pkg{Rel: rel})
+	}
+	return pkgs
+}
+
+func TestPlace(t *testing.T) {
+	t.Run("places every package of the map and of the rules", func(t *testing.T) {
+		g := NewWithT(t)
+		pkgs := modulePkgs("internal/tokencmd", "test/e2e")
+		g.Expect(place(pkgs)).To(Succeed())
+		for _, p := range pkgs {
+			g.Expect(p.Layer).NotTo(BeEmpty(), p.Rel)
+		}
+	})
+	t.Run("fails naming a package no rule nor the map places", func(t *testing.T) {
+		g := NewWithT(t)
+		err := place(modulePkgs("internal/newthing", "internal/other"))
+		g.Expect(err).To(MatchError(And(
+			ContainSubstring("no layer for internal/newthing, internal/other"),
+			ContainSubstring("hack/layout/layers.go"))))
+	})
+	t.Run("fails naming an entry of the map whose package moved", func(t *testing.T) {
+		g := NewWithT(t)
+		pkgs := slices.DeleteFunc(modulePkgs("test/faults"), func(p pkg) bool { return p.Rel == "internal/faults" })
+		err := place(pkgs)
+		g.Expect(err).To(MatchError(ContainSubstring("names internal/faults, which")))
+		g.Expect(err.Error()).NotTo(ContainSubstring("no layer"))
+	})
+}
+
+func TestCheckLayering(t *testing.T) {
+	base := []pkg{
+		{Rel: "api/v1alpha1", Layer: "api"},
+		{Rel: "internal/identity", Layer: "core", Imports: []string{"api/v1alpha1"}},
+		{Rel: "internal/lifecycle", Layer: "core", Imports: []string{"api/v1alpha1"}},
+		{Rel: "internal/values", Layer: "engine", Imports: []string{"internal/identity", "api/v1alpha1"}},
+		{Rel: "internal/instancer", Layer: "serving"},
+		{Rel: "internal/testharness", Layer: "tests", Imports: []string{"internal/values"}},
+		{Rel: "hack/bench", Layer: "hack", Imports: []string{"internal/testharness", "internal/instancer"}},
+	}
+	for _, tt := range []struct {
+		name string
+		add  pkg
+		err  string
+	}{
+		{name: "downwards and within a layer", add: pkg{Rel: "internal/security", Layer: "core", Imports: []string{"internal/lifecycle", "api/v1alpha1"}}},
+		{name: "a command imports the engine", add: pkg{Rel: "internal/operatorcmd", Layer: "commands", Imports: []string{"internal/values"}}},
+		{name: "core imports the engine", add: pkg{Rel: "internal/security", Layer: "core", Imports: []string{"internal/values"}},
+			err: "internal/security (core) imports internal/values (engine)"},
+		{name: "the API imports core", add: pkg{Rel: "api/v1beta1", Layer: "api", Imports: []string{"internal/identity"}},
+			err: "api/v1beta1 (api) imports internal/identity (core)"},
+		{name: "serving imports the engine, a layer beside it", add: pkg{Rel: "internal/token", Layer: "serving", Imports: []string{"internal/values"}},
+			err: "internal/token (serving) imports internal/values (engine)"},
+		{name: "a product package imports a test helper", add: pkg{Rel: "internal/pool", Layer: "engine", Imports: []string{"internal/testharness"}},
+			err: "internal/pool (engine) imports internal/testharness (tests)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := checkLayering(append(slices.Clone(base), tt.add))
+			if tt.err == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tt.err)))
+		})
+	}
+}
+
+func TestLayersAreADrawableOrder(t *testing.T) {
+	g := NewWithT(t)
+	for i, l := range layers {
+		for _, id := range l.MayImport {
+			below := slices.IndexFunc(layers[:i], func(o layer) bool { return o.ID == id })
+			g.Expect(below).NotTo(Equal(-1), "%s may import %s, which is not listed before it", l.ID, id)
+		}
+		if l.Product {
+			g.Expect(l.MayImport).NotTo(ContainElements("tests", "hack"), l.ID)
+		}
+	}
+}
+
+func TestStrip(t *testing.T) {
+	for in, want := range map[string]string{
+		"Package identity names an instance.":         "names an instance.",
+		"Package faults_test runs the binary.":        "runs the binary.",
+		"Command bench measures a burst.":             "measures a burst.",
+		"Package installchart writes the chart from:": "writes the chart from.",
+		"Packages differ.":                            "Packages differ.",
+	} {
+		NewWithT(t).Expect(strip(in)).To(Equal(want), in)
+	}
+}
+
+// TestREADMEIsCurrent fails when a package, its doc comment or an import
+// between layers changed without `make docs`, or when the layers are broken.
+func TestREADMEIsCurrent(t *testing.T) {
+	g := NewWithT(t)
+	readme, err := os.ReadFile("../../README.md")
+	g.Expect(err).NotTo(HaveOccurred())
+	updated, err := generate("../..", string(readme))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(updated).To(Equal(string(readme)), "README.md is stale: run make docs")
+}
