@@ -23,7 +23,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 type config struct {
@@ -89,7 +89,7 @@ func flagSet(name string) bool {
 }
 
 func run(cfg config, residentMode bool) error {
-	root := testcluster.RepoRoot()
+	root := controlplane.RepoRoot()
 	bin, err := os.MkdirTemp("", "bench-bin-")
 	if err != nil {
 		return err

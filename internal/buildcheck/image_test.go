@@ -19,10 +19,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
-var root = testcluster.RepoRoot()
+var root = controlplane.RepoRoot()
 
 // TestImageBuildsFromItsContext builds the operator image without a container
 // engine: it assembles the build context exactly as .dockerignore filters it,

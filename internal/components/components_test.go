@@ -25,17 +25,17 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/security"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
-var h *testharness.Harness
+var h *harness.Harness
 
 // sandbox is the runtime class privileged components must run in.
 const sandbox = "gvisor"
 
 func TestMain(m *testing.M) {
-	os.Exit(testharness.Run(m, testharness.Options{AsServiceAccount: true, GatewayAPI: true, Operator: operator.Options{
+	os.Exit(harness.Run(m, harness.Options{AsServiceAccount: true, GatewayAPI: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
 		Values: values.Settings{Gateways: []ctfv1alpha1.GatewayRef{gateway}, IngressFromNamespaces: []string{gateway.Namespace}, Security: security.Bounds{
 			MaxProfile:            ctfv1alpha1.ProfilePrivileged,
@@ -189,7 +189,7 @@ func TestComponentShapesRun(t *testing.T) {
 				}
 			}
 			ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": string(profile)})
-			ch := testharness.FromTemplate(ns, name, "team-a", name)
+			ch := harness.FromTemplate(ns, name, "team-a", name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 			g.Expect(got.Status.Endpoint.URL).To(HavePrefix("https://"))
@@ -208,11 +208,11 @@ func TestComponentShapesRun(t *testing.T) {
 			g.Expect(h.Client.Delete(ctx, ch)).To(Succeed())
 			for _, c := range sh.components {
 				h.EventuallyGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ch.Name + "--" + c.Name}},
-					testharness.Timeout, "component "+c.Name+" is removed with its instance")
+					harness.Timeout, "component "+c.Name+" is removed with its instance")
 				h.EventuallyGone(t, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ch.Name + "--" + c.Name}},
-					testharness.Timeout, "and its NetworkPolicy")
+					harness.Timeout, "and its NetworkPolicy")
 			}
-			h.EventuallyGone(t, ch, testharness.Timeout, "the Challenge is gone once every object of every component is")
+			h.EventuallyGone(t, ch, harness.Timeout, "the Challenge is gone once every object of every component is")
 		})
 	}
 }
@@ -230,7 +230,7 @@ func TestComponentsAreIsolated(t *testing.T) {
 		s.Components = []ctfv1alpha1.Component{{Name: "redis", Image: "docker.io/library/redis:7", Ports: ports("redis", 6379)}}
 	})
 	ns := h.Namespace(t, nil)
-	teams := []*ctfv1alpha1.Challenge{testharness.FromTemplate(ns, "team-a", "team-a", "isolated"), testharness.FromTemplate(ns, "team-b", "team-b", "isolated")}
+	teams := []*ctfv1alpha1.Challenge{harness.FromTemplate(ns, "team-a", "team-a", "isolated"), harness.FromTemplate(ns, "team-b", "team-b", "isolated")}
 	for _, ch := range teams {
 		g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	}

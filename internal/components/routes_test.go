@@ -14,7 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // gateway is the Gateway the admin lets instances attach to: TCP inside TLS
@@ -25,7 +25,7 @@ func createGateway(ctx context.Context) error {
 	if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gateway.Namespace}}); err != nil {
 		return err
 	}
-	wildcard := ptr.To(gatewayv1.Hostname("*." + testharness.IngressDomain))
+	wildcard := ptr.To(gatewayv1.Hostname("*." + harness.IngressDomain))
 	all := &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromAll)}}
 	gw := &gatewayv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: gateway.Namespace, Name: gateway.Name},
@@ -73,11 +73,11 @@ func TestTCPOverTLSByName(t *testing.T) {
 			name := fmt.Sprintf("routed-%d", i)
 			h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Expose = &tc.expose })
 			ns := h.Namespace(t, nil)
-			ch := testharness.FromTemplate(ns, name, "team-a", name)
+			ch := harness.FromTemplate(ns, name, "team-a", name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 			host := got.Status.Endpoint.Host
-			g.Expect(host).To(MatchRegexp(`^%s-[0-9a-f]{10}\.%s$`, name, testharness.IngressDomain), "the instance's own host")
+			g.Expect(host).To(MatchRegexp(`^%s-[0-9a-f]{10}\.%s$`, name, harness.IngressDomain), "the instance's own host")
 			g.Expect(*got.Status.Endpoint).To(Equal(tc.connect(host)))
 
 			route := map[string]client.Object{"TLSRoute": &gatewayv1.TLSRoute{}, "HTTPRoute": &gatewayv1.HTTPRoute{}}[tc.kind]
@@ -111,7 +111,7 @@ func TestTCPOverTLSByName(t *testing.T) {
 			}
 
 			g.Expect(h.Client.Delete(ctx, ch)).To(Succeed())
-			h.EventuallyGone(t, route, testharness.Timeout, "the route goes with its instance")
+			h.EventuallyGone(t, route, harness.Timeout, "the route goes with its instance")
 		})
 	}
 }
@@ -126,7 +126,7 @@ func TestRouteOnAGatewayNobodyAllowed(t *testing.T) {
 		s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeTLSRoute, Gateway: &ctfv1alpha1.GatewayRef{Namespace: "kube-system", Name: "internal"}}
 	})
 	ns := h.Namespace(t, nil)
-	ch := testharness.FromTemplate(ns, "stray-route", "team-a", "stray-route")
+	ch := harness.FromTemplate(ns, "stray-route", "team-a", "stray-route")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
@@ -149,7 +149,7 @@ func TestAnExposedComponent(t *testing.T) {
 			Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeTLSRoute}}}
 	})
 	ns := h.Namespace(t, nil)
-	ch := testharness.FromTemplate(ns, "web-shell", "team-a", "web-shell")
+	ch := harness.FromTemplate(ns, "web-shell", "team-a", "web-shell")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -158,7 +158,7 @@ func TestAnExposedComponent(t *testing.T) {
 	g.Expect(*got.Status.Endpoint).To(Equal(web), "the primary component's first")
 	g.Expect(web.URL).To(HavePrefix("https://web-shell-"))
 	g.Expect(shell.Component).To(Equal("shell"))
-	g.Expect(shell.Host).To(MatchRegexp(`^web-shell-shell-[0-9a-f]{10}\.%s$`, testharness.IngressDomain), "a host of its own")
+	g.Expect(shell.Host).To(MatchRegexp(`^web-shell-shell-[0-9a-f]{10}\.%s$`, harness.IngressDomain), "a host of its own")
 	g.Expect(shell.Connect).To(Equal("ncat --ssl " + shell.Host + " 443"))
 
 	route := &gatewayv1.TLSRoute{}

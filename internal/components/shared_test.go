@@ -12,13 +12,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // sharedService creates a Service of the organiser's, deleted when the test ends.
 func sharedService(t *testing.T, name string, selector map[string]string, ports ...corev1.ServicePort) {
 	t.Helper()
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: testharness.OrganiserNamespace, Name: name},
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: harness.OrganiserNamespace, Name: name},
 		Spec: corev1.ServiceSpec{Selector: selector, Ports: ports}}
 	NewWithT(t).Expect(h.Client.Create(context.Background(), svc)).To(Succeed())
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), svc) })
@@ -35,10 +35,10 @@ func TestInstanceReachesASharedService(t *testing.T) {
 		corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromString("http")},
 		corev1.ServicePort{Name: "grpc", Port: 9000})
 	h.Template(t, "with-checker", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
-		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: testharness.OrganiserNamespace, Name: "checker"}}
+		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: harness.OrganiserNamespace, Name: "checker"}}
 	})
 	ns := h.Namespace(t, nil)
-	ch := testharness.FromTemplate(ns, "with-checker", "team-a", "with-checker")
+	ch := harness.FromTemplate(ns, "with-checker", "team-a", "with-checker")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -53,7 +53,7 @@ func TestInstanceReachesASharedService(t *testing.T) {
 		},
 		{
 			To: []networkingv1.NetworkPolicyPeer{{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": testharness.OrganiserNamespace}},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": harness.OrganiserNamespace}},
 				PodSelector:       &metav1.LabelSelector{MatchLabels: selector},
 			}},
 			Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromString("http")), Protocol: tcp}, {Port: ptr.To(intstr.FromInt32(9000)), Protocol: tcp}},
@@ -71,20 +71,20 @@ func TestSharedServiceRefusals(t *testing.T) {
 		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: "kube-system", Name: "kube-dns"}}
 	})
 	ns := h.Namespace(t, nil)
-	ch := testharness.FromTemplate(ns, "with-dns", "team-a", "with-dns")
+	ch := harness.FromTemplate(ns, "with-dns", "team-a", "with-dns")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
-	g.Expect(got.Status.Message).To(ContainSubstring("names Service kube-system/kube-dns; allowed namespaces (--shared-service-namespaces): " + testharness.OrganiserNamespace))
+	g.Expect(got.Status.Message).To(ContainSubstring("names Service kube-system/kube-dns; allowed namespaces (--shared-service-namespaces): " + harness.OrganiserNamespace))
 
 	h.Template(t, "with-later", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
-		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: testharness.OrganiserNamespace, Name: "later"}}
+		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: harness.OrganiserNamespace, Name: "later"}}
 	})
-	later := testharness.FromTemplate(ns, "with-later", "team-a", "with-later")
+	later := harness.FromTemplate(ns, "with-later", "team-a", "with-later")
 	g.Expect(h.Client.Create(ctx, later)).To(Succeed())
 	got = h.EventuallyPhase(t, later, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("SharedServiceNotFound"))
-	g.Expect(got.Status.Message).To(ContainSubstring("Service " + testharness.OrganiserNamespace + "/later"))
+	g.Expect(got.Status.Message).To(ContainSubstring("Service " + harness.OrganiserNamespace + "/later"))
 	sharedService(t, "later", map[string]string{"app": "later"}, corev1.ServicePort{Name: "http", Port: 80})
 	h.EventuallyPhase(t, later, ctfv1alpha1.PhaseRunning)
 }

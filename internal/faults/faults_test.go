@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // busyRelease is what Helm says when a release is left locked by an
@@ -202,7 +202,7 @@ func TestMassDeletionAndExpiry(t *testing.T) {
 		chs = append(chs, challenge(deleting, i))
 	}
 	for i := range sc.ExpireAll {
-		ch := testharness.FromTemplate(expiring, challenge(expiring, i).Name, challenge(expiring, i).Spec.Participant, tmpl.Name)
+		ch := harness.FromTemplate(expiring, challenge(expiring, i).Name, challenge(expiring, i).Spec.Participant, tmpl.Name)
 		ch.Spec.Lifetime = &metav1.Duration{Duration: time.Hour}
 		chs = append(chs, ch)
 	}

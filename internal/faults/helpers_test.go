@@ -22,14 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 const interval = 200 * time.Millisecond
 
 // operatorProcess is one run of the operator binary.
-type operatorProcess struct{ *testcluster.Process }
+type operatorProcess struct{ *controlplane.Process }
 
 var processCount atomic.Int32
 
@@ -48,14 +48,14 @@ func startOperatorBinary(t *testing.T, bin, name string, extra ...string) operat
 		"--watches-file=" + watchesFile,
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=0",
-		"--leader-election-namespace=" + testharness.OperatorServiceAccount.Namespace,
+		"--leader-election-namespace=" + harness.OperatorServiceAccount.Namespace,
 		"--namespace-per-instance",
-		"--flag-secret-namespaces=" + testharness.OrganiserNamespace,
-		"--ingress-domain=" + testharness.IngressDomain,
+		"--flag-secret-namespaces=" + harness.OrganiserNamespace,
+		"--ingress-domain=" + harness.IngressDomain,
 	}, extra...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+operatorKubeconfig, "POD_NAMESPACE="+testharness.OperatorServiceAccount.Namespace)
-	p, err := testcluster.StartProcess(cmd, filepath.Join(cluster.LogDir, fmt.Sprintf("operator-%s-%d.log", name, processCount.Add(1))))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+operatorKubeconfig, "POD_NAMESPACE="+harness.OperatorServiceAccount.Namespace)
+	p, err := controlplane.StartProcess(cmd, filepath.Join(cluster.LogDir, fmt.Sprintf("operator-%s-%d.log", name, processCount.Add(1))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,9 +82,9 @@ func namespace(t *testing.T, name string) string {
 func challenge(ns string, i int) *ctfv1alpha1.Challenge {
 	name, team := fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i)
 	if i%2 == 1 {
-		return testharness.FromTemplate(ns, name, team, pair)
+		return harness.FromTemplate(ns, name, team, pair)
 	}
-	return testharness.NewChallenge(ns, name, team)
+	return harness.NewChallenge(ns, name, team)
 }
 
 // createAll creates the Challenges with a few writers at once, as a platform

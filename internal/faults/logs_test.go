@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // TestNoLogLevelPrintsASecret: with --zap-log-level=4 or more, the Helm
@@ -27,26 +27,26 @@ func TestNoLogLevelPrintsASecret(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const flagValue, password = "CTF{never-in-a-log-7c1e}", "bot-password-never-in-a-log-5d2a"
-	organiser := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testharness.OrganiserNamespace}}
+	organiser := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: harness.OrganiserNamespace}}
 	if err := k8s.Create(ctx, organiser); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	secret := testharness.OrganiserSecret("logged", map[string][]byte{"flag": []byte(flagValue), "password": []byte(password)})
+	secret := harness.OrganiserSecret("logged", map[string][]byte{"flag": []byte(flagValue), "password": []byte(password)})
 	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
 	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "logged"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/web:1",
 		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
-		Flag:  &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: secret.Name, Key: "flag"}},
+		Flag:  &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "flag"}},
 		SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "ADMIN_PASSWORD",
-			Secret: ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: secret.Name, Key: "password"}}},
+			Secret: ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "password"}}},
 	}}
 	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), tmpl) })
 
 	p := startOperator(t, "verbose", "--zap-log-level=10")
 	ns := namespace(t, "verbose-logs")
-	g.Expect(k8s.Create(ctx, testharness.FromTemplate(ns, "verbose", "team-verbose", tmpl.Name))).To(Succeed())
+	g.Expect(k8s.Create(ctx, harness.FromTemplate(ns, "verbose", "team-verbose", tmpl.Name))).To(Succeed())
 	eventuallyAllRunning(t, ns, 1, time.Minute)
 
 	// An upgrade: the template's instances render anew.

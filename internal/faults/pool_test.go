@@ -11,7 +11,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // TestOperatorKilledMidClaimAndRefill: a template keeps a warm pool; a burst
@@ -40,7 +40,7 @@ func TestOperatorKilledMidClaimAndRefill(t *testing.T) {
 
 	chs := make([]*ctfv1alpha1.Challenge, sc.Claims)
 	for i := range chs {
-		chs[i] = testharness.FromTemplate(ns, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i), "warm")
+		chs[i] = harness.FromTemplate(ns, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i), "warm")
 	}
 	created := make(chan error, 1)
 	go func() { created <- createAll(chs) }()

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // scale is how hard each fault is driven.
@@ -49,7 +49,7 @@ var scales = map[string]scale{
 }
 
 var (
-	cluster *testcluster.Cluster
+	cluster *controlplane.Cluster
 	k8s     client.WithWatch
 	// managerBin is the operator built from this checkout.
 	managerBin string
@@ -72,9 +72,9 @@ func run(m *testing.M) int {
 		return 2
 	}
 	ctx := context.Background()
-	root := testcluster.RepoRoot()
+	root := controlplane.RepoRoot()
 	var err error
-	cluster, err = testcluster.Start(ctx, testcluster.Options{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}})
+	cluster, err = controlplane.Start(ctx, controlplane.Options{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting control plane:", err)
 		return 1
@@ -106,7 +106,7 @@ func setup(ctx context.Context, root string) error {
 	if k8s, err = client.NewWithWatch(cluster.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	if _, err := testharness.BindServiceAccount(ctx, cluster.Config, true); err != nil {
+	if _, err := harness.BindServiceAccount(ctx, cluster.Config, true); err != nil {
 		return fmt.Errorf("binding the operator's roles: %w", err)
 	}
 	kubeconfig, err := clientcmd.LoadFromFile(cluster.Kubeconfig)
@@ -114,13 +114,13 @@ func setup(ctx context.Context, root string) error {
 		return err
 	}
 	for _, user := range kubeconfig.AuthInfos {
-		user.Impersonate = testharness.ServiceAccountUser()
+		user.Impersonate = harness.ServiceAccountUser()
 	}
 	operatorKubeconfig = filepath.Join(cluster.LogDir, "operator.kubeconfig")
 	if err := clientcmd.WriteToFile(*kubeconfig, operatorKubeconfig); err != nil {
 		return err
 	}
-	watchesFile, err = testharness.WatchesFile()
+	watchesFile, err = harness.WatchesFile()
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // previousRelease is the operator an upgrade starts from: the last commit
@@ -43,7 +43,7 @@ func TestUpgradeIsSeamless(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	previous, previousCRDs := buildPrevious(t)
-	currentCRDs := filepath.Join(testcluster.RepoRoot(), "config", "crd", "bases")
+	currentCRDs := filepath.Join(controlplane.RepoRoot(), "config", "crd", "bases")
 	applyCRDs(t, previousCRDs)
 	t.Cleanup(func() { applyCRDs(t, currentCRDs) })
 	ns := namespace(t, "upgrade")
@@ -64,7 +64,7 @@ func TestUpgradeIsSeamless(t *testing.T) {
 	for i := range sc.Upgrade {
 		ch := challenge(ns, i)
 		if i%3 == 2 {
-			ch = testharness.FromTemplate(ns, ch.Name, ch.Spec.Participant, lasting.Name)
+			ch = harness.FromTemplate(ns, ch.Name, ch.Spec.Participant, lasting.Name)
 		}
 		chs = append(chs, ch)
 	}
@@ -77,7 +77,7 @@ func TestUpgradeIsSeamless(t *testing.T) {
 
 	old.Stop()
 	applyCRDs(t, currentCRDs)
-	addr, err := testcluster.FreeAddress()
+	addr, err := controlplane.FreeAddress()
 	g.Expect(err).NotTo(HaveOccurred())
 	start := time.Now()
 	startOperator(t, "upgrade-to", "--leader-elect", "--metrics-bind-address="+addr, "--metrics-secure=false")
@@ -101,7 +101,7 @@ func TestUpgradeIsSeamless(t *testing.T) {
 // repository's history and returns the binary and its CRDs' directory.
 func buildPrevious(t *testing.T) (bin, crds string) {
 	t.Helper()
-	root := testcluster.RepoRoot()
+	root := controlplane.RepoRoot()
 	src := filepath.Join(cluster.LogDir, "previous-release")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)

@@ -9,10 +9,10 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"sigs.k8s.io/yaml"
 
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
-var check = filepath.Join(testcluster.RepoRoot(), "config", "argocd", "ctf.challenge-operator.io", "Challenge")
+var check = filepath.Join(controlplane.RepoRoot(), "config", "argocd", "ctf.challenge-operator.io", "Challenge")
 
 // TestArgoCDHealth runs health.lua as Argo CD does (the object as the
 // global obj, the returned table as the health) on every case of

@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/yaml"
 
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // runbooks is where every alert's runbook_url points, before its anchor.
@@ -30,7 +30,7 @@ type rule struct {
 // groups as they are, and its alerting rules.
 func shippedRules(t *testing.T) (groups any, rules []rule) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(), "config", "prometheus", "rules.yaml"))
+	raw, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "config", "prometheus", "rules.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func shippedRules(t *testing.T) (groups any, rules []rule) {
 // tests of testdata/alerts_test.yaml.
 func TestAlertRules(t *testing.T) {
 	g := NewWithT(t)
-	assets, err := testcluster.AssetsDir()
+	assets, err := controlplane.AssetsDir()
 	g.Expect(err).NotTo(HaveOccurred())
 	promtool := filepath.Join(assets, "promtool")
 
@@ -92,7 +92,7 @@ func TestEveryAlertIsComplete(t *testing.T) {
 	g := NewWithT(t)
 	_, rules := shippedRules(t)
 	g.Expect(rules).NotTo(BeEmpty())
-	book, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(), "docs", "runbooks.md"))
+	book, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "docs", "runbooks.md"))
 	g.Expect(err).NotTo(HaveOccurred())
 	headings := map[string]bool{}
 	for _, line := range strings.Split(string(book), "\n") {

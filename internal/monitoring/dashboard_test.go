@@ -13,7 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/yaml"
 
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // dashboardPanel is what the test reads of a Grafana panel.
@@ -36,7 +36,7 @@ var grafanaVariables = strings.NewReplacer("$__rate_interval", "5m", "$__interva
 // Every metric of ours it reads is one the operator or the instancer exports.
 func TestDashboardQueriesParse(t *testing.T) {
 	g := NewWithT(t)
-	raw, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(), "config", "grafana", "challenge-operator.json"))
+	raw, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "config", "grafana", "challenge-operator.json"))
 	g.Expect(err).NotTo(HaveOccurred())
 	var dashboard struct {
 		UID    string           `json:"uid"`
@@ -71,7 +71,7 @@ func TestDashboardQueriesParse(t *testing.T) {
 	walk(dashboard.Panels)
 	g.Expect(len(rules)).To(BeNumerically(">=", 20))
 
-	assets, err := testcluster.AssetsDir()
+	assets, err := controlplane.AssetsDir()
 	g.Expect(err).NotTo(HaveOccurred())
 	out, err := yaml.Marshal(map[string]any{"groups": []any{map[string]any{"name": "dashboard", "rules": rules}}})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -93,7 +93,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
 	for _, dir := range []string{"metrics", "instancer"} {
-		files, err := filepath.Glob(filepath.Join(testcluster.RepoRoot(), "internal", dir, "*.go"))
+		files, err := filepath.Glob(filepath.Join(controlplane.RepoRoot(), "internal", dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 // sidecar loads, holding the dashboard as it is.
 func TestDashboardConfigMap(t *testing.T) {
 	g := NewWithT(t)
-	raw, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(), "config", "grafana", "challenge-operator.json"))
+	raw, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "config", "grafana", "challenge-operator.json"))
 	g.Expect(err).NotTo(HaveOccurred())
 	maps := build(t, "grafana", "ConfigMap")
 	g.Expect(maps).To(HaveLen(1))

@@ -18,8 +18,8 @@ import (
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 
-	"github.com/challenge-operator/challenge-operator/internal/testbrowser"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/browser"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // The page's geometry: Grafana's 24-column grid, its row unit in pixels.
@@ -109,8 +109,8 @@ var palette = []string{"#73bf69", "#f2cc0c", "#5794f2", "#ff780a", "#b877d9", "#
 // (docs/dashboard.png in the README), else to the test's directory.
 func TestDashboardRenders(t *testing.T) {
 	g := NewWithT(t)
-	testbrowser.Chromium(t) // before any setup: skipped early without a browser
-	raw, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(), "config", "grafana", "challenge-operator.json"))
+	browser.Chromium(t) // before any setup: skipped early without a browser
+	raw, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "config", "grafana", "challenge-operator.json"))
 	g.Expect(err).NotTo(HaveOccurred())
 	var dashboard struct {
 		Title  string `json:"title"`
@@ -160,7 +160,7 @@ h1{font-size:17px;font-weight:500;margin:0;padding:10px 12px}
 		_, _ = w.Write([]byte(doc))
 	}))
 	defer srv.Close()
-	ctx := testbrowser.New(t, pageWidth, bottom+10, time.Minute)
+	ctx := browser.New(t, pageWidth, bottom+10, time.Minute)
 
 	var panels int
 	var shot []byte

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/challenge-operator/challenge-operator/internal/manifests"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // TestServiceMonitorsScrapeTheMetricsServices builds config/prometheus and
@@ -53,7 +53,7 @@ func TestServiceMonitorsScrapeTheMetricsServices(t *testing.T) {
 // build returns the objects of kind in the kustomization config/dir.
 func build(t *testing.T, dir, kind string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := manifests.Kustomize(filepath.Join(testcluster.RepoRoot(), "config", dir))
+	objs, err := manifests.Kustomize(filepath.Join(controlplane.RepoRoot(), "config", dir))
 	if err != nil {
 		t.Fatal(err)
 	}

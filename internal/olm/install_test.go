@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 const operatorNamespace = "challenge-operator"
@@ -39,7 +39,7 @@ const operatorNamespace = "challenge-operator"
 func TestOLMInstallsTheBundle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cluster, err := testcluster.Start(ctx, testcluster.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{
+	cluster, err := controlplane.Start(ctx, controlplane.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{
 		crds.ClusterServiceVersion(), crds.OperatorGroup(), crds.Subscription(), crds.InstallPlan(),
 		crds.CatalogSource(), crds.OperatorCondition(), crds.Operator(), crds.OLMConfig(),
 	}})
@@ -66,7 +66,7 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 		Spec:       operatorsv1.OperatorGroupSpec{TargetNamespaces: []string{operatorNamespace}},
 	})).To(Succeed())
 
-	manifests := filepath.Join(testcluster.RepoRoot(), "bundle", "manifests")
+	manifests := filepath.Join(controlplane.RepoRoot(), "bundle", "manifests")
 	entries, err := os.ReadDir(manifests)
 	g.Expect(err).NotTo(HaveOccurred())
 	var csv *operatorsv1alpha1.ClusterServiceVersion

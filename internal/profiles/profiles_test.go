@@ -24,18 +24,18 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/security"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
-var h *testharness.Harness
+var h *harness.Harness
 
 // sandboxes are the runtime classes the admin allows; the API server refuses a
 // pod whose RuntimeClass does not exist, so the tests create them.
 var sandboxes = []string{"gvisor", "kata"}
 
 func TestMain(m *testing.M) {
-	os.Exit(testharness.Run(m, testharness.Options{AsServiceAccount: true, Operator: operator.Options{
+	os.Exit(harness.Run(m, harness.Options{AsServiceAccount: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
 		Values: values.Settings{Security: security.Bounds{
 			MaxProfile:            ctfv1alpha1.ProfilePrivileged,
@@ -47,11 +47,11 @@ func TestMain(m *testing.M) {
 			ExtendedResources:     []string{kvmDevice},
 		}},
 	}}, &h, func() {
-		key := testharness.OrganiserSecret("flag-key", map[string][]byte{"key": []byte("hmac-key-for-the-shapes-0123456789")})
+		key := harness.OrganiserSecret("flag-key", map[string][]byte{"key": []byte("hmac-key-for-the-shapes-0123456789")})
 		if err := h.Client.Create(context.Background(), key); err != nil {
 			panic(err)
 		}
-		bot := testharness.OrganiserSecret("bot", map[string][]byte{"password": []byte(botPassword), "echoed": []byte("never-shown-either\n")})
+		bot := harness.OrganiserSecret("bot", map[string][]byte{"password": []byte(botPassword), "echoed": []byte("never-shown-either\n")})
 		if err := h.Client.Create(context.Background(), bot); err != nil {
 			panic(err)
 		}
@@ -232,7 +232,7 @@ var shapes = []shape{
 			s.Ports = port("http", 80)
 			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
 				Capabilities: caps("NET_BIND_SERVICE", "CHOWN", "DAC_OVERRIDE", "FOWNER")}
-			s.Values = testharness.Values(`{"readOnlyRootFilesystem": false}`)
+			s.Values = harness.Values(`{"readOnlyRootFilesystem": false}`)
 		},
 		check: func(g Gomega, pod *corev1.PodSpec) {
 			ctr := pod.Containers[0]
@@ -253,7 +253,7 @@ var shapes = []shape{
 			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](1000),
 				AllowPrivilegeEscalation: ptr.To(true)}
 			s.Flag = &ctfv1alpha1.FlagSpec{Path: "/root/flag.txt", FileMode: ptr.To[int32](0o400),
-				Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "flag-key", Key: "key"},
+				Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "flag-key", Key: "key"},
 					Format: "CTF{%s}", Length: 24}}
 		},
 		check: func(g Gomega, pod *corev1.PodSpec) {
@@ -281,7 +281,7 @@ var shapes = []shape{
 			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](0),
 				AllowPrivilegeEscalation: ptr.To(true),
 				Capabilities:             caps("NET_BIND_SERVICE", "SETUID", "SETGID", "SYS_CHROOT", "CHOWN", "AUDIT_WRITE", "KILL")}
-			s.Values = testharness.Values(`{"readOnlyRootFilesystem": false}`)
+			s.Values = harness.Values(`{"readOnlyRootFilesystem": false}`)
 		},
 		check: func(g Gomega, pod *corev1.PodSpec) {
 			ctr := pod.Containers[0]
@@ -340,7 +340,7 @@ func TestChallengeShapesRun(t *testing.T) {
 			tmpl := h.Template(t, name, sh.template)
 			profile := security.ProfileOf(tmpl.Spec.Security)
 			ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": string(profile)})
-			ch := testharness.FromTemplate(ns, name, "team-a", name)
+			ch := harness.FromTemplate(ns, name, "team-a", name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -360,7 +360,7 @@ func TestChallengeShapesRun(t *testing.T) {
 					pod := &corev1.Pod{}
 					g.Expect(h.Client.Get(ctx, client.ObjectKeyFromObject(&pods.Items[0]), pod)).To(Succeed())
 					g.Expect(pod.Spec.NodeName).To(Equal(kvmNodeNme), "scheduled on the node set aside")
-				}, testharness.Timeout, testharness.Interval).Should(Succeed())
+				}, harness.Timeout, harness.Interval).Should(Succeed())
 			}
 		})
 	}
@@ -385,7 +385,7 @@ func TestPrivilegedNeedsASandbox(t *testing.T) {
 			name := fmt.Sprintf("refused-%d", i)
 			h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Security = tc.sec })
 			ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "privileged"})
-			ch := testharness.FromTemplate(ns, name, "team-b", name)
+			ch := harness.FromTemplate(ns, name, "team-b", name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 			g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
@@ -414,8 +414,8 @@ func TestSecretEnvIsCopiedNeverShown(t *testing.T) {
 		reason string // "" runs
 		want   string
 	}{
-		{"copied", ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "bot", Key: "password"}, "", ""},
-		{"a trailing newline", ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "bot", Key: "echoed"},
+		{"copied", ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "bot", Key: "password"}, "", ""},
+		{"a trailing newline", ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "bot", Key: "echoed"},
 			"SecretEnvInvalid", `secretEnv ADMIN_PASSWORD: Secret ctf-organiser/bot key "echoed" has a line break`},
 		{"another namespace", ctfv1alpha1.SecretKeyRef{Namespace: "kube-system", Name: "bootstrap-token-abcdef", Key: "token-secret"},
 			"PolicyViolation", `reads secretEnv ADMIN_PASSWORD from namespace "kube-system"`},
@@ -427,7 +427,7 @@ func TestSecretEnvIsCopiedNeverShown(t *testing.T) {
 				s.SecretEnv = []ctfv1alpha1.SecretEnvVar{{Name: "ADMIN_PASSWORD", Secret: tc.ref}}
 			})
 			ns := h.Namespace(t, nil)
-			ch := testharness.FromTemplate(ns, name, "team-c", name)
+			ch := harness.FromTemplate(ns, name, "team-c", name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			if tc.reason != "" {
 				got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)

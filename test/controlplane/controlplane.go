@@ -1,8 +1,8 @@
-// Package testcluster runs a real, local Kubernetes control plane for tests,
+// Package controlplane runs a real, local Kubernetes control plane for tests,
 // benchmarks and the demo: envtest's etcd and kube-apiserver, plus
 // kube-controller-manager, kube-scheduler and KWOK, so that Deployments roll
 // out and pods go Running on a fake node. Everything binds to 127.0.0.1.
-package testcluster
+package controlplane
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{LogDir: opts.LogDir}
 	if c.LogDir == "" {
-		if c.LogDir, err = os.MkdirTemp("", "testcluster-"); err != nil {
+		if c.LogDir, err = os.MkdirTemp("", "controlplane-"); err != nil {
 			return nil, err
 		}
 	}

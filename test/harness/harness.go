@@ -1,6 +1,6 @@
-// Package testharness runs the operator on the local control plane for
+// Package harness runs the operator on the local control plane for
 // integration tests: one Harness per test package, started from TestMain.
-package testharness
+package harness
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega" //nolint:staticcheck // the harness asserts as the tests it serves do
+	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -34,7 +34,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // Polling of Eventually in integration tests.
@@ -61,7 +61,7 @@ const IngressDomain = "ctf.example"
 
 // Harness is a control plane with the operator running against it.
 type Harness struct {
-	Cluster *testcluster.Cluster
+	Cluster *controlplane.Cluster
 	Client  client.Client
 	// LogFile is where the operator logs.
 	LogFile string
@@ -97,7 +97,7 @@ type Options struct {
 // types describe.
 func GatewayAPICRDs() (string, error) {
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
-	cmd.Dir = testcluster.RepoRoot()
+	cmd.Dir = controlplane.RepoRoot()
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("locating the Gateway API module: %w", err)
@@ -106,12 +106,12 @@ func GatewayAPICRDs() (string, error) {
 }
 
 // Run starts the cluster and the operator, runs the tests and stops both.
-// It is meant to be TestMain's body: os.Exit(testharness.Run(m, opts, &h, ready)),
+// It is meant to be TestMain's body: os.Exit(harness.Run(m, opts, &h, ready)),
 // where ready (may be nil) runs once h is set, before the tests.
 func Run(m *testing.M, opts Options, h **Harness, ready func()) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	root := testcluster.RepoRoot()
+	root := controlplane.RepoRoot()
 	crds := []string{filepath.Join(root, "config", "crd", "bases")}
 	if opts.GatewayAPI {
 		dir, err := GatewayAPICRDs()
@@ -121,7 +121,7 @@ func Run(m *testing.M, opts Options, h **Harness, ready func()) int {
 		}
 		crds = append(crds, dir)
 	}
-	cluster, err := testcluster.Start(ctx, testcluster.Options{
+	cluster, err := controlplane.Start(ctx, controlplane.Options{
 		CRDDirectoryPaths:  crds,
 		ValidatingWebhooks: opts.ValidatingWebhooks,
 	})
@@ -277,7 +277,7 @@ func BindServiceAccount(ctx context.Context, admin *rest.Config, nsPerInstance b
 	if err != nil {
 		return nil, err
 	}
-	root := testcluster.RepoRoot()
+	root := controlplane.RepoRoot()
 	roles := []string{filepath.Join(root, "config", "rbac", "role.yaml")}
 	if nsPerInstance {
 		roles = append(roles, filepath.Join(root, "config", "namespace-per-instance", "role.yaml"))
@@ -335,7 +335,7 @@ func ServiceAccountUser() string {
 // WatchesFile writes the project's watches.yaml with the chart path made
 // absolute, since tests run in their package directory, and returns its path.
 func WatchesFile() (string, error) {
-	root := testcluster.RepoRoot()
+	root := controlplane.RepoRoot()
 	f, err := os.CreateTemp("", "watches-*.yaml")
 	if err != nil {
 		return "", err
@@ -356,7 +356,7 @@ func (h *Harness) Namespace(t *testing.T, labels map[string]string) string {
 		all[k] = v
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", h.nsCount.Add(1)), Labels: all}}
-	NewWithT(t).Expect(h.Client.Create(context.Background(), ns)).To(Succeed())
+	gomega.NewWithT(t).Expect(h.Client.Create(context.Background(), ns)).To(gomega.Succeed())
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), ns) })
 	return ns.Name
 }
@@ -365,10 +365,10 @@ func (h *Harness) Namespace(t *testing.T, labels map[string]string) string {
 func (h *Harness) EventuallyPhase(t *testing.T, ch *ctfv1alpha1.Challenge, phase ctfv1alpha1.Phase) *ctfv1alpha1.Challenge {
 	t.Helper()
 	got := &ctfv1alpha1.Challenge{}
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(h.Client.Get(context.Background(), client.ObjectKeyFromObject(ch), got)).To(Succeed())
-		g.Expect(got.Status.Phase).To(Equal(phase), "reason %s: %s", got.Status.Reason, got.Status.Message)
-	}, Timeout, Interval).Should(Succeed())
+	gomega.NewWithT(t).Eventually(func(g gomega.Gomega) {
+		g.Expect(h.Client.Get(context.Background(), client.ObjectKeyFromObject(ch), got)).To(gomega.Succeed())
+		g.Expect(got.Status.Phase).To(gomega.Equal(phase), "reason %s: %s", got.Status.Reason, got.Status.Message)
+	}, Timeout, Interval).Should(gomega.Succeed())
 	return got
 }
 
@@ -377,9 +377,9 @@ func (h *Harness) EventuallyPhase(t *testing.T, ch *ctfv1alpha1.Challenge, phase
 func (h *Harness) EventuallyGone(t *testing.T, obj client.Object, within time.Duration, why string) {
 	t.Helper()
 	key := client.ObjectKeyFromObject(obj)
-	NewWithT(t).Eventually(func() bool {
+	gomega.NewWithT(t).Eventually(func() bool {
 		return apierrors.IsNotFound(h.Client.Get(context.Background(), key, obj.DeepCopyObject().(client.Object)))
-	}, within, Interval).Should(BeTrue(), why)
+	}, within, Interval).Should(gomega.BeTrue(), why)
 }
 
 // NewChallenge returns a valid Challenge without a template.
@@ -415,7 +415,7 @@ func (h *Harness) Template(t *testing.T, name string, mutate func(*ctfv1alpha1.C
 	if mutate != nil {
 		mutate(&tmpl.Spec)
 	}
-	NewWithT(t).Expect(h.Client.Create(context.Background(), tmpl)).To(Succeed())
+	gomega.NewWithT(t).Expect(h.Client.Create(context.Background(), tmpl)).To(gomega.Succeed())
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), tmpl) })
 	return tmpl
 }

@@ -1,6 +1,6 @@
-// Package testbrowser starts headless Chromium for the tests that drive or
+// Package browser starts headless Chromium for the tests that drive or
 // render a page (the instancer's page, the dashboard's picture).
-package testbrowser
+package browser
 
 import (
 	"context"

@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 func main() {
@@ -21,7 +21,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c, err := testcluster.Start(ctx, testcluster.Options{CRDDirectoryPaths: []string{*crds}, LogDir: *logDir})
+	c, err := controlplane.Start(ctx, controlplane.Options{CRDDirectoryPaths: []string{*crds}, LogDir: *logDir})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "local-cluster:", err)
 		os.Exit(1)
