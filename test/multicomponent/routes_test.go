@@ -1,4 +1,4 @@
-package components_test
+package multicomponent_test
 
 import (
 	"context"

@@ -1,10 +1,10 @@
-// Package profiles_test runs real challenges' shapes on the real control plane,
-// with the operator's flags opened as far as an organiser of pwn challenges would
-// ask an admin to: privileged templates allowed, in the gvisor or kata runtime
-// class, SYS_ADMIN on top of the baseline capabilities. Each shape's namespace
-// enforces its profile's Pod Security Standard, so the API server judges every
-// pod again.
-package profiles_test
+// Package challengeshapes_test runs real challenges' shapes on the real
+// control plane, with the operator's flags opened as far as an organiser of
+// pwn challenges would ask an admin to: privileged templates allowed, in the
+// gvisor or kata runtime class, SYS_ADMIN on top of the baseline
+// capabilities. Each shape's namespace enforces its profile's Pod Security
+// Standard, so the API server judges every pod again.
+package challengeshapes_test
 
 import (
 	"context"

@@ -1,10 +1,10 @@
-// Package components_test runs instances made of several services on the real
-// control plane (a web application with its cache, its database, its admin
-// bot) and instances reached through the Gateway API's routes, whose CRDs it
+// Package multicomponent_test runs instances made of several services on the
+// real control plane (a web application with its cache, its database, its
+// admin bot) and instances reached through the Gateway API's routes, whose CRDs it
 // installs from the module the operator builds with. The admin allows
 // privileged templates in the gvisor runtime class, as an organiser of a bot
 // challenge would ask, and one Gateway, whose pods may connect to instances.
-package components_test
+package multicomponent_test
 
 import (
 	"context"

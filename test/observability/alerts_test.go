@@ -1,4 +1,4 @@
-package monitoring_test
+package observability_test
 
 import (
 	"os"

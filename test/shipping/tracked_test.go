@@ -1,4 +1,4 @@
-package buildcheck
+package shipping
 
 import (
 	"os"

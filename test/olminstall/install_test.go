@@ -1,4 +1,4 @@
-package olm
+package olminstall
 
 import (
 	"context"
