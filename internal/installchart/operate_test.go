@@ -20,7 +20,15 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
+	"github.com/challenge-operator/challenge-operator/test/operatorbuild"
 )
+
+// TestMain removes the operator's binary once every test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	operatorbuild.Remove()
+	os.Exit(code)
+}
 
 // operatorArgs are the manager's arguments as the chart rendered them, with
 // what only makes sense in its pod (the watches file's path in the image,
@@ -67,11 +75,8 @@ func TestNamespacedInstallRunsTheOperator(t *testing.T) {
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "challenge-operator-controller-manager"}, &manager)).To(Succeed())
 	container := manager.Spec.Template.Spec.Containers[0]
 
-	bin := filepath.Join(t.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "building the operator: %s", out)
+	bin, err := operatorbuild.Binary()
+	g.Expect(err).NotTo(HaveOccurred())
 
 	// Its identity: the chart's ServiceAccount, impersonated.
 	kubeconfig, err := clientcmd.LoadFromFile(cluster.Kubeconfig)

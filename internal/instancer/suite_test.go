@@ -32,6 +32,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/token"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
+	"github.com/challenge-operator/challenge-operator/test/operatorbuild"
 )
 
 const (
@@ -114,11 +115,8 @@ func startInstancer() error {
 	if err := writeKubeconfig(); err != nil {
 		return err
 	}
-	instancerBin = filepath.Join(workDir, "challenge-operator")
-	build := exec.Command("go", "build", "-o", instancerBin, ".")
-	build.Dir, build.Stdout, build.Stderr = controlplane.RepoRoot(), os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building the operator: %w", err)
+	if instancerBin, err = operatorbuild.Binary(); err != nil {
+		return err
 	}
 	if api, err = startReplica("a"); err != nil {
 		return err
@@ -344,9 +342,7 @@ func stopReplicas() error {
 	for _, r := range replicas {
 		r.process.Kill()
 	}
-	if instancerBin != "" {
-		_ = os.Remove(instancerBin)
-	}
+	operatorbuild.Remove()
 	for _, r := range replicas {
 		for run := 1; run <= r.runs; run++ {
 			data, err := os.ReadFile(r.log(run))

@@ -1,9 +1,10 @@
 // Package faults_test runs the operator's own binary, as its service account,
 // on the local control plane and puts it through what a CTF weekend brings:
 // SIGKILLs mid-burst, a lost leader, a control-plane restart, mass deletion and
-// mass expiry, and an upgrade of the operator itself. Every test ends by deleting what it made and finding nothing
-// left. `make test` runs each fault at a small scale; `make test-faults`
-// (CHALLENGE_FAULTS=full) at the scale docs/reliability.md reports.
+// mass expiry, and an upgrade of the operator itself. Every test ends by
+// deleting what it made and finding nothing left. `make test` runs each fault
+// at a small scale; `make test-faults` (CHALLENGE_FAULTS=full) at the scale
+// docs/reliability.md reports.
 package faults_test
 
 import (
@@ -11,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -24,6 +24,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
+	"github.com/challenge-operator/challenge-operator/test/operatorbuild"
 )
 
 // scale is how hard each fault is driven.
@@ -80,20 +81,19 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer cluster.Stop()
+	defer operatorbuild.Remove()
 	fmt.Fprintln(os.Stderr, "control plane and operator logs:", cluster.LogDir)
-	if err := setup(ctx, root); err != nil {
+	if err := setup(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
 }
 
-func setup(ctx context.Context, root string) error {
-	managerBin = filepath.Join(cluster.LogDir, "manager")
-	build := exec.Command("go", "build", "-o", managerBin, ".")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building the operator: %w", err)
+func setup(ctx context.Context) error {
+	var err error
+	if managerBin, err = operatorbuild.Binary(); err != nil {
+		return err
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -102,7 +102,6 @@ func setup(ctx context.Context, root string) error {
 	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	var err error
 	if k8s, err = client.NewWithWatch(cluster.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
