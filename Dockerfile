@@ -1,7 +1,7 @@
 # Multi-stage build of the operator: a static binary on distroless, non-root.
 # The manager reads watches.yaml and charts/challenge relative to / (its
 # working directory), exactly as config/manager passes --watches-file=/watches.yaml.
-# internal/buildcheck replays this file on the context .dockerignore admits:
+# test/shipping replays this file on the context .dockerignore admits:
 # the build stage's RUN lines write only below its WORKDIR.
 FROM golang:1.26 AS build
 WORKDIR /src

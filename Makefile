@@ -63,7 +63,7 @@ vet: ## Run go vet.
 
 .PHONY: verify
 verify: manifests generate bundle docs lint ## Fail if gofmt, go vet, the linter or regeneration (code, manifests, bundle, the README's layout) would change anything, or a build output is tracked.
-	go test -count=1 -short -run 'TestNoBuildOutputIsTracked' ./internal/buildcheck/
+	go test -count=1 -short -run 'TestNoBuildOutputIsTracked' ./test/shipping/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
 	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor README.md)" || { echo "generated files are stale: run make generate manifests bundle docs"; git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor README.md; exit 1; }
@@ -84,8 +84,8 @@ test: ## Verify and build the control plane (both at once), then run every test 
 
 FUZZTIME ?= 30s
 .PHONY: test-faults
-test-faults: test-bins ## Run the fault suite (internal/faults) at full scale; FAULTS_REPORT=file.jsonl keeps the figures.
-	CHALLENGE_FAULTS=full KUBEBUILDER_ASSETS="$$(hack/test-bins.sh)" go test -count=1 -v -timeout 90m ./internal/faults/
+test-faults: test-bins ## Run the fault suite (test/faults) at full scale; FAULTS_REPORT=file.jsonl keeps the figures.
+	CHALLENGE_FAULTS=full KUBEBUILDER_ASSETS="$$(hack/test-bins.sh)" go test -count=1 -v -timeout 90m ./test/faults/
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME.

@@ -24,7 +24,7 @@ trap cleanup EXIT
 
 step "building the operator and the local cluster"
 go build -o bin/manager .
-go build -o bin/local-cluster ./internal/testcluster/cmd/local-cluster
+go build -o bin/local-cluster ./test/controlplane/cmd/local-cluster
 
 step "starting the local control plane (logs in $work)"
 start bin/local-cluster --write-kubeconfig "$KUBECONFIG" --log-dir "$work" --crds config/crd/bases >"$work/local-cluster.out" 2>&1

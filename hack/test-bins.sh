@@ -116,7 +116,7 @@ if ((${#kube[@]} + ${#others[@]} > 0)); then
   all=("${kube[@]}" "${others[@]}")
   log "built ${all[*]} in $(($(date +%s) - start))s into $dest"
 fi
-# The tests find the cache by this stamp when KUBEBUILDER_ASSETS is unset (internal/testcluster).
+# The tests find the cache by this stamp when KUBEBUILDER_ASSETS is unset (test/controlplane).
 for name in "${control_plane[@]}"; do stamp_of "$name"; done | hash16 >"$dest/.stamp"
 
 # KWOK drives fake nodes and pods through stages that ship in its module:

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 	"github.com/challenge-operator/challenge-operator/internal/token"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 const (
@@ -35,7 +35,7 @@ var benchKeys = func() token.Keys {
 // startInstancer runs the instancer as it ships (its own process, the same
 // binary) and returns how team i starts its instance: a POST with the team's
 // token, minted here before the clock starts.
-func startInstancer(ctx context.Context, cluster *testcluster.Cluster, bin string, chs []*ctfv1alpha1.Challenge) (func(i int) error, *testcluster.Process, error) {
+func startInstancer(ctx context.Context, cluster *controlplane.Cluster, bin string, chs []*ctfv1alpha1.Challenge) (func(i int) error, *controlplane.Process, error) {
 	keyDir := filepath.Join(cluster.LogDir, "instancer-keys")
 	if err := os.MkdirAll(keyDir, 0o700); err != nil {
 		return nil, nil, err
@@ -56,7 +56,7 @@ func startInstancer(ctx context.Context, cluster *testcluster.Cluster, bin strin
 	cmd := exec.Command(filepath.Join(bin, "manager"), "instancer", "--bind-address="+instancerAddr,
 		"--health-probe-bind-address="+instancerProbeAddr, "--metrics-bind-address=0", "--namespace="+benchNamespace, "--key-dir="+keyDir)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
-	p, err := testcluster.StartProcess(cmd, filepath.Join(cluster.LogDir, "instancer.log"))
+	p, err := controlplane.StartProcess(cmd, filepath.Join(cluster.LogDir, "instancer.log"))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 type config struct {
@@ -107,7 +107,7 @@ func fatal(err error) {
 }
 
 func run(cfg config) error {
-	root := testcluster.RepoRoot()
+	root := controlplane.RepoRoot()
 	bin, err := os.MkdirTemp("", "bench-bin-")
 	if err != nil {
 		return err

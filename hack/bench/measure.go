@@ -39,9 +39,9 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 const (
@@ -78,8 +78,8 @@ func stockCRD() *apiextensionsv1.CustomResourceDefinition {
 
 // startCluster starts a fresh control plane with the project's CRDs and the
 // stock helm-operator's, creates the bench namespace and returns a client.
-func startCluster(ctx context.Context, root string) (*testcluster.Cluster, client.WithWatch, error) {
-	cluster, err := testcluster.Start(ctx, testcluster.Options{
+func startCluster(ctx context.Context, root string) (*controlplane.Cluster, client.WithWatch, error) {
+	cluster, err := controlplane.Start(ctx, controlplane.Options{
 		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
 		CRDs:              []*apiextensionsv1.CustomResourceDefinition{stockCRD()},
 	})
@@ -104,7 +104,7 @@ func startCluster(ctx context.Context, root string) (*testcluster.Cluster, clien
 
 // oursArgs are challenge-operator's flags in every bench, then -ours-flags.
 func oursArgs(cfg config) ([]string, error) {
-	watches, err := testharness.WatchesFile()
+	watches, err := harness.WatchesFile()
 	if err != nil {
 		return nil, err
 	}
@@ -126,9 +126,9 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	r.PoolSize = poolSize
 	chs := make([]*ctfv1alpha1.Challenge, n)
 	for i := range chs {
-		chs[i] = testharness.NewChallenge(benchNamespace, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i))
+		chs[i] = harness.NewChallenge(benchNamespace, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i))
 		if pooled {
-			chs[i] = testharness.FromTemplate(benchNamespace, chs[i].Name, chs[i].Spec.Participant, pooledTemplate)
+			chs[i] = harness.FromTemplate(benchNamespace, chs[i].Name, chs[i].Spec.Participant, pooledTemplate)
 		}
 		if viaInstancer(sys) {
 			chs[i].Name = instancer.InstanceName(instancer.NameKey(benchKeys), pooledTemplate, chs[i].Spec.Participant)
@@ -177,7 +177,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		}
 	}
 	if viaInstancer(sys) {
-		var p *testcluster.Process
+		var p *controlplane.Process
 		create, p, err = startInstancer(ctx, cluster, bin, chs)
 		if p != nil {
 			defer p.Kill()
@@ -333,7 +333,7 @@ func controllerLabel(sys string) string {
 
 // creator returns how instance i is created for sys; the floor's manifests
 // are rendered here, before the clock starts.
-func creator(ctx context.Context, cl client.Client, cluster *testcluster.Cluster, sys string, chs []*ctfv1alpha1.Challenge, root string) (func(i int) error, error) {
+func creator(ctx context.Context, cl client.Client, cluster *controlplane.Cluster, sys string, chs []*ctfv1alpha1.Challenge, root string) (func(i int) error, error) {
 	if isOurs(sys) {
 		return func(i int) error { return cl.Create(ctx, chs[i].DeepCopy()) }, nil
 	}
@@ -411,8 +411,8 @@ func creator(ctx context.Context, cl client.Client, cluster *testcluster.Cluster
 
 // kubectlApply writes each instance's objects to a file and returns a
 // function that applies instance i's with kubectl apply --server-side.
-func kubectlApply(cluster *testcluster.Cluster, objects [][]*unstructured.Unstructured) (func(i int) error, error) {
-	assets, err := testcluster.AssetsDir()
+func kubectlApply(cluster *controlplane.Cluster, objects [][]*unstructured.Unstructured) (func(i int) error, error) {
+	assets, err := controlplane.AssetsDir()
 	if err != nil {
 		return nil, err
 	}
@@ -600,13 +600,13 @@ func parallel(n, workers int, f func(i int) error) error {
 func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 
 // process is an operator under measurement.
-type process struct{ *testcluster.Process }
+type process struct{ *controlplane.Process }
 
-func startProcess(cluster *testcluster.Cluster, cpu, path string, args ...string) (process, error) {
+func startProcess(cluster *controlplane.Cluster, cpu, path string, args ...string) (process, error) {
 	// taskset execs the operator in its own place: the PID is the operator's.
 	cmd := exec.Command("taskset", append([]string{"-c", cpu, path}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE="+benchNamespace)
-	p, err := testcluster.StartProcess(cmd, filepath.Join(cluster.LogDir, filepath.Base(path)+".log"))
+	p, err := controlplane.StartProcess(cmd, filepath.Join(cluster.LogDir, filepath.Base(path)+".log"))
 	return process{p}, err
 }
 

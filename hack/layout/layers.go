@@ -76,6 +76,7 @@ var placed = map[string]string{
 	"internal/serving":     supportLayer,
 	"internal/manifests":   supportLayer,
 
+	"internal/admission":              engineLayer,
 	"internal/values":                 engineLayer,
 	"internal/pool":                   engineLayer,
 	"internal/action":                 engineLayer,
@@ -94,19 +95,11 @@ var placed = map[string]string{
 
 	"internal/bundle":       generatorsLayer,
 	"internal/installchart": generatorsLayer,
-
-	"internal/faults":     testsLayer,
-	"internal/components": testsLayer,
-	"internal/profiles":   testsLayer,
-	"internal/gitops":     testsLayer,
-	"internal/monitoring": testsLayer,
-	"internal/olm":        testsLayer,
-	"internal/buildcheck": testsLayer,
 }
 
 // byRule gives the layer of a package from its path in the module alone:
-// where the test suites are moving to, where the tools live, what a command
-// and a test helper are named.
+// the test suites and their helpers live under test/, the tools under hack/,
+// and a command's package is named for it.
 func byRule(rel string) (string, bool) {
 	switch {
 	case rel == "test" || strings.HasPrefix(rel, "test/"):
@@ -115,8 +108,6 @@ func byRule(rel string) (string, bool) {
 		return hackLayer, true
 	case strings.HasPrefix(rel, "internal/") && strings.HasSuffix(path.Base(rel), "cmd"):
 		return commandsLayer, true
-	case strings.HasPrefix(rel, "internal/test"):
-		return testsLayer, true
 	}
 	return "", false
 }

@@ -19,15 +19,14 @@ func TestPlaceIn(t *testing.T) {
 		{"internal/values", "engine"},
 		{"internal/instancer", "serving"},
 		{"internal/installchart", "generators"},
-		{"internal/faults", "tests"},
-		// The rules: where the suites are moving to, the tools, commands and
-		// test helpers by name, whether or not the map knows them.
+		{"internal/admission", "engine"},
+		// The rules: the suites and their helpers under test/, the tools,
+		// commands by name, whether or not the map knows them.
 		{"test/faults", "tests"},
 		{"test/e2e/helpers", "tests"},
+		{"test/controlplane/cmd/local-cluster", "tests"},
 		{"hack/newtool", "hack"},
 		{"internal/newcmd", "commands"},
-		{"internal/testnew", "tests"},
-		{"internal/testcluster/cmd/local-cluster", "tests"},
 		// Neither.
 		{"internal/newthing", ""},
 		{"testdata/x", ""},
@@ -69,9 +68,9 @@ func TestPlace(t *testing.T) {
 	})
 	t.Run("fails naming an entry of the map whose package moved", func(t *testing.T) {
 		g := NewWithT(t)
-		pkgs := slices.DeleteFunc(modulePkgs("test/faults"), func(p pkg) bool { return p.Rel == "internal/faults" })
+		pkgs := slices.DeleteFunc(modulePkgs("test/manifests"), func(p pkg) bool { return p.Rel == "internal/manifests" })
 		err := place(pkgs)
-		g.Expect(err).To(MatchError(ContainSubstring("names internal/faults, which")))
+		g.Expect(err).To(MatchError(ContainSubstring("names internal/manifests, which")))
 		g.Expect(err.Error()).NotTo(ContainSubstring("no layer"))
 	})
 }
@@ -83,8 +82,8 @@ func TestCheckLayering(t *testing.T) {
 		{Rel: "internal/lifecycle", Layer: "core", Imports: []string{"api/v1alpha1"}},
 		{Rel: "internal/values", Layer: "engine", Imports: []string{"internal/identity", "api/v1alpha1"}},
 		{Rel: "internal/instancer", Layer: "serving"},
-		{Rel: "internal/testharness", Layer: "tests", Imports: []string{"internal/values"}},
-		{Rel: "hack/bench", Layer: "hack", Imports: []string{"internal/testharness", "internal/instancer"}},
+		{Rel: "test/harness", Layer: "tests", Imports: []string{"internal/values"}},
+		{Rel: "hack/bench", Layer: "hack", Imports: []string{"test/harness", "internal/instancer"}},
 	}
 	for _, tt := range []struct {
 		name string
@@ -99,8 +98,8 @@ func TestCheckLayering(t *testing.T) {
 			err: "api/v1beta1 (api) imports internal/identity (core)"},
 		{name: "serving imports the engine, a layer beside it", add: pkg{Rel: "internal/token", Layer: "serving", Imports: []string{"internal/values"}},
 			err: "internal/token (serving) imports internal/values (engine)"},
-		{name: "a product package imports a test helper", add: pkg{Rel: "internal/pool", Layer: "engine", Imports: []string{"internal/testharness"}},
-			err: "internal/pool (engine) imports internal/testharness (tests)"},
+		{name: "a product package imports a test helper", add: pkg{Rel: "internal/pool", Layer: "engine", Imports: []string{"test/harness"}},
+			err: "internal/pool (engine) imports test/harness (tests)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // requestCounter counts an API client's requests by method.
@@ -74,7 +74,7 @@ func newRelease(name string, version int, status release.Status) *release.Releas
 // what reached the API server: one LIST per release however often it is
 // read, and a live read again after a write.
 func TestMemoDriverAnswersLikeTheSecretsDriver(t *testing.T) {
-	cfg, _ := testcluster.StartAPIServer(t)
+	cfg, _ := controlplane.StartAPIServer(t)
 	inner, counter := secretsDriver(t, cfg, "memo")
 	plain := storage.Init(inner)
 	for _, rel := range []*release.Release{

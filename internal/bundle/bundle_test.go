@@ -12,10 +12,10 @@ import (
 	"github.com/operator-framework/api/pkg/validation/errors"
 
 	"github.com/challenge-operator/challenge-operator/internal/operatorcmd"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
-var root = testcluster.RepoRoot()
+var root = controlplane.RepoRoot()
 
 // TestBundleValidates runs operator-framework's validators on the committed
 // bundle: the defaults and those of operator-sdk's optional suite

@@ -11,7 +11,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // TestStatusAfterTheFinalizerNeedsNoRetry: the Helm reconciler patches its
@@ -22,7 +22,7 @@ import (
 // read from the API server (Live is nil here, so a conflict fails the test).
 func TestStatusAfterTheFinalizerNeedsNoRetry(t *testing.T) {
 	ctx := context.Background()
-	_, cl := testcluster.StartAPIServer(t)
+	_, cl := controlplane.StartAPIServer(t)
 
 	ch := &ctfv1alpha1.Challenge{}
 	ch.Namespace, ch.Name = "default", "finalized"
@@ -71,7 +71,7 @@ func TestStatusAfterTheFinalizerNeedsNoRetry(t *testing.T) {
 // while a Get into an empty object does.
 func TestGetOfAChallengeDeletedAndCreatedAgainIsNotFound(t *testing.T) {
 	ctx := context.Background()
-	_, cl := testcluster.StartAPIServer(t)
+	_, cl := controlplane.StartAPIServer(t)
 	helm := &StatusClient{Client: cl}
 	newChallenge := func() *ctfv1alpha1.Challenge {
 		ch := &ctfv1alpha1.Challenge{}
@@ -113,7 +113,7 @@ func TestGetOfAChallengeDeletedAndCreatedAgainIsNotFound(t *testing.T) {
 // otherwise pile up over a CTF.
 func TestNothingIsKeptOfAChallengeWhoseLastFinalizerGoes(t *testing.T) {
 	ctx := context.Background()
-	_, cl := testcluster.StartAPIServer(t)
+	_, cl := controlplane.StartAPIServer(t)
 	writer := &StatusWriter{Client: cl, Reader: cl, Observer: &Observer{Reader: cl}}
 	helm := &StatusClient{Client: cl, Writer: writer}
 	ch := &ctfv1alpha1.Challenge{}

@@ -18,7 +18,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // emptyCache is a cache that has not seen the Challenge yet.
@@ -37,7 +37,7 @@ func (emptyCache) Get(_ context.Context, key client.ObjectKey, _ client.Object, 
 // condition's lastTransitionTime moving at every recompute, so that a
 // status with nothing new was written again.
 func TestStatusWriterPaths(t *testing.T) {
-	cfg, plain := testcluster.StartAPIServer(t)
+	cfg, plain := controlplane.StartAPIServer(t)
 	ctx := context.Background()
 
 	type env struct {

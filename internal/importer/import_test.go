@@ -17,17 +17,17 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/importer"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/security"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
-var h *testharness.Harness
+var h *harness.Harness
 
 // sandbox is the runtime class the admin allows privileged templates in.
 const sandbox = "gvisor"
 
 func TestMain(m *testing.M) {
-	os.Exit(testharness.Run(m, testharness.Options{AsServiceAccount: true, Operator: operator.Options{
+	os.Exit(harness.Run(m, harness.Options{AsServiceAccount: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
 		Values: values.Settings{Security: security.Bounds{MaxProfile: ctfv1alpha1.ProfilePrivileged,
 			SandboxRuntimeClasses: []string{sandbox}, AllowedCapabilities: []string{"SYS_ADMIN"}}},
@@ -199,7 +199,7 @@ func TestImportAndRun(t *testing.T) {
 					g.Expect(h.Client.Get(ctx, client.ObjectKeyFromObject(applied), applied)).To(Succeed())
 					tc.follow(applied)
 					return h.Client.Update(ctx, applied)
-				}, testharness.Timeout, testharness.Interval).Should(Succeed())
+				}, harness.Timeout, harness.Interval).Should(Succeed())
 			}
 			profile := security.ProfileOf(applied.Spec.Security)
 			for _, c := range applied.Spec.Components {
@@ -208,7 +208,7 @@ func TestImportAndRun(t *testing.T) {
 				}
 			}
 			ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": string(profile)})
-			ch := testharness.FromTemplate(ns, applied.Name, "team-a", applied.Name)
+			ch := harness.FromTemplate(ns, applied.Name, "team-a", applied.Name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 			var deps appsv1.DeploymentList

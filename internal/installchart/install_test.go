@@ -25,11 +25,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // helmFor is the Helm SDK's configuration for releases in namespace.
-func helmFor(t *testing.T, c *testcluster.Cluster, namespace string) *action.Configuration {
+func helmFor(t *testing.T, c *controlplane.Cluster, namespace string) *action.Configuration {
 	t.Helper()
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &c.Kubeconfig, &namespace
@@ -127,11 +127,11 @@ func withUpgradedCRD(g Gomega, c *chart.Chart) *chart.Chart {
 func TestChartInstallsUpgradesAndUninstalls(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cluster, cl := testcluster.StartForTest(t, testcluster.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{
-		testcluster.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
-		testcluster.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
-		testcluster.StubCRD("cert-manager.io", "Certificate", "certificates"),
-		testcluster.StubCRD("cert-manager.io", "Issuer", "issuers"),
+	cluster, cl := controlplane.StartForTest(t, controlplane.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{
+		controlplane.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+		controlplane.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+		controlplane.StubCRD("cert-manager.io", "Certificate", "certificates"),
+		controlplane.StubCRD("cert-manager.io", "Issuer", "issuers"),
 	}})
 
 	// A cluster-wide install with the defaults: the CRDs come with it.

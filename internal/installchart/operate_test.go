@@ -18,18 +18,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
+	"github.com/challenge-operator/challenge-operator/test/harness"
+	"github.com/challenge-operator/challenge-operator/test/operatorbuild"
 )
+
+// TestMain removes the operator's binary once every test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	operatorbuild.Remove()
+	os.Exit(code)
+}
 
 // operatorArgs are the manager's arguments as the chart rendered them, with
 // what only makes sense in its pod (the watches file's path in the image,
 // the ports, the namespace it reads from its ServiceAccount's mount) given to
 // a process on this machine.
 func operatorArgs(g Gomega, rendered []string, namespace string) []string {
-	watches, err := testharness.WatchesFile()
+	watches, err := harness.WatchesFile()
 	g.Expect(err).NotTo(HaveOccurred())
-	probes, err := testcluster.FreeAddress()
+	probes, err := controlplane.FreeAddress()
 	g.Expect(err).NotTo(HaveOccurred())
 	out := []string{"--leader-election-namespace=" + namespace}
 	for _, a := range rendered {
@@ -55,7 +63,7 @@ func operatorArgs(g Gomega, rendered []string, namespace string) []string {
 func TestNamespacedInstallRunsTheOperator(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cluster, cl := testcluster.StartForTest(t, testcluster.Options{})
+	cluster, cl := controlplane.StartForTest(t, controlplane.Options{})
 
 	const ns, release = "ctf-event", "ctf"
 	restrictedNamespace(ctx, g, cl, ns)
@@ -67,11 +75,8 @@ func TestNamespacedInstallRunsTheOperator(t *testing.T) {
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "challenge-operator-controller-manager"}, &manager)).To(Succeed())
 	container := manager.Spec.Template.Spec.Containers[0]
 
-	bin := filepath.Join(t.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "building the operator: %s", out)
+	bin, err := operatorbuild.Binary()
+	g.Expect(err).NotTo(HaveOccurred())
 
 	// Its identity: the chart's ServiceAccount, impersonated.
 	kubeconfig, err := clientcmd.LoadFromFile(cluster.Kubeconfig)
@@ -91,7 +96,7 @@ func TestNamespacedInstallRunsTheOperator(t *testing.T) {
 		}
 	}
 	logFile := filepath.Join(t.TempDir(), "operator.log")
-	operator, err := testcluster.StartProcess(cmd, logFile)
+	operator, err := controlplane.StartProcess(cmd, logFile)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		operator.Kill()
@@ -103,9 +108,9 @@ func TestNamespacedInstallRunsTheOperator(t *testing.T) {
 	})
 
 	// One Challenge outside its namespace, then one inside.
-	outside := testharness.NewChallenge("default", "web-outside", "team1")
+	outside := harness.NewChallenge("default", "web-outside", "team1")
 	g.Expect(cl.Create(ctx, outside)).To(Succeed())
-	inside := testharness.NewChallenge(ns, "web", "team1")
+	inside := harness.NewChallenge(ns, "web", "team1")
 	g.Expect(cl.Create(ctx, inside)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		if !operator.Running() {

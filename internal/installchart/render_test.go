@@ -28,7 +28,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
 	"github.com/challenge-operator/challenge-operator/internal/manifests"
 	"github.com/challenge-operator/challenge-operator/internal/operatorcmd"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // The release the tests render: kustomize's namespace, so that every name
@@ -38,7 +38,7 @@ const (
 	releaseNamespace = kustomizeNamespace
 )
 
-var root = testcluster.RepoRoot()
+var root = controlplane.RepoRoot()
 
 // kubeVersion is the control plane's the tests run against.
 var kubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}

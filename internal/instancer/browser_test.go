@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testbrowser"
 	"github.com/challenge-operator/challenge-operator/internal/token"
+	"github.com/challenge-operator/challenge-operator/test/browser"
 )
 
 // TestPageStartsShowsAndStopsAnInstance drives the page in headless
@@ -23,12 +23,12 @@ import (
 // test's temporary directory).
 func TestPageStartsShowsAndStopsAnInstance(t *testing.T) {
 	g := NewWithT(t)
-	testbrowser.Chromium(t) // before any setup: skipped early without a browser
+	browser.Chromium(t) // before any setup: skipped early without a browser
 	tmpl := startableTemplate(t, nil)
 	team := uniqueName("team")
 	tok := mint(t, team)
 
-	ctx := testbrowser.New(t, 1000, 700, 3*timeout)
+	ctx := browser.New(t, 1000, 700, 3*timeout)
 
 	card := `li.card[data-template="` + tmpl + `"]`
 	var url string
@@ -77,11 +77,11 @@ func TestPageStartsShowsAndStopsAnInstance(t *testing.T) {
 // link of the same team (a new token) switches without asking.
 func TestPageAsksBeforeSwitchingTeams(t *testing.T) {
 	g := NewWithT(t)
-	testbrowser.Chromium(t)
+	browser.Chromium(t)
 	tmpl := startableTemplate(t, nil)
 	blue, red := uniqueName("blue"), uniqueName("red")
 	tokBlue, tokRed := mint(t, blue), mint(t, red)
-	ctx := testbrowser.New(t, 1000, 700, 3*timeout)
+	ctx := browser.New(t, 1000, 700, 3*timeout)
 	card := `li.card[data-template="` + tmpl + `"]`
 
 	var team, stored, url string

@@ -29,14 +29,15 @@ import (
 
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/token"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
+	"github.com/challenge-operator/challenge-operator/test/harness"
+	"github.com/challenge-operator/challenge-operator/test/operatorbuild"
 )
 
 const (
-	timeout  = testharness.Timeout
-	interval = testharness.Interval
+	timeout  = harness.Timeout
+	interval = harness.Interval
 	// instancesNamespace is where the instancer creates Challenges.
 	instancesNamespace = "ctf"
 	startsPerMinute    = 3
@@ -45,7 +46,7 @@ const (
 )
 
 var (
-	h   *testharness.Harness
+	h   *harness.Harness
 	k8s client.Client
 	// api and api2 are the two replicas of the instancer under test, each
 	// `challenge-operator instancer` run as a process of its own.
@@ -75,7 +76,7 @@ var instancerAccount = types.NamespacedName{Namespace: instancesNamespace, Name:
 // the roles `make manifests` generates for it and nothing else: a right it
 // lacks fails the tests, and so does any "forbidden" in the replicas' logs.
 func TestMain(m *testing.M) {
-	os.Exit(testharness.Run(m, testharness.Options{
+	os.Exit(harness.Run(m, harness.Options{
 		AsServiceAccount: true,
 		Operator:         operator.Options{MaxConcurrentReconciles: 4},
 		AfterTests:       stopReplicas,
@@ -114,11 +115,8 @@ func startInstancer() error {
 	if err := writeKubeconfig(); err != nil {
 		return err
 	}
-	instancerBin = filepath.Join(workDir, "challenge-operator")
-	build := exec.Command("go", "build", "-o", instancerBin, ".")
-	build.Dir, build.Stdout, build.Stderr = testcluster.RepoRoot(), os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building the operator: %w", err)
+	if instancerBin, err = operatorbuild.Binary(); err != nil {
+		return err
 	}
 	if api, err = startReplica("a"); err != nil {
 		return err
@@ -188,7 +186,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // Role in the instances' namespace, its ClusterRole cluster-wide. It returns
 // a config acting as it.
 func bindInstancerRoles(ctx context.Context) (*rest.Config, error) {
-	data, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(), "config", "instancer", "role.yaml"))
+	data, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "config", "instancer", "role.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +265,7 @@ type replica struct {
 	probeAddr  string
 	// extra are flags after the usual ones (the last of a flag wins).
 	extra   []string
-	process *testcluster.Process
+	process *controlplane.Process
 	runs    int
 }
 
@@ -279,7 +277,7 @@ func startReplica(name string, extra ...string) (*replica, error) {
 	var addrs [3]string
 	for i := range addrs {
 		var err error
-		if addrs[i], err = testcluster.FreeAddress(); err != nil {
+		if addrs[i], err = controlplane.FreeAddress(); err != nil {
 			return nil, err
 		}
 	}
@@ -302,7 +300,7 @@ func (r *replica) start() error {
 		"--audience=" + audience,
 	}, r.extra...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+instancerKubeconfig)
-	p, err := testcluster.StartProcess(cmd, r.log(r.runs))
+	p, err := controlplane.StartProcess(cmd, r.log(r.runs))
 	if err != nil {
 		return err
 	}
@@ -344,9 +342,7 @@ func stopReplicas() error {
 	for _, r := range replicas {
 		r.process.Kill()
 	}
-	if instancerBin != "" {
-		_ = os.Remove(instancerBin)
-	}
+	operatorbuild.Remove()
 	for _, r := range replicas {
 		for run := 1; run <= r.runs; run++ {
 			data, err := os.ReadFile(r.log(run))

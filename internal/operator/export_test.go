@@ -14,8 +14,8 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // RenderForGate renders charts/challenge for ch, an instance of tmpl, as the
@@ -29,7 +29,7 @@ func RenderForGate(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	if tmpl != nil && tmpl.Spec.Flag != nil {
 		vals["flag"].(map[string]any)["value"] = "CTF{x}"
 	}
-	chrt, err := loader.Load(filepath.Join(testcluster.RepoRoot(), "charts", "challenge"))
+	chrt, err := loader.Load(filepath.Join(controlplane.RepoRoot(), "charts", "challenge"))
 	if err != nil {
 		return nil, policy.Instance{}, err
 	}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // TestStaticFlagThatCannotRenderIsNeverShown: a static flag whose Secret
@@ -25,11 +25,11 @@ func TestStaticFlagThatCannotRenderIsNeverShown(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	const body = "CTF{never-shown-3f9a}"
-	secret := testharness.OrganiserSecret("flag-newline", map[string][]byte{"web": []byte(body + "\n")})
+	secret := harness.OrganiserSecret("flag-newline", map[string][]byte{"web": []byte(body + "\n")})
 	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
 	newTemplate(t, "tpl-flag-newline", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
-		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: secret.Name, Key: "web"}}
+		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "web"}}
 	})
 	ch := fromTemplate(ns, "leaky", "team-leak", "tpl-flag-newline")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())

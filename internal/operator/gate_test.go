@@ -19,8 +19,8 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/security"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // TestChartPassesTheGate renders charts/challenge as the translator composes
@@ -125,7 +125,7 @@ func TestGateJudgesARenderByItsTranslation(t *testing.T) {
 // was once printed bare).
 func TestChartQuotesEveryValue(t *testing.T) {
 	g := NewWithT(t)
-	paths, err := filepath.Glob(filepath.Join(testcluster.RepoRoot(), "charts", "challenge", "templates", "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join(controlplane.RepoRoot(), "charts", "challenge", "templates", "*.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(paths).NotTo(BeEmpty())
 	action := regexp.MustCompile(`{{[^-/][^}]*}}`)

@@ -23,7 +23,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // The hostile table: Challenges and ChallengeTemplates written as an attacker
@@ -68,7 +68,7 @@ type hostileChallenge struct {
 }
 
 func withValues(s string) func(*ctfv1alpha1.Challenge) {
-	return func(c *ctfv1alpha1.Challenge) { c.Spec.Values = testharness.Values(s) }
+	return func(c *ctfv1alpha1.Challenge) { c.Spec.Values = harness.Values(s) }
 }
 
 func hostileChallenges() []hostileChallenge {
@@ -235,7 +235,7 @@ func hostileChallenges() []hostileChallenge {
 		}, want: violation, field: "ephemeral-storage limit 2Gi is above the ceiling 1Gi"},
 		{name: "scratch above the template's lowered disk ceiling", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.Policy = &ctfv1alpha1.InstancePolicy{MaxEphemeralStorage: q("128Mi")}
-			s.Values = testharness.Values(`{"tmpSizeLimit": "256Mi"}`)
+			s.Values = harness.Values(`{"tmpSizeLimit": "256Mi"}`)
 		}, want: violation, field: "above the ceiling 128Mi"},
 		{name: "a template raising the disk ceiling", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.Policy = &ctfv1alpha1.InstancePolicy{MaxEphemeralStorage: q("10Gi")}
@@ -295,7 +295,7 @@ func hostileChallenges() []hostileChallenge {
 			g.Expect(deployment(g, ch).Spec.Template.Annotations).To(HaveKeyWithValue("note", "key: [value] & *alias"))
 		}},
 		{name: "an Ingress on the instance's own host", mutate: ingress, want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
-			url := "http://" + identity.Host(ch, testharness.IngressDomain) + "/"
+			url := "http://" + identity.Host(ch, harness.IngressDomain) + "/"
 			g.Expect(ch.Status.Endpoint.URL).To(Equal(url))
 			g.Expect(deployment(g, ch).Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "CHALLENGE_URL", Value: url}))
 		}},
@@ -319,7 +319,7 @@ func hostileChallenges() []hostileChallenge {
 		}},
 		{name: "three replicas allowed by the template", tmpl: func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.Policy = &ctfv1alpha1.InstancePolicy{MaxReplicas: ptr.To(int32(3))}
-			s.Values = testharness.Values(`{"replicas": 3}`)
+			s.Values = harness.Values(`{"replicas": 3}`)
 		}, want: safe, check: func(g Gomega, ch *ctfv1alpha1.Challenge) {
 			g.Expect(*deployment(g, ch).Spec.Replicas).To(Equal(int32(3)))
 		}},
@@ -441,10 +441,10 @@ func hostileTemplates() []struct {
 			t.Spec.Ports = append(t.Spec.Ports, ctfv1alpha1.ChallengePort{Name: "nc", Port: 1338})
 		}, "spec.ports names must be unique"},
 		{"empty Secret key", func(t *ctfv1alpha1.ChallengeTemplate) {
-			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "k"}}
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "k"}}
 		}, "spec.flag.static.key"},
 		{"Secret name injection", func(t *ctfv1alpha1.ChallengeTemplate) {
-			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "k\n", Key: "k"}}
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "k\n", Key: "k"}}
 		}, "spec.flag.static.name"},
 		{"flag format with two digests", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: *organiserSecret(), Format: "CTF{%s%s}"}}
@@ -598,7 +598,7 @@ func runHostile(t *testing.T, tc hostileChallenge) {
 		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}))).To(BeTrue())
 		g.Expect(instanceObjects(g, ctx, ch)).To(BeEmpty())
 		g.Expect(releaseSecrets(ctx, g, ns, ch.Name)).To(BeEmpty())
-	}, testharness.Timeout, testharness.Interval).Should(Succeed(), "nothing is left after deletion")
+	}, harness.Timeout, harness.Interval).Should(Succeed(), "nothing is left after deletion")
 }
 
 // createStrict creates ch as JSON after raw has edited its spec, with strict
@@ -634,7 +634,7 @@ func instanceObjects(g Gomega, ctx context.Context, ch *ctfv1alpha1.Challenge) [
 // expectNothingOutside asserts that no workload exists in the cluster's own
 // namespaces: an injected object would land there.
 func expectNothingOutside(g Gomega, ctx context.Context) {
-	for _, ns := range []string{"kube-system", "default", "kube-public", testharness.OrganiserNamespace} {
+	for _, ns := range []string{"kube-system", "default", "kube-public", harness.OrganiserNamespace} {
 		for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.DaemonSetList{}, &corev1.PodList{}} {
 			g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 			items, err := listItems(list)
@@ -706,7 +706,7 @@ func manyKeys(n int) map[string]any {
 }
 
 func organiserSecret() *ctfv1alpha1.SecretKeyRef {
-	return &ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: "flag-key", Key: "key"}
+	return &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "flag-key", Key: "key"}
 }
 
 func q(s string) *ctfv1alpha1.Quantity {
@@ -759,7 +759,7 @@ func TestHTTPSIngressInstances(t *testing.T) {
 				return
 			}
 			got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
-			host := identity.Host(ch, testharness.IngressDomain)
+			host := identity.Host(ch, harness.IngressDomain)
 			url := "https://" + host + "/"
 			g.Expect(got.Status.Endpoint.URL).To(Equal(url))
 			ing := &networkingv1.Ingress{}
@@ -797,8 +797,8 @@ func TestTwoTeamsOfOneIngressTemplateGetTheirOwnHosts(t *testing.T) {
 	hosts := map[string]bool{}
 	for _, ch := range teams {
 		got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
-		host := identity.Host(ch, testharness.IngressDomain)
-		g.Expect(host).To(HaveSuffix("." + testharness.IngressDomain))
+		host := identity.Host(ch, harness.IngressDomain)
+		g.Expect(host).To(HaveSuffix("." + harness.IngressDomain))
 		hosts[host] = true
 		url := "http://" + host + "/"
 		g.Expect(got.Status.Endpoint.URL).To(Equal(url))

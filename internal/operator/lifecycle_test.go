@@ -29,7 +29,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // recorder keeps every status a Challenge is seen in through a watch.
@@ -200,7 +200,7 @@ func TestStalePendingReleaseIsUnlocked(t *testing.T) {
 	ns := namespace(t)
 	// A crash during the first install leaves the release pending-install.
 	releases := helmStorage(t, ns)
-	chrt, err := loader.Load(filepath.Join(testcluster.RepoRoot(), "charts", "challenge"))
+	chrt, err := loader.Load(filepath.Join(controlplane.RepoRoot(), "charts", "challenge"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(releases.Create(&release.Release{
 		Name: "locked", Namespace: ns, Version: 1, Chart: chrt, Config: map[string]any{},

@@ -15,7 +15,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 const participantLabel = ctfv1alpha1.ParticipantLabel
@@ -59,7 +59,7 @@ func TestSpecValuesOverrideChartDefaults(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	ch := newChallenge(ns, "pwn", "team-2")
-	ch.Spec.Values = testharness.Values(`{
+	ch.Spec.Values = harness.Values(`{
 		"podAnnotations": {"category": "pwn"},
 		"resources": {"limits": {"memory": "128Mi"}},
 		"image": "ignored.example/typed-field-wins:1"
@@ -130,7 +130,7 @@ func TestBadValuesGiveErrorAndFixingRecovers(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	ch := newChallenge(ns, "broken", "team-3")
-	ch.Spec.Values = testharness.Values(`{"replicas": 3}`)
+	ch.Spec.Values = harness.Values(`{"replicas": 3}`)
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
@@ -140,7 +140,7 @@ func TestBadValuesGiveErrorAndFixingRecovers(t *testing.T) {
 
 	// A patch, not an update: the operator writes status meanwhile.
 	patch := client.MergeFrom(got.DeepCopy())
-	got.Spec.Values = testharness.Values(`{"replicas": 1}`)
+	got.Spec.Values = harness.Values(`{"replicas": 1}`)
 	g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 }
@@ -153,7 +153,7 @@ func TestDeletionRemovesEveryObject(t *testing.T) {
 	ch.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress}
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	running := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
-	g.Expect(running.Status.Endpoint.URL).To(Equal("http://" + identity.Host(ch, testharness.IngressDomain) + "/"))
+	g.Expect(running.Status.Endpoint.URL).To(Equal("http://" + identity.Host(ch, harness.IngressDomain) + "/"))
 
 	key := client.ObjectKeyFromObject(ch)
 	released := func() []client.Object {

@@ -16,7 +16,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // pooledTemplate creates a template with a warm pool of min..max and a
@@ -25,12 +25,12 @@ func pooledTemplate(t *testing.T, name string, minSize, maxSize int32, mutate fu
 	t.Helper()
 	ctx := context.Background()
 	flag := "CTF{pooled-" + name + "}"
-	secret := testharness.OrganiserSecret("flag-"+name, map[string][]byte{"flag": []byte(flag)})
+	secret := harness.OrganiserSecret("flag-"+name, map[string][]byte{"flag": []byte(flag)})
 	NewWithT(t).Expect(k8s.Create(ctx, secret)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
 	newTemplate(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Pool = &ctfv1alpha1.PoolSpec{Min: minSize, Max: maxSize}
-		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: testharness.OrganiserNamespace, Name: secret.Name, Key: "flag"}}
+		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "flag"}}
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}}
 		if mutate != nil {
 			mutate(s)

@@ -21,7 +21,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // TestForgedReleaseRecordIsRefused forges a release record as whoever may
@@ -245,7 +245,7 @@ func changeSpec(g *WithT, ch *ctfv1alpha1.Challenge) {
 	got := &ctfv1alpha1.Challenge{}
 	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ch), got)).To(Succeed())
 	patch := client.MergeFrom(got.DeepCopy())
-	got.Spec.Values = testharness.Values(`{"env": [{"name": "CHANGED", "value": "1"}]}`)
+	got.Spec.Values = harness.Values(`{"env": [{"name": "CHANGED", "value": "1"}]}`)
 	g.Expect(k8s.Patch(context.Background(), got, patch)).To(Succeed())
 }
 

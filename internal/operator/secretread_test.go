@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // TestTemplatesReadOnlyTheOrganisersSecrets: a template once read any
@@ -24,10 +24,10 @@ func TestTemplatesReadOnlyTheOrganisersSecrets(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	organiser := testharness.OrganiserNamespace
+	organiser := harness.OrganiserNamespace
 
 	// Another team's instance whose flag Secret lives in the flag namespace.
-	g.Expect(k8s.Create(ctx, testharness.OrganiserSecret("victim-static", map[string][]byte{"flag": []byte("CTF{victims-own}")}))).To(Succeed())
+	g.Expect(k8s.Create(ctx, harness.OrganiserSecret("victim-static", map[string][]byte{"flag": []byte("CTF{victims-own}")}))).To(Succeed())
 	newTemplate(t, "tpl-victim", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: organiser, Name: "victim-static", Key: "flag"}}
 	})

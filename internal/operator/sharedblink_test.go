@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // TestSharedServiceBlinkKeepsTheInstanceRunning: a shared Service deleted
@@ -23,14 +23,14 @@ func TestSharedServiceBlinkKeepsTheInstanceRunning(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	newService := func() *corev1.Service {
-		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: testharness.OrganiserNamespace, Name: "blinking"},
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: harness.OrganiserNamespace, Name: "blinking"},
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "blinking"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
 	}
 	svc := newService()
 	g.Expect(k8s.Create(ctx, svc)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), newService()) })
 	newTemplate(t, "tpl-blink", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
-		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: testharness.OrganiserNamespace, Name: "blinking"}}
+		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: harness.OrganiserNamespace, Name: "blinking"}}
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}}
 	})
 	ns := namespace(t)

@@ -9,14 +9,14 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 const (
-	timeout  = testharness.Timeout
-	interval = testharness.Interval
+	timeout  = harness.Timeout
+	interval = harness.Interval
 )
 
 // internalCIDRs are the test cluster's pod and service ranges and the metadata address.
@@ -29,14 +29,14 @@ const wildcardTLS = "wildcard-tls"
 const ingressNamespace = "ingress-nginx"
 
 var (
-	h       *testharness.Harness
+	h       *harness.Harness
 	k8s     client.Client
-	cluster *testcluster.Cluster
+	cluster *controlplane.Cluster
 )
 
 // TestMain starts the control plane and the operator once for the package.
 func TestMain(m *testing.M) {
-	os.Exit(testharness.Run(m, testharness.Options{AsServiceAccount: true, Operator: operator.Options{
+	os.Exit(harness.Run(m, harness.Options{AsServiceAccount: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
 		PoolNamespace:           poolNamespace,
 		Values:                  values.Settings{InternalCIDRs: internalCIDRs, IngressFromNamespaces: []string{ingressNamespace}},
@@ -50,11 +50,11 @@ const poolNamespace = "ctf-pool"
 func namespace(t *testing.T) string { return h.Namespace(t, nil) }
 
 func newChallenge(ns, name, participant string) *ctfv1alpha1.Challenge {
-	return testharness.NewChallenge(ns, name, participant)
+	return harness.NewChallenge(ns, name, participant)
 }
 
 func fromTemplate(ns, name, participant, template string) *ctfv1alpha1.Challenge {
-	return testharness.FromTemplate(ns, name, participant, template)
+	return harness.FromTemplate(ns, name, participant, template)
 }
 
 func newTemplate(t *testing.T, name string, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) *ctfv1alpha1.ChallengeTemplate {

@@ -24,8 +24,8 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
@@ -33,13 +33,13 @@ func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	newTemplate(t, "tpl-prec", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
-		s.Values = testharness.Values(`{"podAnnotations": {"tier": "template", "who": "template"},
+		s.Values = harness.Values(`{"podAnnotations": {"tier": "template", "who": "template"},
 			"image": "ignored.example/values-image:1", "resources": {"limits": {"memory": "300Mi"}}}`)
 		s.OverridableValues = []ctfv1alpha1.ValuePath{"podAnnotations", "env"}
 	})
 
 	ch := fromTemplate(ns, "prec", "team-a", "tpl-prec")
-	ch.Spec.Values = testharness.Values(`{"podAnnotations": {"who": "challenge"}}`)
+	ch.Spec.Values = harness.Values(`{"podAnnotations": {"who": "challenge"}}`)
 	ch.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "2"}}
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
@@ -56,7 +56,7 @@ func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
 	g.Expect(pod.Labels).To(HaveKeyWithValue(participantLabel, "team-a"), "enforced values over everything")
 
 	refused := fromTemplate(ns, "refused", "team-b", "tpl-prec")
-	refused.Spec.Values = testharness.Values(`{"replicas": 3, "podAnnotations": {"ok": "yes"}}`)
+	refused.Spec.Values = harness.Values(`{"replicas": 3, "podAnnotations": {"ok": "yes"}}`)
 	refused.Spec.Image = "attacker.example/own-image:1"
 	g.Expect(k8s.Create(ctx, refused)).To(Succeed())
 	got := eventuallyPhase(t, refused, ctfv1alpha1.PhaseError)
@@ -196,9 +196,9 @@ func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	organiser := testharness.OrganiserNamespace
+	organiser := harness.OrganiserNamespace
 	key := []byte("hmac-key-for-tests-0123456789")
-	g.Expect(k8s.Create(ctx, testharness.OrganiserSecret("flag-key", map[string][]byte{"key": key}))).To(Succeed())
+	g.Expect(k8s.Create(ctx, harness.OrganiserSecret("flag-key", map[string][]byte{"key": key}))).To(Succeed())
 	newTemplate(t, "tpl-flag", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flag = &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{
 			SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: organiser, Name: "flag-key", Key: "key"},

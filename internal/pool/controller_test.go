@@ -14,7 +14,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 // TestPoolStatusCountsWhatIsLeftAfterAShrink: as demand ages out, the pool
@@ -25,7 +25,7 @@ import (
 func TestPoolStatusCountsWhatIsLeftAfterAShrink(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	_, cl := testcluster.StartAPIServer(t)
+	_, cl := controlplane.StartAPIServer(t)
 	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pool"}})).To(Succeed())
 
 	tmpl := &ctfv1alpha1.ChallengeTemplate{

@@ -27,10 +27,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/challenge-operator/challenge-operator/internal/manifests"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
-var root = testcluster.RepoRoot()
+var root = controlplane.RepoRoot()
 
 // The embedded files are config/prometheus' (make manifests copies them).
 func TestEmbeddedFilesAreConfigPrometheus(t *testing.T) {
@@ -68,7 +68,7 @@ func monitoringObject(kind, namespace, name string) *unstructured.Unstructured {
 func TestMonitorsComeWithThePrometheusOperatorAndGoWithTheInstall(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cluster, admin := testcluster.StartForTest(t, testcluster.Options{})
+	cluster, admin := controlplane.StartForTest(t, controlplane.Options{})
 
 	// The operator's namespace, ServiceAccount and Role as the bundle makes them.
 	const ns, account = "challenge-operator-system", "challenge-operator-controller-manager"
@@ -113,8 +113,8 @@ func TestMonitorsComeWithThePrometheusOperatorAndGoWithTheInstall(t *testing.T) 
 
 	// The Prometheus Operator arrives.
 	_, err = envtest.InstallCRDs(cluster.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{
-		testcluster.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
-		testcluster.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+		controlplane.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+		controlplane.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
 	}})
 	g.Expect(err).NotTo(HaveOccurred())
 	applied, err = m.Apply(ctx)
@@ -178,7 +178,7 @@ func metricsService(g Gomega) *corev1.Service {
 // owns nothing of ours.
 func TestMonitorsFollowSoonAfterTheirKindsAndService(t *testing.T) {
 	g := NewWithT(t)
-	cfg, admin := testcluster.StartAPIServer(t)
+	cfg, admin := controlplane.StartAPIServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const ns = "operators"
@@ -196,8 +196,8 @@ func TestMonitorsFollowSoonAfterTheirKindsAndService(t *testing.T) {
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 8443}}}}
 	g.Expect(admin.Create(ctx, other)).To(Succeed())
 	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{
-		testcluster.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
-		testcluster.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+		controlplane.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+		controlplane.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
 	}})
 	g.Expect(err).NotTo(HaveOccurred())
 	service := metricsService(g)
@@ -221,13 +221,13 @@ func TestMonitorsFollowSoonAfterTheirKindsAndService(t *testing.T) {
 // alerts in, and the error names what was refused.
 func TestOneRefusedObjectKeepsNothingElseBack(t *testing.T) {
 	g := NewWithT(t)
-	cfg, admin := testcluster.StartAPIServer(t)
+	cfg, admin := controlplane.StartAPIServer(t)
 	ctx := context.Background()
 	const ns = "challenge-operator-system"
 	g.Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{
-		testcluster.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
-		testcluster.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+		controlplane.StubCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+		controlplane.StubCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
 	}})
 	g.Expect(err).NotTo(HaveOccurred())
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "verified-tls"},

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/challenge-operator/challenge-operator/internal/serving"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
 const namespace = "challenge-operator-system"
@@ -41,7 +41,7 @@ const namespace = "challenge-operator-system"
 func TestMetricsAreServedToReadersOnly(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cfg, cl := testcluster.StartAPIServer(t)
+	cfg, cl := controlplane.StartAPIServer(t)
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
 
@@ -168,7 +168,7 @@ func serviceAccountToken(t *testing.T, cs kubernetes.Interface, name string) str
 func bindShippedRole(t *testing.T, cl client.Client, file, account string) {
 	t.Helper()
 	g := NewWithT(t)
-	raw, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(), "config", "rbac", "common", file))
+	raw, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "config", "rbac", "common", file))
 	g.Expect(err).NotTo(HaveOccurred())
 	role := &rbacv1.ClusterRole{}
 	g.Expect(yaml.Unmarshal(raw, role)).To(Succeed())

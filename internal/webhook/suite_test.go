@@ -10,20 +10,20 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/challenge-operator/challenge-operator/internal/operator"
-	"github.com/challenge-operator/challenge-operator/internal/testcluster"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/controlplane"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // webhookLabel marks the test namespaces whose Challenges go through the webhook;
 // the others show the operator's behaviour without it, on the same cluster.
 const webhookLabel = "test.challenge-operator.io/webhook"
 
-var h *testharness.Harness
+var h *harness.Harness
 
 // TestMain runs the operator with the webhook and one namespace per instance.
 func TestMain(m *testing.M) {
-	os.Exit(testharness.Run(m, testharness.Options{
+	os.Exit(harness.Run(m, harness.Options{
 		AsServiceAccount: true,
 		Operator: operator.Options{
 			MaxInstancesPerParticipant: 2,
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 // generatedWebhook is config/webhook as controller-gen writes it, limited to
 // the namespaces labelled for it.
 func generatedWebhook() *admissionregistrationv1.ValidatingWebhookConfiguration {
-	data, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(), "config", "webhook", "manifests.yaml"))
+	data, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "config", "webhook", "manifests.yaml"))
 	if err != nil {
 		panic(err)
 	}

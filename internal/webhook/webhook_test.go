@@ -16,8 +16,8 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
-	"github.com/challenge-operator/challenge-operator/internal/testharness"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 func TestWebhookRefusesDuplicateAndOverQuota(t *testing.T) {
@@ -26,32 +26,32 @@ func TestWebhookRefusesDuplicateAndOverQuota(t *testing.T) {
 	ns := h.Namespace(t, map[string]string{webhookLabel: "on"})
 	h.Template(t, "wh-once", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.OverridableValues = []ctfv1alpha1.ValuePath{"env"} })
 
-	first := testharness.FromTemplate(ns, "first", "team-w", "wh-once")
+	first := harness.FromTemplate(ns, "first", "team-w", "wh-once")
 	g.Expect(h.Client.Create(ctx, first)).To(Succeed())
 	h.EventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
 
-	err := h.Client.Create(ctx, testharness.FromTemplate(ns, "dup", "team-w", "wh-once"))
+	err := h.Client.Create(ctx, harness.FromTemplate(ns, "dup", "team-w", "wh-once"))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("QuotaExceeded: participant team-w already has an instance of wh-once"))
 
 	// The operator-wide limit is 2: a second instance (another challenge) is fine, a third is not.
-	second := testharness.NewChallenge(ns, "second", "team-w")
+	second := harness.NewChallenge(ns, "second", "team-w")
 	g.Expect(h.Client.Create(ctx, second)).To(Succeed())
 	// The webhook counts from the operator's cache: wait until it holds the second.
 	h.EventuallyPhase(t, second, ctfv1alpha1.PhaseRunning)
-	err = h.Client.Create(ctx, testharness.NewChallenge(ns, "third", "team-w"))
+	err = h.Client.Create(ctx, harness.NewChallenge(ns, "third", "team-w"))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("the limit is 2"))
 
-	notAllowed := testharness.FromTemplate(ns, "values", "team-v", "wh-once")
-	notAllowed.Spec.Values = testharness.Values(`{"replicas": 5}`)
+	notAllowed := harness.FromTemplate(ns, "values", "team-v", "wh-once")
+	notAllowed.Spec.Values = harness.Values(`{"replicas": 5}`)
 	err = h.Client.Create(ctx, notAllowed)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("ValueNotAllowed"))
 	g.Expect(err.Error()).To(ContainSubstring("replicas"))
 
 	// A missing template is not refused: the Challenge waits for it.
-	g.Expect(h.Client.Create(ctx, testharness.FromTemplate(ns, "waits", "team-u", "wh-later"))).To(Succeed())
+	g.Expect(h.Client.Create(ctx, harness.FromTemplate(ns, "waits", "team-u", "wh-later"))).To(Succeed())
 }
 
 func TestWithoutWebhookTheOperatorRefusesInstead(t *testing.T) {
@@ -59,11 +59,11 @@ func TestWithoutWebhookTheOperatorRefusesInstead(t *testing.T) {
 	ctx := context.Background()
 	ns := h.Namespace(t, nil)
 	h.Template(t, "nowh-once", nil)
-	first := testharness.FromTemplate(ns, "first", "team-n", "nowh-once")
+	first := harness.FromTemplate(ns, "first", "team-n", "nowh-once")
 	g.Expect(h.Client.Create(ctx, first)).To(Succeed())
 	h.EventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
 
-	dup := testharness.FromTemplate(ns, "dup", "team-n", "nowh-once")
+	dup := harness.FromTemplate(ns, "dup", "team-n", "nowh-once")
 	g.Expect(h.Client.Create(ctx, dup)).To(Succeed(), "no webhook in this namespace")
 	got := h.EventuallyPhase(t, dup, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("QuotaExceeded"))
@@ -75,7 +75,7 @@ func TestNamespacePerInstance(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := h.Namespace(t, nil)
-	ch := testharness.NewChallenge(ns, "own", "team-o")
+	ch := harness.NewChallenge(ns, "own", "team-o")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -100,7 +100,7 @@ func TestNamespacePerInstance(t *testing.T) {
 	g.Expect(dep.Spec.Template.Spec.AutomountServiceAccountToken).To(Equal(ptr.To(false)))
 
 	g.Expect(h.Client.Delete(ctx, ch)).To(Succeed())
-	h.EventuallyGone(t, ch, testharness.Timeout, "deleted")
+	h.EventuallyGone(t, ch, harness.Timeout, "deleted")
 	g.Expect(apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKey{Name: instanceNS}, &corev1.Namespace{}))).
 		To(BeTrue(), "the instance's namespace is gone with it")
 }
@@ -112,7 +112,7 @@ func TestLabelledNamespaceSurvivesTheInstance(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := h.Namespace(t, nil)
-	ch := testharness.NewChallenge(ns, "owned", "team-owned")
+	ch := harness.NewChallenge(ns, "owned", "team-owned")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	own := &corev1.Namespace{}
@@ -122,7 +122,7 @@ func TestLabelledNamespaceSurvivesTheInstance(t *testing.T) {
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), bystander) })
 
 	g.Expect(h.Client.Delete(ctx, ch)).To(Succeed())
-	h.EventuallyGone(t, ch, testharness.Timeout, "deleted")
+	h.EventuallyGone(t, ch, harness.Timeout, "deleted")
 	g.Expect(apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKeyFromObject(own), &corev1.Namespace{}))).
 		To(BeTrue(), "the instance's namespace is gone with it")
 	got := &corev1.Namespace{}
@@ -135,25 +135,25 @@ func TestWebhookRefusesReservedKeysOnCreateAndUpdate(t *testing.T) {
 	ctx := context.Background()
 	ns := h.Namespace(t, map[string]string{webhookLabel: "on"})
 
-	hostile := testharness.NewChallenge(ns, "dns-peer", "team-k")
-	hostile.Spec.Values = testharness.Values(`{"podLabels": {"k8s-app": "kube-dns"}}`)
+	hostile := harness.NewChallenge(ns, "dns-peer", "team-k")
+	hostile.Spec.Values = harness.Values(`{"podLabels": {"k8s-app": "kube-dns"}}`)
 	err := h.Client.Create(ctx, hostile)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`PolicyViolation: metadata-key`))
 	g.Expect(err.Error()).To(ContainSubstring(`"k8s-app"`))
 
-	ch := testharness.NewChallenge(ns, "later", "team-k")
+	ch := harness.NewChallenge(ns, "later", "team-k")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	// A patch, not an update: the operator writes status meanwhile.
 	patch := client.MergeFrom(ch.DeepCopy())
-	ch.Spec.Values = testharness.Values(`{"podAnnotations": {"container.apparmor.security.beta.kubernetes.io/challenge": "unconfined"}}`)
+	ch.Spec.Values = harness.Values(`{"podAnnotations": {"container.apparmor.security.beta.kubernetes.io/challenge": "unconfined"}}`)
 	err = h.Client.Patch(ctx, ch, patch)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an update is checked as a creation is: got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("apparmor"))
 
 	g.Expect(h.Client.Delete(ctx, ch)).To(Succeed())
-	h.EventuallyGone(t, ch, testharness.Timeout, "the finalizer's removal is never refused")
+	h.EventuallyGone(t, ch, harness.Timeout, "the finalizer's removal is never refused")
 }
 
 // TestNothingOrphanedWhenTheNamespaceGoes deletes the namespace of a
@@ -164,24 +164,24 @@ func TestNothingOrphanedWhenTheNamespaceGoes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := h.Namespace(t, nil)
-	ch := testharness.NewChallenge(ns, "inside", "team-z")
+	ch := harness.NewChallenge(ns, "inside", "team-z")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	instanceNS := identity.Namespace(ch)
 	g.Expect(h.Client.Get(ctx, client.ObjectKey{Name: instanceNS}, &corev1.Namespace{})).To(Succeed())
 
 	g.Expect(h.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	h.EventuallyGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: instanceNS}}, 2*testharness.Timeout, "the instance namespace is not orphaned")
+	h.EventuallyGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: instanceNS}}, 2*harness.Timeout, "the instance namespace is not orphaned")
 }
 
 func TestNothingOrphanedWhenAnInstanceExpires(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := h.Namespace(t, nil)
-	ch := testharness.NewChallenge(ns, "brief", "team-e")
+	ch := harness.NewChallenge(ns, "brief", "team-e")
 	ch.Spec.Lifetime = &metav1.Duration{Duration: 6 * time.Second}
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
-	h.EventuallyGone(t, ch, 2*testharness.Timeout, "expired")
-	h.EventuallyGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: identity.Namespace(ch)}}, 2*testharness.Timeout, "the instance namespace is not orphaned")
+	h.EventuallyGone(t, ch, 2*harness.Timeout, "expired")
+	h.EventuallyGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: identity.Namespace(ch)}}, 2*harness.Timeout, "the instance namespace is not orphaned")
 }

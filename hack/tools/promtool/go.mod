@@ -1,5 +1,5 @@
 // Module promtool builds Prometheus' promtool, whose rule unit tests check
-// the shipped alerts (internal/monitoring). Built with remove_all_sd: no
+// the shipped alerts (test/observability). Built with remove_all_sd: no
 // service discovery plugin is needed to test rules.
 module github.com/challenge-operator/challenge-operator/hack/tools/promtool
 

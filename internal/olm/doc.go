@@ -1,3 +1,0 @@
-// Package olm holds the test that OLM itself installs the bundle on the local
-// control plane; it has no code of its own.
-package olm
