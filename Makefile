@@ -37,7 +37,7 @@ all: build
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC manifests from the markers, and the install chart's copies.
 	$(CONTROLLER_GEN) crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/controller/...;./internal/operator;./internal/pool" output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/controller/...;./internal/operator" output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=namespace-per-instance-role paths="./internal/operator/nsperinstance" output:rbac:artifacts:config=config/namespace-per-instance
 	$(CONTROLLER_GEN) rbac:roleName=instancer-role paths="./internal/instancer" output:rbac:artifacts:config=config/instancer
 	$(CONTROLLER_GEN) rbac:roleName=self-monitoring-role paths="./internal/selfmonitor" output:rbac:artifacts:config=config/self-monitoring

@@ -81,6 +81,7 @@ var placed = map[string]string{
 	"internal/pool":                   engineLayer,
 	"internal/action":                 engineLayer,
 	"internal/controller":             engineLayer,
+	"internal/gate":                   engineLayer,
 	"internal/webhook":                engineLayer,
 	"internal/operator":               engineLayer,
 	"internal/operator/nsperinstance": engineLayer,

@@ -1,6 +1,8 @@
-// Package controller holds the Go side of the hybrid operator: the status
-// writer that every status update of a Challenge goes through, and the
-// controller that keeps the status true when only the workloads change.
+// Package controller holds the operator's controllers: the ones that run the
+// embedded Helm reconciler (what starts a Helm reconcile, and in which
+// order), the status controller and the status writer every status update
+// of a Challenge goes through, expiry, the templates' status, the warm
+// pools, and the teardown an uninstall ends with.
 package controller
 
 import (

@@ -11,6 +11,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 )
 
 // CacheOptions limit the manager's cache to the given namespaces (all when
@@ -29,7 +30,7 @@ func CacheOptions(namespaces []string, features Features) cache.Options {
 			&corev1.Secret{}: {Label: helmReleases},
 		},
 	}
-	for _, obj := range append(releaseKinds(true), &corev1.Pod{}, &appsv1.ReplicaSet{}) {
+	for _, obj := range append(controller.ReleaseKinds(true), &corev1.Pod{}, &appsv1.ReplicaSet{}) {
 		opts.ByObject[obj] = cache.ByObject{Label: instances, Transform: withoutUnreadSpecs}
 	}
 	if features.Gateways {
@@ -44,19 +45,6 @@ func CacheOptions(namespaces []string, features Features) cache.Options {
 		}
 	}
 	return opts
-}
-
-// releaseKinds returns an object of each kind a release renders and the
-// cache holds by the instance label: those of a namespace of its own only
-// with ownNamespace. (The flag Secret is not among them: Secrets are cached
-// as release records.)
-func releaseKinds(ownNamespace bool) []client.Object {
-	kinds := []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{},
-		&networkingv1.NetworkPolicy{}, &networkingv1.Ingress{}}
-	if ownNamespace {
-		kinds = append(kinds, &corev1.Namespace{}, &corev1.ResourceQuota{}, &corev1.LimitRange{})
-	}
-	return kinds
 }
 
 // withoutUnreadSpecs strips managedFields, annotations, the pod spec from the pods,

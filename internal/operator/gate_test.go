@@ -1,8 +1,6 @@
 package operator
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,8 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
@@ -77,46 +73,6 @@ func TestChartPassesTheGate(t *testing.T) {
 			})
 		}
 	}
-}
-
-// noIngresses is a reader of a cluster without other instances' Ingresses.
-type noIngresses struct{ client.Reader }
-
-func (noIngresses) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
-
-// TestGateJudgesARenderByItsTranslation: the gate holds a render to what
-// the translator computed with its values, for as long as the Challenge's
-// reconcile runs, and refuses a render nothing was translated for.
-func TestGateJudgesARenderByItsTranslation(t *testing.T) {
-	g := NewWithT(t)
-	ch := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web-team1", Namespace: "ctf-teams"},
-		Spec: ctfv1alpha1.ChallengeSpec{Participant: "team1", Image: "registry.example/web:1",
-			Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}}}}
-	manifest, expected, err := RenderForGate(ch, nil, Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	gt := &gate{reader: noIngresses{}, renders: &renders{}}
-	run := func() error {
-		_, err := gt.provider()(nil, nil, ch).Run(bytes.NewBuffer(manifest))
-		return err
-	}
-	g.Expect(run()).To(MatchError(ContainSubstring("no values were translated")), "no translation: refused")
-
-	key := client.ObjectKeyFromObject(ch)
-	var during error
-	helm := gt.renders.scoped(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
-		gt.renders.put(key, expected) // the translator's part of the reconcile
-		during = run()
-		return reconcile.Result{}, nil
-	}))
-	_, err = helm.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(during).To(Succeed(), "judged by its translation")
-	g.Expect(run()).To(MatchError(ContainSubstring("no values were translated")), "forgotten once the reconcile ends")
-
-	other := expected
-	other.Selector = map[string]string{"app": "another"}
-	gt.renders.put(key, other)
-	g.Expect(run()).To(HaveOccurred(), "held to the translation's identity, not recomputed")
 }
 
 // TestChartQuotesEveryValue reads the chart's templates: every action that

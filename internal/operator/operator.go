@@ -3,10 +3,8 @@
 package operator
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -18,21 +16,18 @@ import (
 	helmvalues "github.com/operator-framework/helm-operator-plugins/pkg/values"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"helm.sh/helm/v3/pkg/chartutil"
-	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/gate"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
@@ -95,7 +90,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("loading watches file %s: %w", opts.WatchesFile, err)
 	}
-	if err := addIndexes(mgr, features.Gateways); err != nil {
+	if err := controller.AddIndexes(mgr, features.Gateways); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorder("challenge-operator")
@@ -119,14 +114,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
 	}
 	limits := gateLimits(opts)
-	gate := &gate{reader: mgr.GetClient(), namespacePerInstance: features.NamespacePerInstance, renders: &renders{}}
-	actions, err := action.NewClientGetter(actionConfig, recorder, helmclient.AppendPostRenderers(gate.provider()))
+	policyGate := &gate.Gate{Reader: mgr.GetClient(), NamespacePerInstance: features.NamespacePerInstance}
+	actions, err := action.NewClientGetter(actionConfig, recorder, helmclient.AppendPostRenderers(policyGate.Provider()))
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
-	actions.Leftovers = leftovers(mgr.GetClient(), pools, features, true)
+	actions.Leftovers = controller.Teardown{Client: mgr.GetClient(), Pools: pools, NamespacePerInstance: features.NamespacePerInstance,
+		Gateways: features.Gateways, Indexed: true}.Leftovers
 	actions.RenderInputs = renderInputs(mgr.GetClient(), limits)
-	actions.CheckRecord = gate.checkRecord
+	actions.CheckRecord = policyGate.CheckRecord
 	quota := &admission.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	if features.Webhook {
 		if err := webhook.Setup(mgr, quota, opts.Values); err != nil {
@@ -147,7 +143,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		client:  &controller.StatusClient{Client: helmClient, Writer: writer},
 		actions: actions,
 		preHook: controller.MarkReleasingHook(writer),
-		translator: renderingTranslator{writer: writer, renders: gate.renders, Translator: values.Translator{
+		translator: renderingTranslator{writer: writer, gate: policyGate, Translator: values.Translator{
 			Reader:          mgr.GetClient(),
 			OrganiserReader: mgr.GetAPIReader(),
 			Admission:       admission.Admission{Quota: quota, Queue: queue, Pools: pools},
@@ -155,8 +151,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Settings:        opts.Values,
 			Limits:          limits,
 		}},
-		extraWatches: extraWatches(mgr, actions.InstallFailing, pools),
-		recorder:     mgr.GetEventRecorderFor(HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
+		extraWatches: controller.HelmWatches(mgr, actions.InstallFailing, pools),
+		recorder:     mgr.GetEventRecorderFor(controller.HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
 	}
 	for _, w := range ws {
 		if w.GroupVersionKind != challengeGVK {
@@ -166,11 +162,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("creating reconciler for %s: %w", w.GroupVersionKind, err)
 		}
-		helm := gate.renders.scoped(r)
-		for _, hc := range helmControllers(helm, concurrency(w, opts), pools) {
-			if err := setupHelmController(mgr, helm, hc, wiring.extraWatches, features.NamespacePerInstance, actions.InstallFailing, pools); err != nil {
-				return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
-			}
+		helm := policyGate.Scoped(r)
+		if err := controller.SetupHelmControllers(mgr, helm, concurrency(w, opts), wiring.extraWatches, features.NamespacePerInstance, actions.InstallFailing, pools); err != nil {
+			return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
 		}
 	}
 	statusReconciler := &controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
@@ -182,7 +176,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if pools != nil {
-		if err := (&pool.Reconciler{Pools: pools, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+		if err := (&controller.PoolReconciler{Pools: pools, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}
@@ -204,8 +198,8 @@ type reconcilerWiring struct {
 // the render of those values may contain.
 type renderingTranslator struct {
 	values.Translator
-	writer  *controller.StatusWriter
-	renders *renders
+	writer *controller.StatusWriter
+	gate   *gate.Gate
 }
 
 func (t renderingTranslator) Translate(ctx context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {
@@ -214,7 +208,7 @@ func (t renderingTranslator) Translate(ctx context.Context, u *unstructured.Unst
 	if err != nil {
 		return nil, err
 	}
-	t.renders.put(client.ObjectKeyFromObject(u), r.Expected)
+	t.gate.Expect(client.ObjectKeyFromObject(u), r.Expected)
 	return r.Values, nil
 }
 
@@ -355,78 +349,4 @@ func renderInputs(cl client.Reader, limits policy.Limits) func(context.Context, 
 		}
 		return fmt.Sprintf("%s\x00%s/%d", policyInForce, tmpl.UID, tmpl.Generation), nil
 	}
-}
-
-// errObjectsLeft keeps the finalizer while objects of an instance remain.
-// One sentence whatever remains, so that the status written with it does
-// not change (and is not rewritten) as they go.
-var errObjectsLeft = errors.New("waiting for the instance's objects to be gone")
-
-// leftovers reports what remains of an instance after its uninstall, from
-// the cache: the pooled instance it claimed, which it deletes; its workloads, their ReplicaSets and pods, whose termination the
-// uninstall does not wait for, and, with a namespace per instance, its
-// namespace, the one kind without an owner reference to the Challenge
-// (cluster-scoped), which it deletes. Labels are no proof: anyone may label
-// an object of theirs with an instance's labels. Only objects in the
-// instance's namespace count, and only the Namespace of the instance's
-// derived name is deleted. indexed says cl is the manager's cache, which
-// finds them by index (addIndexes).
-func leftovers(cl client.Client, pools *pool.Pools, features Features, indexed bool) func(context.Context, client.Object) error {
-	return func(ctx context.Context, obj client.Object) error {
-		if pools != nil {
-			ch, err := asChallenge(obj)
-			if err != nil {
-				return err
-			}
-			if left, err := pools.Release(ctx, ch); err != nil || left {
-				return cmp.Or(err, errObjectsLeft)
-			}
-		}
-		sel := client.MatchingLabels{ctfv1alpha1.InstanceLabel: obj.GetName(), ctfv1alpha1.InstanceNamespaceLabel: obj.GetNamespace()}
-		where := client.InNamespace(obj.GetNamespace())
-		if features.NamespacePerInstance {
-			ch, err := asChallenge(obj)
-			if err != nil {
-				return err
-			}
-			own := identity.Namespace(ch)
-			if left, err := deleteInstanceNamespace(ctx, cl, own, sel); err != nil || left {
-				return cmp.Or(err, errObjectsLeft)
-			}
-			where = client.InNamespace(own)
-		}
-		opts := []client.ListOption{sel, where}
-		if indexed {
-			opts = append(opts, client.MatchingFields{controller.InstanceField: obj.GetName()})
-		}
-		for _, kind := range instanceKinds(features.Gateways) {
-			list := kind.list()
-			if err := cl.List(ctx, list, opts...); err != nil {
-				return fmt.Errorf("listing what remains of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
-			}
-			if n := apimeta.LenList(list); n > 0 {
-				log.FromContext(ctx).V(1).Info("waiting for the instance's objects to be gone", "left", n, "kind", fmt.Sprintf("%T", list))
-				return errObjectsLeft
-			}
-		}
-		return nil
-	}
-}
-
-// deleteInstanceNamespace deletes the namespace named name when it carries
-// the instance's labels, and reports whether it is still there.
-func deleteInstanceNamespace(ctx context.Context, cl client.Client, name string, sel client.MatchingLabels) (left bool, err error) {
-	ns := &corev1.Namespace{}
-	if err := cl.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	if !labels.SelectorFromSet(labels.Set(sel)).Matches(labels.Set(ns.Labels)) {
-		return false, nil // not the instance's, whatever its name
-	}
-	if ns.DeletionTimestamp.IsZero() {
-		if err := cl.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
-			return true, fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
-		}
-	}
-	return true, nil
 }

@@ -16,42 +16,49 @@ const (
 	noteShrunk   = "shrank by %d unclaimed pooled instances as demand fell"
 )
 
-// poolPlan is what one reconcile of a pool does, decided from what it read
-// alone, so that every case is table-tested without an API server.
-// Reconcile carries it out in the order of its fields.
-type poolPlan struct {
-	// claimed are the claimed pooled instances: each is deleted if its
-	// claimant is gone, which only a read of the claimant tells.
-	claimed []*ctfv1alpha1.Challenge
-	// replace deletes the unclaimed instances made for an older generation
+// Event reasons on a pooled template.
+const (
+	ReasonRefilled = "PoolRefilled"
+	ReasonShrunk   = "PoolShrunk"
+	ReasonReplaced = "PoolReplaced"
+)
+
+// Plan is what one reconcile of a pool does, decided from what it read
+// alone, so that every case is table-tested without an API server. The pool
+// controller carries it out in the order of its fields.
+type Plan struct {
+	// Claimed are the claimed pooled instances: each is deleted if its
+	// claimant is gone, which only a read of the claimant tells (Orphaned).
+	Claimed []*ctfv1alpha1.Challenge
+	// Replace deletes the unclaimed instances made for an older generation
 	// of the template, or all of them when it has no pool any more.
-	replace removal
-	// add is how many unclaimed instances to create.
-	add int32
-	// shrink deletes the surplus when demand fell.
-	shrink removal
-	// status is the template's status.pool once the pool is resized; nil
+	Replace Removal
+	// Add is how many unclaimed instances to create.
+	Add int32
+	// Shrink deletes the surplus when demand fell.
+	Shrink Removal
+	// Status is the template's status.pool once the pool is resized; nil
 	// when the template has no pool.
-	status *ctfv1alpha1.PoolStatus
-	// requeueAfter is when to look again (0: not before an event): demand
+	Status *ctfv1alpha1.PoolStatus
+	// RequeueAfter is when to look again (0: not before an event): demand
 	// above the pool's min ages out minute by minute.
-	requeueAfter time.Duration
+	RequeueAfter time.Duration
 }
 
-// removal is a batch of unclaimed pooled instances to delete and the Event
-// that says why (its note a format for their count).
-type removal struct {
-	pooled       []*ctfv1alpha1.Challenge
-	reason, note string
+// Removal is a batch of unclaimed pooled instances to delete and the Event
+// that says why (its Note a format for their count).
+type Removal struct {
+	Pooled       []*ctfv1alpha1.Challenge
+	Reason, Note string
 }
 
-// planPool decides how to bring tmpl's pool to target unclaimed instances,
+// Plan decides how to bring tmpl's pool to target unclaimed instances,
 // from its Challenges as listed (items, which it never modifies). Leaving
 // ones and those not pooled are not its business; claimed ones are never
 // resized, only checked for a claimant; unclaimed ones of an older
 // generation are replaced. target counts only when tmpl has a pool.
-func (p *Pools) planPool(tmpl *ctfv1alpha1.ChallengeTemplate, items []ctfv1alpha1.Challenge, target int32) poolPlan {
-	var plan poolPlan
+func (p *Pools) Plan(tmpl *ctfv1alpha1.ChallengeTemplate, items []ctfv1alpha1.Challenge, target int32) Plan {
+	var plan Plan
 	var unclaimed, stale []*ctfv1alpha1.Challenge
 	for i := range items {
 		pooled := &items[i]
@@ -59,7 +66,7 @@ func (p *Pools) planPool(tmpl *ctfv1alpha1.ChallengeTemplate, items []ctfv1alpha
 			continue
 		}
 		if _, _, claimed := Claimant(pooled); claimed {
-			plan.claimed = append(plan.claimed, pooled)
+			plan.Claimed = append(plan.Claimed, pooled)
 			continue
 		}
 		if tmpl.Spec.Pool == nil || !current(pooled, tmpl) {
@@ -68,9 +75,9 @@ func (p *Pools) planPool(tmpl *ctfv1alpha1.ChallengeTemplate, items []ctfv1alpha
 		}
 		unclaimed = append(unclaimed, pooled)
 	}
-	plan.replace = removal{pooled: stale, reason: ReasonReplaced, note: noteReplaced}
+	plan.Replace = Removal{Pooled: stale, Reason: ReasonReplaced, Note: noteReplaced}
 	if tmpl.Spec.Pool == nil {
-		plan.replace.note = noteNoPool
+		plan.Replace.Note = noteNoPool
 		return plan
 	}
 	size := int32(len(unclaimed))
@@ -78,7 +85,7 @@ func (p *Pools) planPool(tmpl *ctfv1alpha1.ChallengeTemplate, items []ctfv1alpha
 	held := size
 	switch {
 	case size < target:
-		plan.add = target - size
+		plan.Add = target - size
 		held = target
 	case size > target:
 		// The ones furthest from ready go first, then the newest.
@@ -91,7 +98,7 @@ func (p *Pools) planPool(tmpl *ctfv1alpha1.ChallengeTemplate, items []ctfv1alpha
 			}
 			return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
 		})
-		plan.shrink = removal{pooled: unclaimed[:size-target], reason: ReasonShrunk, note: noteShrunk}
+		plan.Shrink = Removal{Pooled: unclaimed[:size-target], Reason: ReasonShrunk, Note: noteShrunk}
 		unclaimed = unclaimed[size-target:]
 		held = target
 	}
@@ -101,17 +108,17 @@ func (p *Pools) planPool(tmpl *ctfv1alpha1.ChallengeTemplate, items []ctfv1alpha
 			ready++
 		}
 	}
-	plan.status = &ctfv1alpha1.PoolStatus{Size: held, Ready: ready, Target: target}
+	plan.Status = &ctfv1alpha1.PoolStatus{Size: held, Ready: ready, Target: target}
 	if target > tmpl.Spec.Pool.Min {
 		// Demand ages out minute by minute: look again then.
-		plan.requeueAfter = time.Minute
+		plan.RequeueAfter = time.Minute
 	}
 	return plan
 }
 
-// orphaned tells whether a claimed pooled instance's claimant, whose UID the
+// Orphaned tells whether a claimed pooled instance's claimant, whose UID the
 // claim names, is gone: not found (nil), or another Challenge made since
 // under its name.
-func orphaned(claimantUID types.UID, found *ctfv1alpha1.Challenge) bool {
+func Orphaned(claimantUID types.UID, found *ctfv1alpha1.Challenge) bool {
 	return found == nil || found.UID != claimantUID
 }

@@ -63,7 +63,7 @@ func leaving(ch *ctfv1alpha1.Challenge) {
 	ch.DeletionTimestamp = &now
 }
 
-// planSummary is a poolPlan by the names of the instances it names.
+// planSummary is a Plan by the names of the instances it names.
 type planSummary struct {
 	Claimed                    []string
 	Replace                    []string
@@ -75,7 +75,7 @@ type planSummary struct {
 	RequeueAfter               time.Duration
 }
 
-func summarise(p poolPlan) planSummary {
+func summarise(p Plan) planSummary {
 	names := func(pooled []*ctfv1alpha1.Challenge) []string {
 		var out []string
 		for _, ch := range pooled {
@@ -84,11 +84,11 @@ func summarise(p poolPlan) planSummary {
 		return out
 	}
 	return planSummary{
-		Claimed: names(p.claimed),
-		Replace: names(p.replace.pooled), ReplaceReason: p.replace.reason, ReplaceNote: p.replace.note,
-		Add:    p.add,
-		Shrink: names(p.shrink.pooled), ShrinkReason: p.shrink.reason,
-		Status: p.status, RequeueAfter: p.requeueAfter,
+		Claimed: names(p.Claimed),
+		Replace: names(p.Replace.Pooled), ReplaceReason: p.Replace.Reason, ReplaceNote: p.Replace.Note,
+		Add:    p.Add,
+		Shrink: names(p.Shrink.Pooled), ShrinkReason: p.Shrink.Reason,
+		Status: p.Status, RequeueAfter: p.RequeueAfter,
 	}
 }
 
@@ -238,7 +238,7 @@ func TestPlanPool(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			before := fmt.Sprint(tt.items)
-			g.Expect(summarise(p.planPool(tt.tmpl, tt.items, tt.target))).To(Equal(tt.want))
+			g.Expect(summarise(p.Plan(tt.tmpl, tt.items, tt.target))).To(Equal(tt.want))
 			g.Expect(fmt.Sprint(tt.items)).To(Equal(before), "the listed Challenges (the cache's own objects) are not modified")
 		})
 	}
@@ -263,7 +263,7 @@ func TestOrphaned(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(orphaned("uid-claimant", tt.found)).To(Equal(tt.want))
+			NewWithT(t).Expect(Orphaned("uid-claimant", tt.found)).To(Equal(tt.want))
 		})
 	}
 }

@@ -15,6 +15,7 @@ package pool
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"hash/crc32"
 	"slices"
@@ -296,4 +297,17 @@ func (p *Pools) Release(ctx context.Context, c *ctfv1alpha1.Challenge) (left boo
 		}
 	}
 	return true, nil
+}
+
+// PooledName is a new pooled instance's name: its template's (cut to fit a
+// release name), "-pool-" and five random characters.
+func PooledName(template string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	prefix := strings.TrimRight(template[:min(len(template), 40)], "-")
+	suffix := make([]byte, 5)
+	_, _ = rand.Read(suffix)
+	for i, b := range suffix {
+		suffix[i] = alphabet[int(b)%len(alphabet)]
+	}
+	return prefix + "-pool-" + string(suffix)
 }

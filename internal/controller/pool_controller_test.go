@@ -1,4 +1,4 @@
-package pool_test
+package controller_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
@@ -42,7 +43,7 @@ func TestPoolStatusCountsWhatIsLeftAfterAShrink(t *testing.T) {
 
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	demand := &pool.Demand{Now: func() time.Time { return now }}
-	r := &pool.Reconciler{
+	r := &controller.PoolReconciler{
 		Pools:    &pool.Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: demand},
 		Live:     cl,
 		Recorder: events.NewFakeRecorder(100),

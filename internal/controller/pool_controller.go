@@ -1,10 +1,8 @@
-package pool
+package controller
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,21 +20,15 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
-// Event reasons on a pooled template.
-const (
-	ReasonRefilled = "PoolRefilled"
-	ReasonShrunk   = "PoolShrunk"
-	ReasonReplaced = "PoolReplaced"
-)
-
-// Reconciler keeps each pooled template's unclaimed instances at the
+// PoolReconciler keeps each pooled template's unclaimed instances at the
 // demand's target, replaces those made for an older generation of the
 // template, and deletes claimed ones whose claimant is gone (a claim that
 // a crash cut short). It never touches an instance a team has claimed.
-type Reconciler struct {
-	Pools *Pools
+type PoolReconciler struct {
+	Pools *pool.Pools
 	// Live reads a claimant the cache does not hold, before its pooled
 	// instance is deleted as an orphan: it may be too new to be cached.
 	Live     client.Reader
@@ -47,7 +39,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challengetemplates/status,verbs=get;update;patch
 
 // Reconcile sizes one template's pool.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := r.Pools
 	tmpl := &ctfv1alpha1.ChallengeTemplate{}
 	if err := p.Reader.Get(ctx, req.NamespacedName, tmpl); err != nil {
@@ -67,40 +59,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if tmpl.Spec.Pool != nil {
 		target = p.Demand.Target(tmpl.Name, tmpl.Spec.Pool.Min, tmpl.Spec.Pool.Max)
 	}
-	plan := p.planPool(tmpl, list.Items, target)
-	for _, pooled := range plan.claimed {
+	plan := p.Plan(tmpl, list.Items, target)
+	for _, pooled := range plan.Claimed {
 		if err := r.deleteOrphan(ctx, pooled); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if err := r.delete(ctx, tmpl, plan.replace); err != nil {
+	if err := r.delete(ctx, tmpl, plan.Replace); err != nil {
 		return ctrl.Result{}, err
 	}
-	if plan.status == nil {
+	if plan.Status == nil {
 		metrics.ForgetPool(tmpl.Name)
 		return ctrl.Result{}, r.writeStatus(ctx, tmpl, nil)
 	}
-	if plan.add > 0 {
-		if err := r.create(ctx, tmpl, plan.add); err != nil {
+	if plan.Add > 0 {
+		if err := r.create(ctx, tmpl, plan.Add); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if err := r.delete(ctx, tmpl, plan.shrink); err != nil {
+	if err := r.delete(ctx, tmpl, plan.Shrink); err != nil {
 		return ctrl.Result{}, err
 	}
-	metrics.ObservePool(tmpl.Name, plan.status.Size, plan.status.Ready, plan.status.Target)
-	if err := r.writeStatus(ctx, tmpl, plan.status); err != nil {
+	metrics.ObservePool(tmpl.Name, plan.Status.Size, plan.Status.Ready, plan.Status.Target)
+	if err := r.writeStatus(ctx, tmpl, plan.Status); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: plan.requeueAfter}, nil
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
 // deleteOrphan deletes a claimed pooled instance whose claimant is gone.
 // Its claimant deletes it on its way out; only a claim whose claimant went
 // away before its finalizer held it (a crash between claim and status)
 // is left for this.
-func (r *Reconciler) deleteOrphan(ctx context.Context, pooled *ctfv1alpha1.Challenge) error {
-	key, uid, _ := Claimant(pooled)
+func (r *PoolReconciler) deleteOrphan(ctx context.Context, pooled *ctfv1alpha1.Challenge) error {
+	key, uid, _ := pool.Claimant(pooled)
 	claimant := &ctfv1alpha1.Challenge{}
 	err := r.Pools.Reader.Get(ctx, key, claimant)
 	if apierrors.IsNotFound(err) {
@@ -113,7 +105,7 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, pooled *ctfv1alpha1.Chall
 	if err == nil {
 		found = claimant
 	}
-	if !orphaned(uid, found) {
+	if !pool.Orphaned(uid, found) {
 		return nil
 	}
 	ctrl.LoggerFrom(ctx).Info("deleting a pooled instance whose claimant is gone", "pooled", client.ObjectKeyFromObject(pooled), "claimant", key)
@@ -121,21 +113,21 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, pooled *ctfv1alpha1.Chall
 }
 
 // create adds n unclaimed instances to tmpl's pool.
-func (r *Reconciler) create(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, n int32) error {
+func (r *PoolReconciler) create(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, n int32) error {
 	for range n {
 		if err := r.Pools.Client.Create(ctx, r.newPooled(tmpl)); err != nil {
 			return fmt.Errorf("adding to the pool of %s: %w", tmpl.Name, err)
 		}
 	}
-	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, ReasonRefilled, "Refill", "added %d pooled instances in %s", n, r.Pools.Namespace)
+	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, pool.ReasonRefilled, "Refill", "added %d pooled instances in %s", n, r.Pools.Namespace)
 	return nil
 }
 
 // newPooled is an unclaimed instance of tmpl: its participant is its own
 // name, so that no quota counts two pooled instances as one team's. The
 // template owns it until it is claimed.
-func (r *Reconciler) newPooled(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1.Challenge {
-	name := PooledName(tmpl.Name)
+func (r *PoolReconciler) newPooled(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1.Challenge {
+	name := pool.PooledName(tmpl.Name)
 	return &ctfv1alpha1.Challenge{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
@@ -151,37 +143,24 @@ func (r *Reconciler) newPooled(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1
 	}
 }
 
-// PooledName is a new pooled instance's name: its template's (cut to fit a
-// release name), "-pool-" and five random characters.
-func PooledName(template string) string {
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
-	prefix := strings.TrimRight(template[:min(len(template), 40)], "-")
-	suffix := make([]byte, 5)
-	_, _ = rand.Read(suffix)
-	for i, b := range suffix {
-		suffix[i] = alphabet[int(b)%len(alphabet)]
-	}
-	return prefix + "-pool-" + string(suffix)
-}
-
 // delete removes a batch of unclaimed pooled instances, each only if it is
 // still unclaimed: the update of a claim changes its resourceVersion.
-func (r *Reconciler) delete(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, batch removal) error {
-	if len(batch.pooled) == 0 {
+func (r *PoolReconciler) delete(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, batch pool.Removal) error {
+	if len(batch.Pooled) == 0 {
 		return nil
 	}
-	for _, ch := range batch.pooled {
+	for _, ch := range batch.Pooled {
 		err := r.Pools.Client.Delete(ctx, ch.DeepCopy(), client.Preconditions{UID: &ch.UID, ResourceVersion: &ch.ResourceVersion})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting pooled instance %s: %w", ch.Name, err)
 		}
 	}
-	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, batch.reason, "Resize", batch.note, len(batch.pooled))
+	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, batch.Reason, "Resize", batch.Note, len(batch.Pooled))
 	return nil
 }
 
 // writeStatus sets tmpl's status.pool.
-func (r *Reconciler) writeStatus(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, status *ctfv1alpha1.PoolStatus) error {
+func (r *PoolReconciler) writeStatus(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, status *ctfv1alpha1.PoolStatus) error {
 	if (tmpl.Status.Pool == nil && status == nil) || (tmpl.Status.Pool != nil && status != nil && *tmpl.Status.Pool == *status) {
 		return nil
 	}
@@ -191,7 +170,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, tmpl *ctfv1alpha1.Challeng
 }
 
 // SetupWithManager watches templates, their pooled instances and their demand.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	demand := make(chan event.TypedGenericEvent[*ctfv1alpha1.ChallengeTemplate], 1024)
 	r.Pools.Demand.Changed = func(template string) {
 		select {
@@ -209,7 +188,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // templateOfPooled maps a pooled instance to its template.
-func (r *Reconciler) templateOfPooled(_ context.Context, obj client.Object) []reconcile.Request {
+func (r *PoolReconciler) templateOfPooled(_ context.Context, obj client.Object) []reconcile.Request {
 	ch, ok := obj.(*ctfv1alpha1.Challenge)
 	if !ok || !r.Pools.IsPooled(ch) {
 		return nil

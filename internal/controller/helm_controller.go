@@ -1,4 +1,4 @@
-package operator
+package controller
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	internalcontroller "github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
@@ -65,7 +64,7 @@ func setupHelmController(mgr ctrl.Manager, r reconcile.Reconciler, hc helmContro
 	if hc.reconciler != nil {
 		run = hc.reconciler
 	}
-	c, err := controller.New(hc.name, mgr, controller.Options{
+	c, err := ctrlcontroller.New(hc.name, mgr, ctrlcontroller.Options{
 		Reconciler:              run,
 		MaxConcurrentReconciles: hc.concurrency,
 		RecoverPanic:            ptr.To(true),
@@ -80,9 +79,9 @@ func setupHelmController(mgr ctrl.Manager, r reconcile.Reconciler, hc helmContro
 	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(&ctfv1alpha1.Challenge{}), installsFirst{pools: pools}, releaseInputChanged())); err != nil {
 		return err
 	}
-	for _, obj := range releaseKinds(namespacePerInstance) {
+	for _, obj := range ReleaseKinds(namespacePerInstance) {
 		if err := c.Watch(source.Kind(mgr.GetCache(), obj,
-			handler.EnqueueRequestsFromMapFunc(unlessInstallFailing(internalcontroller.ChallengeOfInstanceObject, installFailing)), drifted())); err != nil {
+			handler.EnqueueRequestsFromMapFunc(unlessInstallFailing(ChallengeOfInstanceObject, installFailing)), drifted())); err != nil {
 			return err
 		}
 	}
@@ -95,6 +94,18 @@ func setupHelmController(mgr ctrl.Manager, r reconcile.Reconciler, hc helmContro
 		}
 	}
 	return extra(c)
+}
+
+// SetupHelmControllers adds to mgr the controllers that run helm, the Helm
+// reconciler (helmControllers), each with the watches of
+// setupHelmController and extra.
+func SetupHelmControllers(mgr ctrl.Manager, helm reconcile.Reconciler, concurrency int, extra reconciler.ControllerSetupFunc, namespacePerInstance bool, installFailing func(string) bool, pools *pool.Pools) error {
+	for _, hc := range helmControllers(helm, concurrency, pools) {
+		if err := setupHelmController(mgr, helm, hc, extra, namespacePerInstance, installFailing, pools); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // helmControllers are the controllers that run the Helm reconciler: one for
@@ -218,7 +229,7 @@ func unlessInstallFailing[T any](mapFunc func(context.Context, T) []reconcile.Re
 // being deleted.
 func tearingDown(cl client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		reqs := internalcontroller.ChallengeOfInstanceObject(ctx, obj)
+		reqs := ChallengeOfInstanceObject(ctx, obj)
 		if len(reqs) == 0 {
 			return nil
 		}

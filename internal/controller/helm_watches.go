@@ -1,4 +1,4 @@
-package operator
+package controller
 
 import (
 	"context"
@@ -23,17 +23,16 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
-// addIndexes lets Challenges be listed by template, participant and
+// AddIndexes lets Challenges be listed by template, participant and
 // claimant, and an instance's objects by instance.
-func addIndexes(mgr ctrl.Manager, gateways bool) error {
+func AddIndexes(mgr ctrl.Manager, gateways bool) error {
 	indexer := mgr.GetFieldIndexer()
 	ctx := context.Background()
-	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, controller.TemplateField, func(o client.Object) []string {
+	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, TemplateField, func(o client.Object) []string {
 		return []string{o.(*ctfv1alpha1.Challenge).Spec.Template}
 	}); err != nil {
 		return fmt.Errorf("indexing Challenges by template: %w", err)
@@ -46,26 +45,26 @@ func addIndexes(mgr ctrl.Manager, gateways bool) error {
 	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, pool.ClaimantField, pool.IndexClaimant); err != nil {
 		return fmt.Errorf("indexing pooled Challenges by claimant: %w", err)
 	}
-	for _, kind := range instanceKinds(gateways) {
-		if err := indexer.IndexField(ctx, kind.object, controller.InstanceField, controller.IndexInstance); err != nil {
-			return fmt.Errorf("indexing %T by instance: %w", kind.object, err)
+	for _, kind := range InstanceKinds(gateways) {
+		if err := indexer.IndexField(ctx, kind.Object, InstanceField, IndexInstance); err != nil {
+			return fmt.Errorf("indexing %T by instance: %w", kind.Object, err)
 		}
 	}
 	return nil
 }
 
-// instanceKind is a kind of an instance's objects, as an object and a list.
-type instanceKind struct {
-	object client.Object
-	list   func() client.ObjectList
+// InstanceKind is a kind of an instance's objects, as an object and a list.
+type InstanceKind struct {
+	Object client.Object
+	List   func() client.ObjectList
 }
 
-// instanceKinds are the kinds of an instance's objects that its teardown
+// InstanceKinds are the kinds of an instance's objects that its teardown
 // waits for, and that the cache indexes by instance: a list by label would
 // pass over every object of the namespace for each instance torn down.
 // Deployments and pods are also what its status observes.
-func instanceKinds(gateways bool) []instanceKind {
-	kinds := []instanceKind{
+func InstanceKinds(gateways bool) []InstanceKind {
+	kinds := []InstanceKind{
 		{&appsv1.Deployment{}, func() client.ObjectList { return &appsv1.DeploymentList{} }},
 		{&appsv1.ReplicaSet{}, func() client.ObjectList { return &appsv1.ReplicaSetList{} }},
 		{&corev1.Pod{}, func() client.ObjectList { return &corev1.PodList{} }},
@@ -76,23 +75,23 @@ func instanceKinds(gateways bool) []instanceKind {
 	}
 	if gateways {
 		kinds = append(kinds,
-			instanceKind{&gatewayv1.TLSRoute{}, func() client.ObjectList { return &gatewayv1.TLSRouteList{} }},
-			instanceKind{&gatewayv1.HTTPRoute{}, func() client.ObjectList { return &gatewayv1.HTTPRouteList{} }})
+			InstanceKind{&gatewayv1.TLSRoute{}, func() client.ObjectList { return &gatewayv1.TLSRouteList{} }},
+			InstanceKind{&gatewayv1.HTTPRoute{}, func() client.ObjectList { return &gatewayv1.HTTPRouteList{} }})
 	}
 	return kinds
 }
 
-// extraWatches make the Helm reconciler retry what its own watches cannot
+// HelmWatches make the Helm reconciler retry what its own watches cannot
 // see: a Challenge waiting for a template when the template appears or
 // changes, a Challenge refused by quota when another instance of the
 // participant goes away, the queued Challenges when a place frees, and a
 // Challenge whose release record was deleted
 // (unless a failed install's rollback deleted it: installFailing).
-func extraWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool.Pools) reconciler.ControllerSetupFunc {
+func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool.Pools) reconciler.ControllerSetupFunc {
 	cl := mgr.GetClient()
 	return func(c reconciler.ControllerSetup) error {
 		byTemplate := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate) []reconcile.Request {
-			return challengeRequests(ctx, cl, everyChallenge, client.MatchingFields{controller.TemplateField: t.Name})
+			return challengeRequests(ctx, cl, everyChallenge, client.MatchingFields{TemplateField: t.Name})
 		})
 		// Only its spec changes a render: its status (counts, the pool's)
 		// changes with every instance and would reconcile them all each time.
@@ -184,3 +183,16 @@ func failedUninstalled(old, cur *ctfv1alpha1.Challenge) bool {
 
 // queued keeps the Challenges waiting for capacity.
 func queued(ch *ctfv1alpha1.Challenge) bool { return ch.Status.Phase == ctfv1alpha1.PhaseQueued }
+
+// ReleaseKinds returns an object of each kind a release renders and the
+// cache holds by the instance label: those of a namespace of its own only
+// with ownNamespace. (The flag Secret is not among them: Secrets are cached
+// as release records.)
+func ReleaseKinds(ownNamespace bool) []client.Object {
+	kinds := []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{},
+		&networkingv1.NetworkPolicy{}, &networkingv1.Ingress{}}
+	if ownNamespace {
+		kinds = append(kinds, &corev1.Namespace{}, &corev1.ResourceQuota{}, &corev1.LimitRange{})
+	}
+	return kinds
+}
