@@ -175,3 +175,74 @@ type failingReader struct{ client.Reader }
 func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
 	return errors.New("connection refused")
 }
+
+func TestCheckKeys(t *testing.T) {
+	tests := []struct {
+		name    string
+		vals    map[string]any
+		keys    policy.Keys
+		refused string // "" for none
+	}{
+		{"no metadata", map[string]any{"replicas": 1.0}, policy.Keys{}, ""},
+		{"keys without a prefix", map[string]any{"podLabels": map[string]any{"tier": "web"}, "podAnnotations": map[string]any{"note": "x"}}, policy.Keys{}, ""},
+		{"a prefixed pod label", map[string]any{"podLabels": map[string]any{"example.com/x": "y"}}, policy.Keys{}, `[podLabels "example.com/x"]`},
+		{"the DNS label without a prefix", map[string]any{"podLabels": map[string]any{"k8s-app": "kube-dns"}}, policy.Keys{}, `podLabels "k8s-app"`},
+		{"a prefixed expose annotation", map[string]any{"expose": map[string]any{"annotations": map[string]any{"nginx.ingress.kubernetes.io/server-snippet": "x"}}},
+			policy.Keys{}, `expose.annotations "nginx.ingress.kubernetes.io/server-snippet"`},
+		{"a prefix the admin allows", map[string]any{"podAnnotations": map[string]any{"example.com/x": "y"}}, policy.Keys{Allowed: []string{"example.com/"}}, ""},
+		{"every refusal, sorted", map[string]any{
+			"podLabels": map[string]any{"b.example/x": "1", "a.example/x": "1"}, "podAnnotations": map[string]any{"c.example/x": "1"},
+		}, policy.Keys{}, `[podAnnotations "c.example/x" podLabels "a.example/x" podLabels "b.example/x"]`},
+		{"metadata that is not a map is not read", map[string]any{"expose": "Ingress", "podLabels": []any{"example.com/x"}}, policy.Keys{}, ""},
+		{"keys elsewhere are not metadata", map[string]any{"env": map[string]any{"example.com/x": "y"}}, policy.Keys{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := checkKeys(tt.vals, tt.keys)
+			if tt.refused == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), "got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tt.refused))
+		})
+	}
+}
+
+// TestResourceFloorEdges: resourceFloor read directly, on what Compose's
+// typed fields never produce.
+func TestResourceFloorEdges(t *testing.T) {
+	defaults := resourceFloor(nil)
+	withDefaults := func(kind, name, value string) map[string]any {
+		out := resourceFloor(nil)
+		out[kind].(map[string]any)[name] = value
+		return out
+	}
+	tests := []struct {
+		name string
+		in   any
+		want map[string]any
+	}{
+		{"not a map: the defaults", "lots", defaults},
+		{"an unparsable quantity: the default", map[string]any{"limits": map[string]any{"cpu": "lots"}}, defaults},
+		{"a quantity that is not a string: the default", map[string]any{"limits": map[string]any{"memory": 1.0}}, defaults},
+		{"written canonically", map[string]any{"limits": map[string]any{"cpu": "0.25"}}, map[string]any{
+			"requests": map[string]any{"cpu": "50m", "memory": "64Mi", "ephemeral-storage": "64Mi"},
+			"limits":   map[string]any{"cpu": "250m", "memory": "256Mi", "ephemeral-storage": "256Mi"},
+		}},
+		{"a request above the default limit is lowered to it", map[string]any{"requests": map[string]any{"memory": "1Gi"}},
+			withDefaults("requests", "memory", DefaultMemoryLimit)},
+		{"other resources are kept", map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}},
+			withDefaults("limits", "nvidia.com/gpu", "1")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(resourceFloor(tt.in)).To(Equal(tt.want))
+		})
+	}
+	g := NewWithT(t)
+	limits := map[string]any{"cpu": "2"}
+	resourceFloor(map[string]any{"limits": limits})
+	g.Expect(limits).To(Equal(map[string]any{"cpu": "2"}), "the values given are not written to")
+}
