@@ -189,3 +189,84 @@ func TestRenewalAndLifetimeReachNoValue(t *testing.T) {
 		g.Expect(vals).To(Equal(want))
 	}
 }
+
+func TestMerge(t *testing.T) {
+	tests := []struct {
+		name     string
+		dst, src map[string]any
+		want     map[string]any
+	}{
+		{"a new key is added", map[string]any{"a": 1.0}, map[string]any{"b": 2.0}, map[string]any{"a": 1.0, "b": 2.0}},
+		{"a scalar is replaced", map[string]any{"a": 1.0}, map[string]any{"a": 2.0}, map[string]any{"a": 2.0}},
+		{"maps merge key by key", map[string]any{"m": map[string]any{"a": 1.0, "b": 1.0}}, map[string]any{"m": map[string]any{"b": 2.0}},
+			map[string]any{"m": map[string]any{"a": 1.0, "b": 2.0}}},
+		{"lists are replaced whole", map[string]any{"l": []any{1.0, 2.0}}, map[string]any{"l": []any{3.0}}, map[string]any{"l": []any{3.0}}},
+		{"an empty list replaces too", map[string]any{"l": []any{1.0}}, map[string]any{"l": []any{}}, map[string]any{"l": []any{}}},
+		{"a map replaces a scalar", map[string]any{"a": "x"}, map[string]any{"a": map[string]any{"b": 1.0}}, map[string]any{"a": map[string]any{"b": 1.0}}},
+		{"a scalar replaces a map", map[string]any{"a": map[string]any{"b": 1.0}}, map[string]any{"a": "x"}, map[string]any{"a": "x"}},
+		// null and {} are what toMap leaves of unset fields: they change nothing.
+		{"null keeps what is there", map[string]any{"a": 1.0}, map[string]any{"a": nil}, map[string]any{"a": 1.0}},
+		{"null adds nothing", map[string]any{}, map[string]any{"a": nil}, map[string]any{}},
+		{"an empty map keeps what is there", map[string]any{"tls": map[string]any{"secretName": "s"}}, map[string]any{"tls": map[string]any{}},
+			map[string]any{"tls": map[string]any{"secretName": "s"}}},
+		{"an empty map adds nothing", map[string]any{}, map[string]any{"tls": map[string]any{}}, map[string]any{}},
+		{"nested null keeps what is there", map[string]any{"m": map[string]any{"a": 1.0}}, map[string]any{"m": map[string]any{"a": nil}},
+			map[string]any{"m": map[string]any{"a": 1.0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			merge(tt.dst, tt.src)
+			NewWithT(t).Expect(tt.dst).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestIsNull(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(isNull(nil)).To(BeTrue())
+	g.Expect(isNull(map[string]any{})).To(BeTrue())
+	g.Expect(isNull(map[string]any{"a": nil})).To(BeFalse())
+	g.Expect(isNull([]any{})).To(BeFalse(), "an empty list says something: none")
+	g.Expect(isNull("")).To(BeFalse())
+	g.Expect(isNull(false)).To(BeFalse())
+	g.Expect(isNull(0.0)).To(BeFalse())
+}
+
+func TestToMap(t *testing.T) {
+	g := NewWithT(t)
+	got, err := toMap(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(map[string]any{}), "null: no values, not a nil map")
+	got, err = toMap(struct {
+		N int               `json:"n"`
+		M map[string]string `json:"m"`
+	}{N: 3, M: map[string]string{"a": "b"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(map[string]any{"n": 3.0, "m": map[string]any{"a": "b"}}), "plain JSON types only")
+	_, err = toMap(func() {})
+	g.Expect(err).To(MatchError(ContainSubstring("encoding values")))
+	_, err = toMap([]string{"a"})
+	g.Expect(err).To(MatchError(ContainSubstring("decoding values")), "values are an object")
+}
+
+func TestLookup(t *testing.T) {
+	vals := map[string]any{"expose": map[string]any{"annotations": map[string]any{"a": "b"}, "type": "Ingress"}}
+	tests := []struct {
+		path []string
+		want any
+	}{
+		{[]string{"expose", "annotations"}, map[string]any{"a": "b"}},
+		{[]string{"expose", "type"}, "Ingress"},
+		{[]string{"expose", "missing"}, nil},
+		{[]string{"expose", "type", "below"}, nil},
+		{[]string{"podLabels"}, nil},
+	}
+	for _, tt := range tests {
+		g := NewWithT(t)
+		if tt.want == nil {
+			g.Expect(lookup(vals, tt.path)).To(BeNil(), "%v", tt.path)
+			continue
+		}
+		g.Expect(lookup(vals, tt.path)).To(Equal(tt.want), "%v", tt.path)
+	}
+}
