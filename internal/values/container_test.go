@@ -11,6 +11,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
 func TestProbeFor(t *testing.T) {
@@ -166,4 +167,32 @@ func TestWithExtendedResources(t *testing.T) {
 		g.Expect(got[k]).To(HaveKeyWithValue("devices.kubevirt.io/kvm", "1"), "in %s, equal to the limit", k)
 		g.Expect(got[k]).To(HaveKeyWithValue("cpu", floor()[k].(map[string]any)["cpu"]), "the floor kept in %s", k)
 	}
+}
+
+func TestContainerValuesFor(t *testing.T) {
+	g := NewWithT(t)
+	probes := probeValues{Liveness: &corev1.Probe{}}
+	got := containerValuesFor(&ctfv1alpha1.Container{}, "", probes)
+	g.Expect(got).To(Equal(containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{},
+		Scratch: []scratchValues{}, MountTmp: true, Probes: probes, Files: []fileValues{}}), "the image's own command line, /tmp mounted, lists never null")
+	got = containerValuesFor(&ctfv1alpha1.Container{Command: []ctfv1alpha1.Argument{"/srv/run"}, Args: []ctfv1alpha1.Argument{"-v"}, WorkingDir: "/srv",
+		KeepImageTmp: true, Files: []ctfv1alpha1.File{{Path: "/srv/a", Content: "a"}}}, "bot.", probeValues{})
+	g.Expect(got.Command).To(Equal([]ctfv1alpha1.Argument{"/srv/run"}))
+	g.Expect(got.Args).To(Equal([]ctfv1alpha1.Argument{"-v"}))
+	g.Expect(got.WorkingDir).To(Equal("/srv"))
+	g.Expect(got.MountTmp).To(BeFalse(), "the image keeps its /tmp")
+	g.Expect(got.Files).To(ConsistOf(HaveField("Key", "bot.f0")), "files keyed after the prefix")
+}
+
+func TestSecurityValuesFor(t *testing.T) {
+	g := NewWithT(t)
+	got := securityValuesFor(security.Context{Profile: ctfv1alpha1.ProfileRestricted})
+	g.Expect(got.RuntimeClassName).To(BeEmpty())
+	g.Expect(got.NodeSelector).To(Equal(map[string]string{}), "empty, never null, for the chart's schema")
+	g.Expect(got.Tolerations).To(Equal([]corev1.Toleration{}))
+	tol := []corev1.Toleration{{Key: "kvm", Operator: corev1.TolerationOpExists}}
+	got = securityValuesFor(security.Context{Profile: ctfv1alpha1.ProfileBaseline, RuntimeClassName: ptr.To("gvisor"),
+		NodeSelector: map[string]string{"kvm": "true"}, Tolerations: tol})
+	g.Expect(got).To(Equal(securityValues{Profile: ctfv1alpha1.ProfileBaseline, RuntimeClassName: "gvisor",
+		NodeSelector: map[string]string{"kvm": "true"}, Tolerations: tol}))
 }
