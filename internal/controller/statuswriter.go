@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 
@@ -235,9 +234,9 @@ func (w *StatusWriter) fromHelm(ctx context.Context, obj *unstructured.Unstructu
 // status changes, the reconciler's conditions are its own, and the rest is
 // recomputed.
 func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Unstructured, reader client.Reader) (*ctfv1alpha1.Challenge, error) {
-	ch := &ctfv1alpha1.Challenge{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ch); err != nil {
-		return nil, fmt.Errorf("decoding Challenge %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	ch, err := AsChallenge(obj)
+	if err != nil {
+		return nil, err
 	}
 	last := &ctfv1alpha1.Challenge{}
 	if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), last); err != nil {

@@ -147,7 +147,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Reader:          mgr.GetClient(),
 			OrganiserReader: mgr.GetAPIReader(),
 			Admission:       admission.Admission{Quota: quota, Queue: queue, Pools: pools},
-			Pools:           pools,
 			Settings:        opts.Values,
 			Limits:          limits,
 		}},
@@ -175,7 +174,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&controller.ExpiryReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if pools != nil {
+	if features.Pools {
 		if err := (&controller.PoolReconciler{Pools: pools, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 			return err
 		}

@@ -34,7 +34,6 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
-	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
@@ -92,10 +91,9 @@ type Translator struct {
 	// objects only).
 	OrganiserReader client.Reader
 	// Admission decides whether a Challenge gets an instance now, once its
-	// values composed.
+	// values composed; its Pools tell which instances are pooled ones a
+	// team claimed.
 	Admission admission.Admission
-	// Pools tells which instances are pooled ones a team claimed; nil for no pools.
-	Pools *pool.Pools
 	// Settings are enforced on every instance.
 	Settings Settings
 	// Limits are the operator's ceilings the policy gate holds every
@@ -164,7 +162,7 @@ func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (R
 	var claimant string
 	var shared []SharedService
 	if tmpl != nil {
-		claimant = t.Pools.ClaimedBy(&c)
+		claimant = t.Admission.Pools.ClaimedBy(&c)
 		if shared, err = t.readInputs(ctx, &c, tmpl, claimant, vals); err != nil {
 			return Rendered{}, err
 		}
