@@ -27,6 +27,12 @@ func Manifest(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, se
 	if tmpl != nil && tmpl.Spec.Flag != nil {
 		vals["flag"].(map[string]any)["value"] = "CTF{x}"
 	}
+	return Render(ch, vals)
+}
+
+// Render renders the chart for ch with vals, as the Helm reconciler does:
+// over the chart's defaults, as one YAML stream in Helm's install order.
+func Render(ch *ctfv1alpha1.Challenge, vals map[string]any) ([]byte, error) {
 	chrt, err := loader.Load(filepath.Join(controlplane.RepoRoot(), "charts", "challenge"))
 	if err != nil {
 		return nil, err
