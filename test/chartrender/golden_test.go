@@ -142,7 +142,7 @@ var goldenCases = []goldenCase{
 				Container: ctfv1alpha1.Container{Command: []ctfv1alpha1.Argument{"node", "bot.js"}, KeepImageTmp: true,
 					Files: []ctfv1alpha1.File{{Path: "/app/bot.js", Content: "visit()\n"}}}},
 			{Name: "admin", Image: "registry.example/ctf/admin:1", Ports: []ctfv1alpha1.ChallengePort{port("web", 80)},
-				Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeHTTPRoute, TLS: &ctfv1alpha1.IngressTLS{}},
+				Expose:    &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeHTTPRoute, TLS: &ctfv1alpha1.IngressTLS{}},
 				Container: ctfv1alpha1.Container{Probes: &ctfv1alpha1.Probes{Liveness: &ctfv1alpha1.Probe{HTTP: &ctfv1alpha1.HTTPProbe{Path: "/", Port: "web"}}}},
 				Security:  &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](0)}},
 			{Name: "cache", Image: "registry.example/ctf/redis:7", Ports: []ctfv1alpha1.ChallengePort{{Name: "resp", Port: 6379}, {Name: "udp", Port: 6380, Protocol: ctfv1alpha1.ProtocolUDP}},
