@@ -4,6 +4,7 @@
 package chartrender
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -18,7 +19,8 @@ import (
 
 // Manifest renders the chart for ch, an instance of tmpl (nil for none),
 // with the values values.Compose gives under settings and a stand-in flag,
-// as one YAML stream in Helm's install order.
+// as one YAML stream in Helm's install order, as Helm writes a release's
+// manifest.
 func Manifest(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings values.Settings) ([]byte, error) {
 	vals, err := values.Compose(ch, tmpl, settings)
 	if err != nil {
@@ -49,9 +51,11 @@ func Render(ch *ctfv1alpha1.Challenge, vals map[string]any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// As Helm writes a release's manifest, which the Helm reconciler
+	// compares whole to decide whether an instance needs an upgrade.
 	var manifest []byte
 	for _, m := range manifests {
-		manifest = append(manifest, []byte("---\n"+m.Content+"\n")...)
+		manifest = fmt.Appendf(manifest, "---\n# Source: %s\n%s\n", m.Name, m.Content)
 	}
 	return manifest, nil
 }
