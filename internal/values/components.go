@@ -21,21 +21,26 @@ func HostVariable(component string) string {
 	return strings.ToUpper(strings.ReplaceAll(component, "-", "_")) + "_HOST"
 }
 
-// componentValues are one component as charts/challenge renders it: the same
-// keys as the primary component's values, so the chart's helpers and
-// lowPortSysctl read both alike.
+// componentValues are one component as charts/challenge renders it: a
+// workload of the same keys as the primary one's (the chart's
+// challenge.workloads), so one template renders both and lowPortSysctl reads
+// both alike.
 type componentValues struct {
 	containerValues
-	Name                   string                      `json:"name"`
-	ObjectName             string                      `json:"objectName"`
-	Image                  string                      `json:"image"`
-	Ports                  []ctfv1alpha1.ChallengePort `json:"ports"`
-	Env                    []ctfv1alpha1.EnvVar        `json:"env"`
-	Resources              *ctfv1alpha1.Resources      `json:"resources,omitempty"`
-	ReadOnlyRootFilesystem bool                        `json:"readOnlyRootFilesystem"`
-	InternetEgress         bool                        `json:"internetEgress"`
-	Security               securityValues              `json:"security"`
-	Expose                 map[string]any              `json:"expose"`
+	Name       string                      `json:"name"`
+	ObjectName string                      `json:"objectName"`
+	Image      string                      `json:"image"`
+	Replicas   int32                       `json:"replicas"`
+	Ports      []ctfv1alpha1.ChallengePort `json:"ports"`
+	// Hosts are the instance's <NAME>_HOST variables, first in the
+	// container's environment so that Env may use them.
+	Hosts                  []ctfv1alpha1.EnvVar   `json:"hosts"`
+	Env                    []ctfv1alpha1.EnvVar   `json:"env"`
+	Resources              *ctfv1alpha1.Resources `json:"resources,omitempty"`
+	ReadOnlyRootFilesystem bool                   `json:"readOnlyRootFilesystem"`
+	InternetEgress         bool                   `json:"internetEgress"`
+	Security               securityValues         `json:"security"`
+	Expose                 map[string]any         `json:"expose"`
 }
 
 // hostValues are the <NAME>_HOST variables of an instance with components
@@ -68,8 +73,8 @@ func componentsFor(c *ctfv1alpha1.Challenge, components []ctfv1alpha1.Component,
 		}
 		v := componentValues{
 			containerValues: containerValuesFor(&comp.Container, comp.Name+".", componentProbes(comp)),
-			Name:            comp.Name, ObjectName: identity.ComponentObject(release, comp.Name), Image: comp.Image, Ports: orEmptyList(comp.Ports),
-			Env: append(append([]ctfv1alpha1.EnvVar{}, hosts...), comp.Env...), Resources: comp.Resources,
+			Name:            comp.Name, ObjectName: identity.ComponentObject(release, comp.Name), Image: comp.Image, Replicas: 1,
+			Ports: orEmptyList(comp.Ports), Hosts: hosts, Env: orEmptyList(comp.Env), Resources: comp.Resources,
 			ReadOnlyRootFilesystem: !comp.WritableRootFilesystem, InternetEgress: comp.InternetEgress, Security: securityValuesFor(sec),
 			Expose: expose,
 		}
