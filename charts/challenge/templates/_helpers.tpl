@@ -85,55 +85,6 @@ ctf.challenge-operator.io/participant: {{ required "participant is required" (de
 ctf.challenge-operator.io/challenge: {{ default .root.Release.Name .root.Values.challenge | quote }}
 {{- end }}
 
-{{/* The instance's workloads, its primary one first and then its components,
-each one dict of the same keys (the components' are set by the operator from
-the template; the primary's are the top-level values, where a Challenge's
-values override them, since the platform addresses them there). Written into
-.into.list ("root" is the chart's context): a template returns only text. */}}
-{{- define "challenge.workloads" -}}
-{{- $v := .root.Values }}
-{{- $primary := dict "primary" true "name" "challenge" "objectName" .root.Release.Name "image" $v.image "replicas" $v.replicas
-  "podLabels" $v.podLabels "podAnnotations" $v.podAnnotations "command" $v.command "args" $v.args "workingDir" $v.workingDir
-  "ports" $v.ports "hosts" $v.hosts "env" $v.env "secretEnv" $v.secretEnv "flag" $v.flag
-  "probes" $v.probes "readinessProbe" $v.readinessProbe "resources" $v.resources "security" $v.security
-  "readOnlyRootFilesystem" $v.readOnlyRootFilesystem "mountTmp" $v.mountTmp "scratch" $v.scratch "files" $v.files
-  "expose" $v.expose "internetEgress" $v.networkPolicy.allowInternetEgress }}
-{{- $_ := set .into "list" (prepend $v.components $primary) }}
-{{- end }}
-
-{{/* Labels on every object of a workload ("root" is the chart's context,
-"w" the workload; "participant", when set, overrides the instance's). */}}
-{{- define "challenge.workloadLabels" -}}
-{{- if .w.primary }}
-{{- include "challenge.labelsOf" (dict "root" .root "participant" (default .root.Values.participant .participant)) }}
-{{- else }}
-{{- include "challenge.componentLabels" (dict "root" .root "c" .w "participant" .participant) }}
-{{- end }}
-{{- end }}
-
-{{/* Labels that select one workload's pods (the context of
-challenge.workloadLabels). */}}
-{{- define "challenge.workloadSelector" -}}
-{{- if .w.primary }}
-{{- include "challenge.selectorLabels" .root }}
-{{- else }}
-{{- include "challenge.componentSelectorLabels" (dict "root" .root "c" .w) }}
-{{- end }}
-{{- end }}
-
-{{/* A workload's container name, its own: the primary's is written bare,
-as it always was, since the Helm reconciler upgrades an instance whose
-rendered manifest changes by a single byte. */}}
-{{- define "challenge.containerName" -}}
-{{- if .primary }}challenge{{ else }}{{ .name | quote }}{{ end }}
-{{- end }}
-
-{{/* Whether a workload is reached from outside its instance: "true" or "".
-The primary always is (its Service type only says how). */}}
-{{- define "challenge.exposed" -}}
-{{- if or .primary (ne .expose.type "ClusterIP") }}true{{ end }}
-{{- end }}
-
 {{/* The peer that is every pod of the instance, whatever its component, in
 the NetworkPolicy's own namespace. */}}
 {{- define "challenge.instancePeer" -}}

@@ -1,0 +1,363 @@
+{{- /* The objects of one workload of the instance, its primary one or a
+component (challenge.workloads): one template of each kind for both. Where
+the primary's text and the components' always differed (a YAML comment, a
+key the primary always wrote), it still does: the Helm reconciler upgrades
+every instance whose rendered manifest changes by one byte. */}}
+
+{{/* The instance's workloads, its primary one first and then its components,
+each one dict of the same keys (the components' are set by the operator from
+the template; the primary's are the top-level values, where a Challenge's
+values override them, since the platform addresses them there). Written into
+.into.list ("root" is the chart's context): a template returns only text. */}}
+{{- define "challenge.workloads" -}}
+{{- $v := .root.Values }}
+{{- $primary := dict "primary" true "name" "challenge" "objectName" .root.Release.Name "image" $v.image "replicas" $v.replicas
+  "podLabels" $v.podLabels "podAnnotations" $v.podAnnotations "command" $v.command "args" $v.args "workingDir" $v.workingDir
+  "ports" $v.ports "hosts" $v.hosts "env" $v.env "secretEnv" $v.secretEnv "flag" $v.flag
+  "probes" $v.probes "readinessProbe" $v.readinessProbe "resources" $v.resources "security" $v.security
+  "readOnlyRootFilesystem" $v.readOnlyRootFilesystem "mountTmp" $v.mountTmp "scratch" $v.scratch "files" $v.files
+  "expose" $v.expose "internetEgress" $v.networkPolicy.allowInternetEgress }}
+{{- $_ := set .into "list" (prepend $v.components $primary) }}
+{{- end }}
+
+{{/* Labels on every object of a workload ("root" is the chart's context,
+"w" the workload; "participant", when set, overrides the instance's). */}}
+{{- define "challenge.workloadLabels" -}}
+{{- if .w.primary }}
+{{- include "challenge.labelsOf" (dict "root" .root "participant" (default .root.Values.participant .participant)) }}
+{{- else }}
+{{- include "challenge.componentLabels" (dict "root" .root "c" .w "participant" .participant) }}
+{{- end }}
+{{- end }}
+
+{{/* Labels that select one workload's pods (the context of
+challenge.workloadLabels). */}}
+{{- define "challenge.workloadSelector" -}}
+{{- if .w.primary }}
+{{- include "challenge.selectorLabels" .root }}
+{{- else }}
+{{- include "challenge.componentSelectorLabels" (dict "root" .root "c" .w) }}
+{{- end }}
+{{- end }}
+
+{{/* A workload's container name, its own: the primary's is written bare,
+as it always was, since the Helm reconciler upgrades an instance whose
+rendered manifest changes by a single byte. */}}
+{{- define "challenge.containerName" -}}
+{{- if .primary }}challenge{{ else }}{{ .name | quote }}{{ end }}
+{{- end }}
+
+{{/* Whether a workload is reached from outside its instance: "true" or "".
+The primary always is (its Service type only says how). */}}
+{{- define "challenge.exposed" -}}
+{{- if or .primary (ne .expose.type "ClusterIP") }}true{{ end }}
+{{- end }}
+
+{{/* A workload's Deployment ("root" is the chart's context, "w" the
+workload). */}}
+{{- define "challenge.deployment" -}}
+{{- $root := .root }}{{ $w := .w }}
+{{- $participant := default $root.Values.participant $root.Values.podParticipant }}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ $w.objectName | quote }}
+  namespace: {{ include "challenge.namespace" $root | quote }}
+  labels:
+    {{- include "challenge.workloadLabels" (dict "root" $root "w" $w) | nindent 4 }}
+spec:
+  replicas: {{ int (dig "replicas" 1 $w) }}
+  revisionHistoryLimit: 1
+  selector:
+    matchLabels:
+      {{- include "challenge.workloadSelector" (dict "root" $root "w" $w) | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "challenge.workloadLabels" (dict "root" $root "w" $w "participant" $participant) | nindent 8 }}
+        {{- with (dig "podLabels" dict $w) }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      {{- with (dig "podAnnotations" dict $w) }}
+      annotations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+    spec:
+      serviceAccountName: {{ $root.Release.Name | quote }}
+      automountServiceAccountToken: false
+      enableServiceLinks: false
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- range . }}
+        - name: {{ . | quote }}
+        {{- end }}
+      {{- end }}
+      {{- with $w.security.runtimeClassName }}
+      runtimeClassName: {{ . | quote }}
+      {{- end }}
+      {{- with $w.security.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $w.security.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- if $w.primary }}
+      # The operator's, from the template's security section within its flags; the
+      # policy gate requires exactly these.
+      {{- end }}
+      {{- if not (and $w.security.pod $w.security.container) }}
+      {{- fail "security.pod and security.container are set by the operator, for every workload" }}
+      {{- end }}
+      securityContext:
+        {{- toYaml $w.security.pod | nindent 8 }}
+      containers:
+        - name: {{ include "challenge.containerName" $w }}
+          image: {{ required "every workload needs an image" $w.image | quote }}
+          imagePullPolicy: {{ $root.Values.imagePullPolicy | quote }}
+          {{- with $w.command }}
+          command:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          {{- with $w.args }}
+          args:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          {{- with $w.workingDir }}
+          workingDir: {{ . | quote }}
+          {{- end }}
+          {{- with $w.ports }}
+          ports:
+            {{- range . }}
+            - name: {{ .name | quote }}
+              containerPort: {{ int .port }}
+              protocol: {{ .protocol | default "TCP" | quote }}
+            {{- end }}
+          {{- end }}
+          {{- $flag := dig "flag" dict $w }}
+          {{- $secretEnv := dig "secretEnv" list $w }}
+          {{- $hosts := dig "hosts" list $w }}
+          {{- $flagEnv := and $flag.enabled (eq $flag.mount "Env") }}
+          {{- $hostEnv := include "challenge.hasHost" $root }}
+          {{- if or $hosts $w.env $flagEnv $hostEnv $secretEnv }}
+          env:
+            {{- /* The components' host names first, so that the values' env may use them. */}}
+            {{- range $hosts }}
+            - name: {{ .name | quote }}
+              value: {{ .value | quote }}
+            {{- end }}
+            {{- range $w.env }}
+            - name: {{ .name | quote }}
+              value: {{ .value | default "" | quote }}
+            {{- end }}
+            {{- range $secretEnv }}
+            - name: {{ .name | quote }}
+              valueFrom:
+                secretKeyRef:
+                  name: {{ $flag.secretName | quote }}
+                  key: {{ printf "env.%s" .name | quote }}
+            {{- end }}
+            {{- if $hostEnv }}
+            {{- include "challenge.hostEnv" $root | nindent 12 }}
+            {{- end }}
+            {{- if $flagEnv }}
+            - name: {{ required "flag.envName is required" $flag.envName | quote }}
+              valueFrom:
+                secretKeyRef:
+                  name: {{ $flag.secretName | quote }}
+                  key: flag
+            {{- end }}
+          {{- end }}
+          {{- $defaultReadiness := dig "readinessProbe" dict $w }}
+          {{- $first := dict }}
+          {{- with $w.ports }}{{ $first = first . }}{{ end }}
+          {{- if $w.probes.readiness }}
+          readinessProbe:
+            {{- toYaml $w.probes.readiness | nindent 12 }}
+          {{- else if and $defaultReadiness.enabled $first (eq ($first.protocol | default "TCP") "TCP") }}
+          readinessProbe:
+            tcpSocket:
+              port: {{ $first.name | quote }}
+            periodSeconds: {{ int $defaultReadiness.periodSeconds }}
+          {{- end }}
+          {{- with $w.probes.startup }}
+          startupProbe:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          {{- with $w.probes.liveness }}
+          livenessProbe:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          resources:
+            {{- toYaml $w.resources | nindent 12 }}
+          securityContext:
+            {{- toYaml $w.security.container | nindent 12 }}
+            readOnlyRootFilesystem: {{ $w.readOnlyRootFilesystem | toYaml }}
+          {{- $flagFile := and $flag.enabled (ne $flag.mount "Env") }}
+          {{- if or $w.primary $w.mountTmp $w.scratch $w.files $flagFile }}
+          volumeMounts:
+            {{- if $w.mountTmp }}
+            - name: tmp
+              mountPath: /tmp
+            {{- end }}
+            {{- range $i, $s := $w.scratch }}
+            - name: {{ printf "scratch-%d" $i | quote }}
+              mountPath: {{ $s.path | quote }}
+            {{- end }}
+            {{- range $w.files }}
+            - name: files
+              mountPath: {{ .path | quote }}
+              subPath: {{ .key | quote }}
+              readOnly: true
+            {{- end }}
+            {{- if $flagFile }}
+            - name: flag
+              mountPath: {{ $flag.path | quote }}
+              subPath: flag
+              readOnly: true
+            {{- end }}
+          {{- end }}
+      {{- if or $w.primary $w.mountTmp $w.scratch $w.files $flagFile }}
+      volumes:
+        {{- if $w.mountTmp }}
+        - name: tmp
+          emptyDir:
+            sizeLimit: {{ $root.Values.tmpSizeLimit | quote }}
+        {{- end }}
+        {{- range $i, $s := $w.scratch }}
+        - name: {{ printf "scratch-%d" $i | quote }}
+          emptyDir:
+            sizeLimit: {{ $s.sizeLimit | quote }}
+            {{- with $s.medium }}
+            medium: {{ . | quote }}
+            {{- end }}
+        {{- end }}
+        {{- with $w.files }}
+        - name: files
+          configMap:
+            name: {{ printf "%s-files" $root.Release.Name | quote }}
+            items:
+              {{- range . }}
+              - key: {{ .key | quote }}
+                path: {{ .key | quote }}
+                mode: {{ int .mode }}
+              {{- end }}
+        {{- end }}
+        {{- if $flagFile }}
+        - name: flag
+          secret:
+            secretName: {{ $flag.secretName | quote }}
+            defaultMode: {{ int $flag.fileMode }}
+        {{- end }}
+      {{- end }}
+{{- end }}
+
+{{/* A workload's Service, when it has ports (a bot nothing connects to has
+none); the context of challenge.deployment. */}}
+{{- define "challenge.service" -}}
+{{- $root := .root }}{{ $w := .w }}
+{{- if $w.ports }}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ $w.objectName | quote }}
+  namespace: {{ include "challenge.namespace" $root | quote }}
+  labels:
+    {{- include "challenge.workloadLabels" (dict "root" $root "w" $w) | nindent 4 }}
+  {{- with $w.expose.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  type: {{ include "challenge.serviceType" $w.expose | quote }}
+  selector:
+    {{- include "challenge.workloadSelector" (dict "root" $root "w" $w) | nindent 4 }}
+  ports:
+    {{- range $w.ports }}
+    - name: {{ .name | quote }}
+      port: {{ int .port }}
+      targetPort: {{ .name | quote }}
+      protocol: {{ .protocol | default "TCP" | quote }}
+    {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A workload's NetworkPolicy: only the instance's own pods connect to it,
+on its ports ("peers": when the instance has more than one workload), and
+the outside with the organiser's namespaces too when it is exposed; it may
+resolve DNS and reach what challenge.egress lets it, never the cluster's
+internal ranges. The context of challenge.deployment, and "peers". */}}
+{{- define "challenge.networkPolicy" -}}
+{{- $root := .root }}{{ $w := .w }}{{ $peers := .peers }}
+{{- $exposed := include "challenge.exposed" $w }}
+{{- if $w.primary }}
+# Isolation: the instance accepts connections on its ports from outside the
+# cluster and from the namespaces the organiser names (an ingress controller's,
+# the platform's), never from another instance; it may resolve DNS and reach
+# its template's named destinations, its other components and, only if
+# allowed, the internet, never the cluster's internal ranges.
+{{- else }}
+# Isolation: only the instance's own pods connect, on the component's ports;
+# it may resolve DNS, reach the instance's other components, its template's
+# named destinations and, only if allowed, the internet.
+{{- end }}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ $w.objectName | quote }}
+  namespace: {{ include "challenge.namespace" $root | quote }}
+  labels:
+    {{- include "challenge.workloadLabels" (dict "root" $root "w" $w) | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- include "challenge.workloadSelector" (dict "root" $root "w" $w) | nindent 6 }}
+  policyTypes: ["Ingress", "Egress"]
+  {{- if $w.ports }}
+  ingress:
+    {{- if $exposed }}
+    {{- if not $w.primary }}
+    # Exposed: from outside the cluster and the organiser's namespaces too.
+    {{- end }}
+    - ports:
+        {{- range $w.ports }}
+        - port: {{ int .port }}
+          protocol: {{ .protocol | default "TCP" | quote }}
+        {{- end }}
+      from:
+        {{- include "challenge.outside" $root | trim | nindent 8 }}
+        {{- range $root.Values.networkPolicy.ingressFromNamespaces }}
+        - namespaceSelector:
+            matchLabels:
+              kubernetes.io/metadata.name: {{ . | quote }}
+        {{- end }}
+    {{- end }}
+    {{- if $peers }}
+    {{- if $w.primary }}
+    # The instance's components, on the same ports.
+    {{- end }}
+    - ports:
+        {{- range $w.ports }}
+        - port: {{ int .port }}
+          protocol: {{ .protocol | default "TCP" | quote }}
+        {{- end }}
+      from:
+        {{- include "challenge.instancePeer" $root | nindent 8 }}
+    {{- end }}
+  {{- else }}
+  ingress: []
+  {{- end }}
+  egress:
+    {{- include "challenge.egress" (dict "root" $root "internet" $w.internetEgress) | nindent 4 }}
+{{- end }}
+
+{{/* A workload's Ingress or route, when its exposure is one (the context of
+challenge.deployment). */}}
+{{- define "challenge.exposure" -}}
+{{- $ctx := dict "root" .root "name" .w.objectName "labels" (include "challenge.workloadLabels" .) "expose" .w.expose "ports" .w.ports }}
+{{- with include (printf "challenge.%s" .kind) $ctx }}
+---
+{{- . | nindent 0 }}
+{{- end }}
+{{- end }}
