@@ -59,9 +59,8 @@ func testInstance() Instance {
 		Release:    release,
 		Namespace:  namespace,
 		Labels:     testLabels(),
-		Selector:   testSelector(),
+		Workloads:  []Workload{{Labels: testLabels(), Selector: testSelector(), Exposed: true, Host: host}},
 		FlagSecret: flagSecret,
-		Host:       host,
 		Limits: Limits{
 			CPU:                   resource.MustParse("1"),
 			Memory:                resource.MustParse("512Mi"),
