@@ -56,8 +56,8 @@ func newComponentFixture(own bool) *componentFixture {
 	cf.deploy.ObjectMeta = objMeta()
 	cf.deploy.Spec.Selector = &metav1.LabelSelector{MatchLabels: selector}
 	cf.deploy.Spec.Template.Labels = maps.Clone(labels)
-	cf.deploy.Spec.Template.Spec.SecurityContext = restricted.Pod
-	cf.deploy.Spec.Template.Spec.Containers[0].SecurityContext = restricted.Container
+	cf.deploy.Spec.Template.Spec.SecurityContext = restricted.Pod.DeepCopy()
+	cf.deploy.Spec.Template.Spec.Containers[0].SecurityContext = restricted.Container.DeepCopy()
 	cf.svc = service()
 	cf.svc.ObjectMeta = objMeta()
 	cf.svc.Spec.Selector = selector
