@@ -103,7 +103,7 @@ func (g *Gate) CheckRecord(ctx context.Context, obj client.Object, manifest stri
 		Namespace:    ch.Namespace,
 		OwnNamespace: g.NamespacePerInstance,
 		Labels:       identity.Labels(ch, nil),
-		Selector:     identity.Selector(ch),
+		Workloads:    []policy.Workload{{Labels: identity.Labels(ch, nil), Selector: identity.Selector(ch), Exposed: true}},
 		FlagSecret:   identity.FlagSecret(ch.Name),
 		AnyComponent: true,
 	}

@@ -44,7 +44,7 @@ func newComponentFixture(own bool) *componentFixture {
 	labels[ctfv1alpha1.ComponentLabel] = redis
 	selector := map[string]string{ctfv1alpha1.NameLabel: redis, ctfv1alpha1.AppInstanceLabel: release}
 	restricted := security.For(nil, false)
-	fx.in.Components = []Component{{Name: redis, Labels: labels, Selector: selector, Security: &restricted}}
+	fx.in.Workloads = append(fx.in.Workloads, Workload{Name: redis, Labels: labels, Selector: selector, Security: &restricted})
 	fx.in.InstancePods = instancePods
 	name := identity.ComponentObject(release, redis)
 	objMeta := func() metav1.ObjectMeta {
@@ -56,8 +56,8 @@ func newComponentFixture(own bool) *componentFixture {
 	cf.deploy.ObjectMeta = objMeta()
 	cf.deploy.Spec.Selector = &metav1.LabelSelector{MatchLabels: selector}
 	cf.deploy.Spec.Template.Labels = maps.Clone(labels)
-	cf.deploy.Spec.Template.Spec.SecurityContext = restricted.Pod
-	cf.deploy.Spec.Template.Spec.Containers[0].SecurityContext = restricted.Container
+	cf.deploy.Spec.Template.Spec.SecurityContext = restricted.Pod.DeepCopy()
+	cf.deploy.Spec.Template.Spec.Containers[0].SecurityContext = restricted.Container.DeepCopy()
 	cf.svc = service()
 	cf.svc.ObjectMeta = objMeta()
 	cf.svc.Spec.Selector = selector
@@ -130,8 +130,8 @@ func TestComponentsRefused(t *testing.T) {
 			cf.deploy.Spec.Template.Labels[ctfv1alpha1.NameLabel] = "challenge"
 		}},
 		{"a component running privileged beyond its section", ruleSecContext, false, func(cf *componentFixture) {
-			cf.in.Components[0].Security = ptr.To(security.For(nil, false))
-			cf.in.Components[0].Security.Profile = "privileged"
+			cf.in.Workloads[1].Security = ptr.To(security.For(nil, false))
+			cf.in.Workloads[1].Security.Profile = "privileged"
 			cf.deploy.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
 		}},
 		{"another instance's pods as a peer", ruleNetworkEgress, false, func(cf *componentFixture) {
@@ -144,7 +144,7 @@ func TestComponentsRefused(t *testing.T) {
 		{"a namespace enforcing less than a component needs", ruleNamespace, true, func(cf *componentFixture) {
 			priv := security.For(nil, false)
 			priv.Profile = "privileged"
-			cf.in.Components[0].Security = &priv
+			cf.in.Workloads[1].Security = &priv
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,7 +178,7 @@ func TestRecordsOfComponents(t *testing.T) {
 	cf := newComponentFixture(false)
 	manifest := cf.render()
 	record := cf.in
-	record.Components, record.AnyComponent = nil, true
+	record.Workloads, record.AnyComponent = record.Workloads[:1], true
 	g.Expect(CheckIdentity(manifest, record)).To(Succeed())
 	record.AnyComponent = false
 	g.Expect(CheckIdentity(manifest, record)).To(MatchError(ContainSubstring(ruleName)), "without AnyComponent, a component's name is not the release's")
@@ -238,13 +238,13 @@ func TestExposedComponents(t *testing.T) {
 	const redisHost = "web-team1-redis-0123456789.ctf.example"
 	ingress := func(host, backend string) *networkingv1.Ingress {
 		ing := ingressObj()
-		ing.Name, ing.Labels = identity.ComponentObject(release, redis), maps.Clone(newComponentFixture(false).in.Components[0].Labels)
+		ing.Name, ing.Labels = identity.ComponentObject(release, redis), maps.Clone(newComponentFixture(false).in.Workloads[1].Labels)
 		ing.Spec.Rules[0].Host = host
 		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = backend
 		return ing
 	}
 	expose := func(cf *componentFixture) {
-		cf.in.Components[0].Exposed, cf.in.Components[0].Host = true, redisHost
+		cf.in.Workloads[1].Exposed, cf.in.Workloads[1].Host = true, redisHost
 		cf.svc.Spec.Type = corev1.ServiceTypeNodePort
 		cf.np.Spec.Ingress = append(cf.np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{IPBlock: outside()}}})
 	}

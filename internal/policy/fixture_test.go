@@ -2,6 +2,7 @@ package policy
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -59,9 +60,8 @@ func testInstance() Instance {
 		Release:    release,
 		Namespace:  namespace,
 		Labels:     testLabels(),
-		Selector:   testSelector(),
+		Workloads:  []Workload{{Labels: testLabels(), Selector: testSelector(), Exposed: true, Host: host}},
 		FlagSecret: flagSecret,
-		Host:       host,
 		Limits: Limits{
 			CPU:                   resource.MustParse("1"),
 			Memory:                resource.MustParse("512Mi"),
@@ -144,10 +144,14 @@ func (fx *fixture) parts() []sourcePart {
 	return ps
 }
 
-// render writes the manifest as Helm does: "---", a "# Source:" comment, the object.
+// render writes the manifest as Helm does: "---", a "# Source:" comment, the object. An object
+// set to nil is left out, as a hook annotation would hide it.
 func (fx *fixture) render() []byte {
 	var b strings.Builder
 	for _, p := range fx.parts() {
+		if v := reflect.ValueOf(p.obj); v.Kind() == reflect.Pointer && v.IsNil() {
+			continue
+		}
 		kind, doc := marshal(p.obj)
 		if fx.omit[kind] {
 			continue

@@ -37,25 +37,23 @@ import (
 
 // Instance is what one release may contain: the gate judges every rendered object against it.
 type Instance struct {
-	// Release is the Helm release name (the Challenge's name); it names the Deployment, Service,
-	// ServiceAccount, NetworkPolicy, Ingress, ResourceQuota and LimitRange, so objects cannot collide
-	// with another instance's.
+	// Release is the Helm release name (the Challenge's name); it names the primary workload's
+	// Deployment, Service, NetworkPolicy and Ingress, and the ServiceAccount, ResourceQuota and
+	// LimitRange, so objects cannot collide with another instance's.
 	Release string
 	// Namespace is the namespace every namespaced object must be in.
 	Namespace string
 	// OwnNamespace gives the instance a namespace of its own: the release may, and then must, create
 	// the Namespace named Namespace, plus one ResourceQuota and one LimitRange.
 	OwnNamespace bool
-	// Labels are the identity labels: every object's labels and the pod template's labels carry each
-	// key with exactly this value, so other code can tell whose an object is.
+	// Labels are the identity labels of the instance's objects that belong to no workload (its
+	// ServiceAccount, flag Secret, files ConfigMap, Namespace, quota and limit range): each
+	// carries every key with exactly this value, so other code can tell whose an object is.
 	Labels map[string]string
 	// PodParticipant, when set, is the participant label the pod templates carry instead of
 	// Labels': a pooled instance a team claimed keeps its pods' labels (changing them would
 	// restart them), while its other objects say whose it is now.
 	PodParticipant string
-	// Selector is the exact selector of the Deployment, the Service and the NetworkPolicy's
-	// podSelector, so none of them reaches another instance's pods.
-	Selector map[string]string
 	// FlagSecret is the only Secret the release may create and the pod may reference; "" means none.
 	FlagSecret string
 	// Limits are the organiser's ceilings and allowances.
@@ -72,19 +70,15 @@ type Instance struct {
 	// reference: the only annotations that Namespace may carry, with exactly
 	// these values. A stored release record carries them, a fresh render not.
 	OwnerAnnotations map[string]string
-	// Security is exactly what the pod runs with, from its template within the operator's
-	// flags: its Pod Security level, pod and container securityContexts and runtime class.
-	// nil holds the pod to the restricted standard without naming the exact settings.
-	Security *security.Context
-	// Host is the instance's own Ingress host, the only one its rules and tls entries may name;
-	// "" means any host under the domain that HostTaken does not report.
-	Host string
 	// HostTaken reports whether an Ingress host is already used by another instance, so an instance
 	// cannot take over another's traffic; nil means never.
 	HostTaken func(host string) bool
-	// Components are the instance's workloads beside its primary one, each with a Deployment, a
-	// NetworkPolicy and optionally a Service named identity.ComponentObject(Release, Name).
-	Components []Component
+	// Workloads are what the instance runs, the primary workload first, then each component: one
+	// model, judged by the same rules. The primary's objects are named Release and it needs a
+	// Deployment, a Service and a NetworkPolicy; a component's are named
+	// identity.ComponentObject(Release, Name) and it needs a Deployment and a NetworkPolicy, its
+	// Service being optional (a bot nothing connects to has none).
+	Workloads []Workload
 	// AnyComponent accepts the objects of components of any name: a stored release record, judged
 	// by CheckIdentity for whose its objects are, whatever components its template has now.
 	AnyComponent bool
@@ -103,22 +97,37 @@ type SharedPeer struct {
 	Selector  map[string]string
 }
 
-// Component is a workload of an instance beside its primary one.
-type Component struct {
-	// Name is the component's name, which ends its objects' names.
+// Workload is one pod template of an instance with the objects around it: the primary workload
+// or a component.
+type Workload struct {
+	// Name is the component's name, which ends its objects' names; "" for the primary workload,
+	// whose objects are named after the release.
 	Name string
-	// Labels are the identity labels of its objects and pod template, as Instance.Labels are the
-	// primary component's.
+	// Labels are the identity labels of its objects and pod template: every key with exactly
+	// this value.
 	Labels map[string]string
-	// Selector is the exact selector of its Deployment, Service and NetworkPolicy.
+	// Selector is the exact selector of its Deployment, its Service and its NetworkPolicy's
+	// podSelector, so none of them reaches another workload's or instance's pods.
 	Selector map[string]string
-	// Security is exactly what its pod runs with; nil holds it to the restricted standard.
+	// Security is exactly what its pod runs with, from its template within the operator's flags:
+	// its Pod Security level, pod and container securityContexts and runtime class. nil holds the
+	// pod to the restricted standard without naming the exact settings.
 	Security *security.Context
 	// Exposed lets its Service be of another type than ClusterIP, its NetworkPolicy admit the
-	// outside as the primary component's does, and an Ingress or a route lead to it.
+	// outside, and an Ingress or a route lead to it. The primary workload is always exposed.
 	Exposed bool
-	// Host is its own host, the only one its Ingress or route may name.
+	// Host is its own host, the only one its Ingress or route may name; "" means any host under
+	// the domain that HostTaken does not report.
 	Host string
+}
+
+// Primary is the instance's primary workload, the first of Workloads; the zero Workload when
+// there is none, which the gate refuses to judge by.
+func (in Instance) Primary() Workload {
+	if len(in.Workloads) == 0 {
+		return Workload{}
+	}
+	return in.Workloads[0]
 }
 
 // Limits are the organiser's ceilings and allowances.
@@ -231,7 +240,9 @@ const (
 // Check parses manifest (multi-document YAML as Helm renders it, with "---" separators and
 // "# Source:" comments, empty documents allowed) and returns a *Violation for the first broken rule,
 // in document order and then the required objects, or nil. An Instance the gate cannot judge by
-// (no release, namespace, labels or selector) is a plain error: the release is refused all the same.
+// (no release, namespace or labels, no workload, a workload without labels or a selector, a
+// primary workload with a name or a component without one) is a plain error: the release is
+// refused all the same.
 func Check(manifest []byte, in Instance) error {
 	c, objs, err := prepare(manifest, in)
 	if err != nil {
@@ -320,18 +331,22 @@ func mustPrefixes(cidrs ...string) []netip.Prefix {
 // checker judges the objects of one release and remembers which it has seen.
 type checker struct {
 	in Instance
-	// part is the component the object being judged belongs to.
+	// part is the part the object being judged belongs to.
 	part      *part
 	domain    string
 	dnsNS     string
 	forbidden []netip.Prefix
 	allowed   []netip.Prefix
 	seen      map[string]bool
-	primary   *part
-	parts     map[string]*part
+	// own is the part of the objects that belong to no workload: the instance's own.
+	own *part
+	// workloads are the parts of Instance.Workloads, in order: the primary one first.
+	workloads []*part
+	// byName finds a workload's part by its objects' name.
+	byName map[string]*part
 }
 
-// part is what the objects of one component must be: the primary one's or another's.
+// part is what the objects of one workload, or those of the instance that belong to none, must be.
 type part struct {
 	component string // "" for the primary one
 	name      string // its objects' name
@@ -355,8 +370,8 @@ func (p *part) level() psaapi.Level { return psaapi.Level(p.profile()) }
 
 // newChecker prepares the instance's settings once for every object.
 func newChecker(in Instance) (*checker, error) {
-	if in.Release == "" || in.Namespace == "" || len(in.Labels) == 0 || len(in.Selector) == 0 {
-		return nil, errors.New("policy: the instance needs a release, a namespace, identity labels and a selector")
+	if in.Release == "" || in.Namespace == "" || len(in.Labels) == 0 || len(in.Workloads) == 0 {
+		return nil, errors.New("policy: the instance needs a release, a namespace, identity labels and a workload")
 	}
 	if in.OwnNamespace && (len(in.Quota) == 0 || len(in.LimitRange) == 0) {
 		return nil, errors.New("policy: an instance with a namespace of its own needs its quota and limit range")
@@ -369,15 +384,14 @@ func newChecker(in Instance) (*checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: allowed CIDRs: %w", err)
 	}
-	c := &checker{in: in, forbidden: forbidden, allowed: allowed, seen: map[string]bool{}, parts: map[string]*part{}}
-	c.primary = &part{name: in.Release, exposed: true, host: in.Host, labels: in.Labels, selector: in.Selector, security: in.Security}
-	for _, comp := range in.Components {
-		if len(comp.Labels) == 0 || len(comp.Selector) == 0 {
-			return nil, fmt.Errorf("policy: component %q needs identity labels and a selector", comp.Name)
-		}
-		name := identity.ComponentObject(in.Release, comp.Name)
-		c.parts[name] = &part{component: comp.Name, name: name, exposed: comp.Exposed, host: comp.Host, labels: comp.Labels, selector: comp.Selector,
-			security: comp.Security}
+	workloads, err := workloadParts(in)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{in: in, forbidden: forbidden, allowed: allowed, seen: map[string]bool{}, workloads: workloads, byName: map[string]*part{}}
+	c.own = &part{name: in.Release, labels: in.Labels}
+	for _, p := range workloads {
+		c.byName[p.name] = p
 	}
 	c.domain = strings.ToLower(strings.TrimSuffix(in.Limits.IngressDomain, "."))
 	c.dnsNS = in.Limits.DNSNamespace
@@ -385,6 +399,28 @@ func newChecker(in Instance) (*checker, error) {
 		c.dnsNS = "kube-system"
 	}
 	return c, nil
+}
+
+// workloadParts are the parts of in's workloads, in order: the primary one's objects named
+// after the release, each component's after the release and its name.
+func workloadParts(in Instance) ([]*part, error) {
+	parts := make([]*part, 0, len(in.Workloads))
+	for i, w := range in.Workloads {
+		if len(w.Labels) == 0 || len(w.Selector) == 0 {
+			return nil, fmt.Errorf("policy: workload %q needs identity labels and a selector", w.Name)
+		}
+		// The name rule tells the primary workload, named after the release, by its empty name.
+		if (i == 0) != (w.Name == "") {
+			return nil, fmt.Errorf("policy: workload %d is named %q: the first, and only it, is the primary one, named \"\"", i, w.Name)
+		}
+		name := in.Release
+		if i > 0 {
+			name = identity.ComponentObject(in.Release, w.Name)
+		}
+		parts = append(parts, &part{component: w.Name, name: name, exposed: w.Exposed, host: w.Host, labels: w.Labels,
+			selector: w.Selector, security: w.Security})
+	}
+	return parts, nil
 }
 
 // object applies every rule to one object, the generic ones first.
@@ -406,17 +442,20 @@ func (c *checker) scope(o *object) error {
 	return nil
 }
 
-// partOf is the component o belongs to: the one its name ends with, for the kinds each component
-// has, or the primary one.
+// partOf is the part o belongs to: for the kinds each workload has, the workload its name names,
+// else the primary one (whose name the name rule then requires); for the others, the instance's.
 func (c *checker) partOf(o *object) *part {
 	if !o.spec.perComponent {
-		return c.primary
+		return c.own
 	}
-	if p, ok := c.parts[o.obj.GetName()]; ok {
+	if p, ok := c.byName[o.obj.GetName()]; ok {
 		return p
 	}
-	return c.primary
+	return c.primary()
 }
+
+// primary is the primary workload's part.
+func (c *checker) primary() *part { return c.workloads[0] }
 
 // anyComponentName matches the names a stored record's component objects may have.
 var anyComponentName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,6}[a-z0-9])?$`)
@@ -424,7 +463,7 @@ var anyComponentName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,6}[a-z0-9])?$`)
 // name requires every object's fixed name, so the release cannot touch another instance's objects.
 func (c *checker) name(o *object) error {
 	rule, want := ruleName, c.in.Release
-	if c.part != c.primary {
+	if c.part.component != "" {
 		want = o.obj.GetName() // one of its components' (partOf)
 	} else if component, ok := strings.CutPrefix(o.obj.GetName(), c.in.Release+"--"); ok && o.spec.perComponent && c.in.AnyComponent && anyComponentName.MatchString(component) {
 		want = o.obj.GetName()
@@ -506,29 +545,31 @@ func (c *checker) spec(o *object) error {
 // required demands the objects the instance needs: a hook annotation would otherwise hide them
 // from the post-renderer, and an instance without its NetworkPolicy would be open.
 func (c *checker) required() error {
-	need := []string{"Deployment", "Service", "ServiceAccount", "NetworkPolicy"}
-	if c.in.OwnNamespace {
-		need = append(need, "ResourceQuota", "LimitRange")
-		if !c.seen["Namespace/"+c.in.Namespace] {
-			return &Violation{Rule: ruleRequired, Object: "Namespace " + c.in.Namespace, Detail: "not rendered"}
-		}
+	if c.in.OwnNamespace && !c.seen["Namespace/"+c.in.Namespace] {
+		return &Violation{Rule: ruleRequired, Object: "Namespace " + c.in.Namespace, Detail: "not rendered"}
 	}
-	for _, kind := range need {
-		if !c.seen[kind+"/"+c.in.Release] {
-			obj := fmt.Sprintf("%s %s/%s", kind, c.in.Namespace, c.in.Release)
-			return &Violation{Rule: ruleRequired, Object: obj, Detail: "not rendered"}
-		}
-	}
-	// Each component has its workload and the NetworkPolicy that isolates it; its Service is
-	// optional (a bot nothing connects to has none).
-	for _, comp := range c.in.Components {
-		name := identity.ComponentObject(c.in.Release, comp.Name)
-		for _, kind := range []string{"Deployment", "NetworkPolicy"} {
-			if !c.seen[kind+"/"+name] {
-				obj := fmt.Sprintf("%s %s/%s", kind, c.in.Namespace, name)
+	for _, p := range c.workloads {
+		for _, kind := range c.requiredOf(p) {
+			if !c.seen[kind+"/"+p.name] {
+				obj := fmt.Sprintf("%s %s/%s", kind, c.in.Namespace, p.name)
 				return &Violation{Rule: ruleRequired, Object: obj, Detail: "not rendered"}
 			}
 		}
 	}
 	return nil
+}
+
+// requiredOf are the kinds rendered under p's name that the instance needs. Every workload has
+// its Deployment and the NetworkPolicy that isolates it; a component's Service is optional (a
+// bot nothing connects to has none). The instance's own objects share the primary workload's
+// name, so they are required with it.
+func (c *checker) requiredOf(p *part) []string {
+	if p.component != "" {
+		return []string{"Deployment", "NetworkPolicy"}
+	}
+	need := []string{"Deployment", "Service", "ServiceAccount", "NetworkPolicy"}
+	if c.in.OwnNamespace {
+		need = append(need, "ResourceQuota", "LimitRange")
+	}
+	return need
 }

@@ -104,9 +104,18 @@ func TestPostRenderer(t *testing.T) {
 func TestInstanceTheGateCannotJudgeBy(t *testing.T) {
 	manifest := newFixture(false, false).render()
 	for name, broken := range map[string]func(*Instance){
-		"no release":                func(in *Instance) { in.Release = "" },
-		"no namespace":              func(in *Instance) { in.Namespace = "" },
-		"no selector":               func(in *Instance) { in.Selector = nil },
+		"no release":               func(in *Instance) { in.Release = "" },
+		"no namespace":             func(in *Instance) { in.Namespace = "" },
+		"no workload":              func(in *Instance) { in.Workloads = nil },
+		"no selector":              func(in *Instance) { in.Workloads[0].Selector = nil },
+		"a primary without labels": func(in *Instance) { in.Workloads[0].Labels = nil },
+		"a primary with a name":    func(in *Instance) { in.Workloads[0].Name = "web" },
+		"a component without a selector": func(in *Instance) {
+			in.Workloads = append(in.Workloads, Workload{Name: "redis", Labels: testLabels()})
+		},
+		"a component without a name": func(in *Instance) {
+			in.Workloads = append(in.Workloads, Workload{Labels: testLabels(), Selector: testSelector()})
+		},
 		"no identity labels":        func(in *Instance) { in.Labels = nil },
 		"an invalid internal range": func(in *Instance) { in.Limits.InternalCIDRs = append(in.Limits.InternalCIDRs, netip.Prefix{}) },
 		"an invalid allowed range":  func(in *Instance) { in.Limits.AllowedCIDRs = []netip.Prefix{{}} },

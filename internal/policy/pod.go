@@ -78,9 +78,8 @@ func (c *checker) level() psaapi.Level { return c.part.level() }
 
 // widestLevel is the level a namespace holding every pod of the instance must allow.
 func (c *checker) widestLevel() psaapi.Level {
-	profiles := make([]ctfv1alpha1.SecurityProfile, 0, 1+len(c.parts))
-	profiles = append(profiles, c.primary.profile())
-	for _, p := range c.parts {
+	profiles := make([]ctfv1alpha1.SecurityProfile, 0, len(c.workloads))
+	for _, p := range c.workloads {
 		profiles = append(profiles, p.profile())
 	}
 	return psaapi.Level(security.Widest(profiles...))

@@ -16,7 +16,7 @@ import (
 func granted(sec *ctfv1alpha1.Security) func(*fixture) {
 	return func(fx *fixture) {
 		ctx := security.For(sec, false)
-		fx.in.Security = &ctx
+		fx.in.Workloads[0].Security = &ctx
 		fx.pod().SecurityContext = ctx.Pod.DeepCopy()
 		fx.pod().RuntimeClassName = ctx.RuntimeClassName
 		fx.pod().NodeSelector, fx.pod().Tolerations = ctx.NodeSelector, ctx.Tolerations

@@ -21,25 +21,22 @@ func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 	if err != nil {
 		return policy.Instance{}, err
 	}
-	podSecurity := security.ForTemplate(tmpl)
 	in := policy.Instance{
-		Security:         &podSecurity,
 		Release:          c.Name,
 		Namespace:        c.Namespace,
 		OwnNamespace:     settings.NamespacePerInstance,
 		Labels:           identity.Labels(c, tmpl),
-		Selector:         identity.Selector(c),
+		Workloads:        expectedWorkloads(c, tmpl, limits.IngressDomain),
 		Limits:           limits,
 		Keys:             settings.Keys,
-		Host:             identity.Host(c, limits.IngressDomain),
 		OwnerAnnotations: OwnerAnnotations(c),
 	}
+	components := len(in.Workloads) - 1 // beside the primary workload
 	if tmpl != nil {
-		in.Components = expectedComponents(c, tmpl, limits.IngressDomain)
 		if claimant != "" {
 			claimedIdentity(&in, c, claimant)
 		}
-		if len(in.Components) > 0 {
+		if components > 0 {
 			in.InstancePods = identity.InstancePods(c)
 		}
 		for _, s := range shared {
@@ -51,7 +48,7 @@ func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 	}
 	if settings.NamespacePerInstance {
 		in.Namespace = identity.Namespace(c)
-		if in.Quota, in.LimitRange, err = NamespaceBounds(len(in.Components)); err != nil {
+		if in.Quota, in.LimitRange, err = NamespaceBounds(components); err != nil {
 			return policy.Instance{}, err
 		}
 	}
@@ -64,18 +61,25 @@ func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 func claimedIdentity(in *policy.Instance, c *ctfv1alpha1.Challenge, team string) {
 	in.PodParticipant = c.Spec.Participant
 	in.Labels[ctfv1alpha1.ParticipantLabel] = team
-	for i := range in.Components {
-		in.Components[i].Labels[ctfv1alpha1.ParticipantLabel] = team
+	for i := range in.Workloads {
+		in.Workloads[i].Labels[ctfv1alpha1.ParticipantLabel] = team
 	}
 }
 
-// expectedComponents says what each of tmpl's components in c may be.
-func expectedComponents(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, domain string) []policy.Component {
-	out := make([]policy.Component, 0, len(tmpl.Spec.Components))
+// expectedWorkloads says what each workload of c, an instance of tmpl (nil
+// without a template), may be: its primary workload first, always exposed,
+// then each of tmpl's components.
+func expectedWorkloads(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, domain string) []policy.Workload {
+	podSecurity := security.ForTemplate(tmpl)
+	out := []policy.Workload{{Labels: identity.Labels(c, tmpl), Selector: identity.Selector(c), Security: &podSecurity,
+		Exposed: true, Host: identity.Host(c, domain)}}
+	if tmpl == nil {
+		return out
+	}
 	for i := range tmpl.Spec.Components {
 		comp := &tmpl.Spec.Components[i]
 		sec := security.ForComponent(comp)
-		out = append(out, policy.Component{Name: comp.Name, Labels: identity.ComponentLabels(c, tmpl, comp.Name),
+		out = append(out, policy.Workload{Name: comp.Name, Labels: identity.ComponentLabels(c, tmpl, comp.Name),
 			Selector: identity.ComponentSelector(c, comp.Name), Security: &sec, Exposed: Exposed(comp), Host: identity.ComponentHost(c, comp.Name, domain)})
 	}
 	return out
