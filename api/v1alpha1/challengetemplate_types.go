@@ -49,6 +49,13 @@ type FlagSpec struct {
 	// +optional
 	Dynamic *DynamicFlag `json:"dynamic,omitempty"`
 
+	// FlagDelivery is how the primary workload's container receives it.
+	FlagDelivery `json:",inline"`
+}
+
+// FlagDelivery says how a container receives the instance's flag: as a
+// file (by default, at /flag/flag.txt) or in an environment variable.
+type FlagDelivery struct {
 	// Mount is File (default) or Env.
 	// +kubebuilder:default=File
 	// +optional
@@ -165,6 +172,10 @@ type ServiceRef struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.egress) || self.egress.all(e, self.egress.exists_one(f, f.name == e.name))",message="spec.egress names must be unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.instancer) || !self.instancer.startable || (has(self.lifetime) && (has(self.lifetime.default) || has(self.lifetime.max)))",message="spec.lifetime.default or spec.lifetime.max is required when spec.instancer.startable is true: instances teams start must expire"
 // +kubebuilder:validation:XValidation:rule="!has(self.probes) || ((!has(self.probes.readiness) || ((!has(self.probes.readiness.http) || self.ports.exists(q, q.name == self.probes.readiness.http.port)) && (!has(self.probes.readiness.tcp) || self.ports.exists(q, q.name == self.probes.readiness.tcp.port)))) && (!has(self.probes.startup) || ((!has(self.probes.startup.http) || self.ports.exists(q, q.name == self.probes.startup.http.port)) && (!has(self.probes.startup.tcp) || self.ports.exists(q, q.name == self.probes.startup.tcp.port)))) && (!has(self.probes.liveness) || ((!has(self.probes.liveness.http) || self.ports.exists(q, q.name == self.probes.liveness.http.port)) && (!has(self.probes.liveness.tcp) || self.ports.exists(q, q.name == self.probes.liveness.tcp.port)))))",message="a probe's port must name one of spec.ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.sidecars) || self.sidecars.all(s, !has(s.ports) || s.ports.all(p, !self.ports.exists(q, q.name == p.name || (q.port == p.port && q.protocol == p.protocol))))",message="a sidecar's ports must differ in name and number from spec.ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.bareNames) || !has(self.components) || self.components.all(c, c.name != self.bareNames.primary)",message="bareNames.primary must differ from every component's name"
+// +kubebuilder:validation:XValidation:rule="has(self.flag) || ((!has(self.sidecars) || self.sidecars.all(s, !has(s.flag))) && (!has(self.components) || self.components.all(c, !has(c.flag) && (!has(c.sidecars) || c.sidecars.all(s, !has(s.flag))))))",message="a component's or sidecar's flag delivers the template's flag: set spec.flag"
+// +kubebuilder:validation:XValidation:rule="!has(self.memoryTmp) || !self.memoryTmp || !has(self.keepImageTmp) || !self.keepImageTmp",message="memoryTmp needs the operator's /tmp: not with keepImageTmp"
 // +kubebuilder:validation:XValidation:rule="!has(self.pool) || !has(self.flag) || !has(self.flag.dynamic)",message="spec.pool cannot be used with flag.dynamic: a pooled instance starts before its team is known, and a flag reaches a container only when it starts; use a static flag, or no pool"
 type ChallengeTemplateSpec struct {
 	// Image is the challenge container image.
@@ -213,6 +224,18 @@ type ChallengeTemplateSpec struct {
 	// +listMapKey=name
 	// +optional
 	Components []Component `json:"components,omitempty"`
+
+	// Sidecars are more containers in the primary workload's pod, sharing
+	// its network (localhost) and its security.
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:XValidation:rule="self.all(s, self.exists_one(t, t.name == s.name))",message="sidecar names must be unique"
+	// +optional
+	Sidecars []Sidecar `json:"sidecars,omitempty"`
+
+	// BareNames lets the instance's workloads reach each other by bare name
+	// ("db", "redis"), from its own pods only, besides <NAME>_HOST.
+	// +optional
+	BareNames *BareNames `json:"bareNames,omitempty"`
 
 	// Policy bounds what instances may use and how they may be reached.
 	// +optional

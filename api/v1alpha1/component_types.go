@@ -12,6 +12,9 @@ package v1alpha1
 // +kubebuilder:validation:XValidation:rule="!has(self.expose) || !has(self.expose.type) || self.expose.type == 'ClusterIP' || (has(self.ports) && size(self.ports) > 0)",message="an exposed component needs a port"
 // +kubebuilder:validation:XValidation:rule="!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.port == p.port && q.protocol == p.protocol))",message="a component must not repeat a port and protocol"
 // +kubebuilder:validation:XValidation:rule="!has(self.probes) || ((!has(self.probes.readiness) || ((!has(self.probes.readiness.http) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.readiness.http.port))) && (!has(self.probes.readiness.tcp) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.readiness.tcp.port))))) && (!has(self.probes.startup) || ((!has(self.probes.startup.http) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.startup.http.port))) && (!has(self.probes.startup.tcp) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.startup.tcp.port))))) && (!has(self.probes.liveness) || ((!has(self.probes.liveness.http) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.liveness.http.port))) && (!has(self.probes.liveness.tcp) || (has(self.ports) && self.ports.exists(q, q.name == self.probes.liveness.tcp.port))))))",message="a probe's port must name one of the component's ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.sidecars) || self.sidecars.all(s, s.name != self.name)",message="a sidecar must not be named as its component's container"
+// +kubebuilder:validation:XValidation:rule="!has(self.sidecars) || self.sidecars.all(s, !has(s.ports) || s.ports.all(p, !has(self.ports) || !self.ports.exists(q, q.name == p.name || (q.port == p.port && q.protocol == p.protocol))))",message="a sidecar's ports must differ in name and number from its component's"
+// +kubebuilder:validation:XValidation:rule="!has(self.memoryTmp) || !self.memoryTmp || !has(self.keepImageTmp) || !self.keepImageTmp",message="memoryTmp needs the operator's /tmp: not with keepImageTmp"
 type Component struct {
 	// Name of the component: a DNS label of at most 8 characters (so that
 	// "challenge", the primary component's, is never one), not "primary".
@@ -27,6 +30,15 @@ type Component struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$`
 	Image string `json:"image"`
+
+	// Replicas of the component's pod, 1 when unset, at most the template's
+	// policy.maxReplicas (or the operator's --max-replicas): a stateless
+	// worker pool. With bareNames, its name answers with every replica's
+	// address.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Ports the component listens on, for the instance's other components
 	// only; none for a component nothing connects to (a bot).
@@ -74,6 +86,119 @@ type Component struct {
 	// primary component: an admin bot fetching a team's page.
 	// +optional
 	InternetEgress bool `json:"internetEgress,omitempty"`
+
+	// SecretEnv are environment variables of the component's container
+	// whose values are organiser Secrets' keys, from the namespaces flags
+	// may come from, as the template's secretEnv are the primary's: a
+	// database password, an API key.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(e, self.exists_one(f, f.name == e.name))",message="secretEnv names must be unique"
+	// +optional
+	SecretEnv []SecretEnvVar `json:"secretEnv,omitempty"`
+
+	// Flag delivers the instance's flag (the template's flag) to the
+	// component's container too, as a file or in a variable: a flag service
+	// beside the application. Needs the template's flag.
+	// +kubebuilder:validation:XValidation:rule="self.mount != 'Env' || has(self.envName)",message="flag.envName is required when flag.mount is Env"
+	// +optional
+	Flag *FlagDelivery `json:"flag,omitempty"`
+
+	// Sidecars are more containers in the component's pod, sharing its
+	// network (localhost) and its security.
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:XValidation:rule="self.all(s, self.exists_one(t, t.name == s.name))",message="sidecar names must be unique"
+	// +optional
+	Sidecars []Sidecar `json:"sidecars,omitempty"`
+}
+
+// Sidecar is one more container in a workload's pod (the primary's or a
+// component's), sharing its network, so that the two talk over localhost
+// (a proxy in front of an application, a bot beside a web server), and its
+// lifetime. It runs with its workload's securityContext and counts against
+// the template's resource policy like any container.
+// +kubebuilder:validation:XValidation:rule="!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",message="a sidecar's port names must be unique"
+type Sidecar struct {
+	// Name of the container: a DNS label of at most 15 characters, unique in
+	// its pod, never "challenge" (the primary's container).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'challenge'",message="challenge names the primary workload's container"
+	Name string `json:"name"`
+
+	// Image of the sidecar's container.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$`
+	Image string `json:"image"`
+
+	// Ports the sidecar listens on, reached as its workload's own (its
+	// Service's): a proxy's public port in front of the application's
+	// localhost one. Names and ports are unique across the pod.
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Ports []ChallengePort `json:"ports,omitempty"`
+
+	// Env is the sidecar's environment, after the operator's variables.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Env []EnvVar `json:"env,omitempty"`
+
+	// SecretEnv are variables from the organiser's Secrets, as a
+	// component's.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(e, self.exists_one(f, f.name == e.name))",message="secretEnv names must be unique"
+	// +optional
+	SecretEnv []SecretEnvVar `json:"secretEnv,omitempty"`
+
+	// Flag delivers the instance's flag to the sidecar, as a component's.
+	// +kubebuilder:validation:XValidation:rule="self.mount != 'Env' || has(self.envName)",message="flag.envName is required when flag.mount is Env"
+	// +optional
+	Flag *FlagDelivery `json:"flag,omitempty"`
+
+	// Resources of the sidecar's container, within the template's policy.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
+
+	// Container is the sidecar's command line, probes, files and writable
+	// directories. Its probes name its own ports.
+	Container `json:",inline"`
+}
+
+// SecretFile is one key of an organiser's Secret mounted into a container
+// as a file: a TLS key, a service account's credentials, a config with a
+// password in it. The operator copies the value into the instance's own
+// Secret, as it does secretEnv, from the namespaces flags may come from.
+type SecretFile struct {
+	// Path of the file in the container: absolute, without . or ..
+	// segments, not under /tmp.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^(/[A-Za-z0-9_@+][-A-Za-z0-9_.@+]*)+$`
+	// +kubebuilder:validation:XValidation:rule="self != '/tmp' && !self.startsWith('/tmp/')",message="a secret file must not be in /tmp, where the writable emptyDir is mounted"
+	Path string `json:"path"`
+	// Secret is the organiser's Secret and key holding the content: UTF-8
+	// text, at most 64 KiB.
+	Secret SecretKeyRef `json:"secret"`
+	// Mode of the file, 0444 (292) when unset; it belongs to root, and a
+	// mode without the group's read bit keeps it root's alone, as the
+	// flag's fileMode does.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=511
+	// +optional
+	Mode *int32 `json:"mode,omitempty"`
+}
+
+// BareNames lets the workloads of an instance reach each other by their
+// bare names, as compose services do ("db", "redis", "flag:8081"): every
+// component answers to its name, the primary to Primary, from the
+// instance's own pods only.
+type BareNames struct {
+	// Primary is the primary workload's bare name: the compose service the
+	// template was made from ("web", "app").
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Primary string `json:"primary"`
 }
 
 // Container is a container's command line, probes, files and writable
@@ -124,4 +249,16 @@ type Container struct {
 	// scratch directory over it.
 	// +optional
 	KeepImageTmp bool `json:"keepImageTmp,omitempty"`
+
+	// MemoryTmp backs the writable /tmp with memory (tmpfs), counted
+	// against the container's memory limit: for a challenge that writes
+	// many small files, or must not leave them on the node's disk.
+	// +optional
+	MemoryTmp bool `json:"memoryTmp,omitempty"`
+
+	// SecretFiles are the organiser's Secrets' keys mounted as files.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(f, self.exists_one(g, g.path == f.path))",message="secret file paths must be unique"
+	// +optional
+	SecretFiles []SecretFile `json:"secretFiles,omitempty"`
 }

@@ -31,8 +31,10 @@ func TestChartPassesTheGate(t *testing.T) {
 			Image:  "registry.example/web:1",
 			Ports:  []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
 			Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress},
-			Flag: &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: "ctf", Name: "flags", Key: "web"},
-				Mount: ctfv1alpha1.FlagMountFile, Path: "/flag/flag.txt"},
+			Flag: &ctfv1alpha1.FlagSpec{
+				Static:       &ctfv1alpha1.SecretKeyRef{Namespace: "ctf", Name: "flags", Key: "web"},
+				FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag/flag.txt"},
+			},
 			Egress: []ctfv1alpha1.EgressRule{{Name: "checker", CIDR: "203.0.113.0/24"}},
 			Policy: &ctfv1alpha1.InstancePolicy{InternetEgress: true},
 		},

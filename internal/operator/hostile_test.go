@@ -345,7 +345,7 @@ func hostileTemplates() []struct {
 } {
 	flagAt := func(path string) func(*ctfv1alpha1.ChallengeTemplate) {
 		return func(t *ctfv1alpha1.ChallengeTemplate) {
-			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: organiserSecret(), Path: path}
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: organiserSecret(), FlagDelivery: ctfv1alpha1.FlagDelivery{Path: path}}
 		}
 	}
 	lifetime := func(def, maxLifetime string) func(*ctfv1alpha1.ChallengeTemplate) {
@@ -515,6 +515,67 @@ func hostileTemplates() []struct {
 		{"policy ceiling that does not parse", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Policy = &ctfv1alpha1.InstancePolicy{MaxMemory: q("1e99999999999")}
 		}, "spec.policy.maxMemory"},
+		{"a sidecar named as the primary's container", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Sidecars = []ctfv1alpha1.Sidecar{{Name: "challenge", Image: "a.example/proxy:1"}}
+		}, "challenge names the primary workload's container"},
+		{"two sidecars of one name", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Sidecars = []ctfv1alpha1.Sidecar{{Name: "proxy", Image: "a.example/proxy:1"}, {Name: "proxy", Image: "a.example/proxy:2"}}
+		}, "sidecar names must be unique"},
+		{"four sidecars", func(t *ctfv1alpha1.ChallengeTemplate) {
+			for i := range 4 {
+				t.Spec.Sidecars = append(t.Spec.Sidecars, ctfv1alpha1.Sidecar{Name: fmt.Sprintf("s%d", i), Image: "a.example/s:1"})
+			}
+		}, "spec.sidecars"},
+		{"a sidecar on the primary's port", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Sidecars = []ctfv1alpha1.Sidecar{{Name: "proxy", Image: "a.example/proxy:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "web", Port: 1337, Protocol: ctfv1alpha1.ProtocolTCP}}}}
+		}, "a sidecar's ports must differ in name and number from spec.ports"},
+		{"a sidecar image injection", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Sidecars = []ctfv1alpha1.Sidecar{{Name: "proxy", Image: "nginx" + injection}}
+		}, "spec.sidecars[0].image"},
+		{"a component's sidecar named as the component", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "a.example/db:1", Sidecars: []ctfv1alpha1.Sidecar{{Name: "db", Image: "a.example/x:1"}}}}
+		}, "a sidecar must not be named as its component's container"},
+		{"a component's sidecar on the component's port", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "a.example/db:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "pg", Port: 5432}},
+				Sidecars: []ctfv1alpha1.Sidecar{{Name: "exporter", Image: "a.example/x:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "pg", Port: 9187}}}}}}
+		}, "a sidecar's ports must differ in name and number from its component's"},
+		{"a bare name taken by a component", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.BareNames = &ctfv1alpha1.BareNames{Primary: "db"}
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "a.example/db:1"}}
+		}, "bareNames.primary must differ from every component's name"},
+		{"a bare name that is no DNS label", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.BareNames = &ctfv1alpha1.BareNames{Primary: "web.evil.example"}
+		}, "spec.bareNames.primary"},
+		{"a component's flag without the template's", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "flag", Image: "a.example/flag:1", Flag: &ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile}}}
+		}, "a component's or sidecar's flag delivers the template's flag"},
+		{"a component's flag in a variable with no name", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: organiserSecret()}
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "flag", Image: "a.example/flag:1", Flag: &ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv}}}
+		}, "flag.envName is required when flag.mount is Env"},
+		{"a component's flag path climbing", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: organiserSecret()}
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "flag", Image: "a.example/flag:1", Flag: &ctfv1alpha1.FlagDelivery{Path: "/flag/../etc/shadow"}}}
+		}, "spec.components[0].flag.path"},
+		{"a component's secretEnv named twice", func(t *ctfv1alpha1.ChallengeTemplate) {
+			ref := ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "db", Key: "password"}
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "a.example/db:1", SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "PW", Secret: ref}, {Name: "PW", Secret: ref}}}}
+		}, "secretEnv names must be unique"},
+		{"a secret file in /tmp", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.SecretFiles = []ctfv1alpha1.SecretFile{{Path: "/tmp/key.pem", Secret: ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "tls", Key: "key"}}}
+		}, "a secret file must not be in /tmp"},
+		{"a secret file climbing out", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.SecretFiles = []ctfv1alpha1.SecretFile{{Path: "/etc/../../proc/self/environ", Secret: ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "tls", Key: "key"}}}
+		}, "spec.secretFiles[0].path"},
+		{"a secret file's key injection", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.SecretFiles = []ctfv1alpha1.SecretFile{{Path: "/etc/key.pem", Secret: ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "tls", Key: "key\n"}}}
+		}, "spec.secretFiles[0].secret.key"},
+		{"memory /tmp over the image's own", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.MemoryTmp, t.Spec.KeepImageTmp = true, true
+		}, "memoryTmp needs the operator's /tmp"},
+		{"a component of eleven replicas", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "worker", Image: "a.example/w:1", Replicas: ptr.To[int32](11)}}
+		}, "spec.components[0].replicas"},
 	}
 }
 

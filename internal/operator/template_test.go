@@ -207,8 +207,8 @@ func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
 	})
 	newTemplate(t, "tpl-flag-env", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flag = &ctfv1alpha1.FlagSpec{
-			Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: organiser, Name: "flag-key", Key: "key"}, Format: "CTF{%s}", Length: 24},
-			Mount:   ctfv1alpha1.FlagMountEnv, EnvName: "FLAG",
+			Dynamic:      &ctfv1alpha1.DynamicFlag{SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: organiser, Name: "flag-key", Key: "key"}, Format: "CTF{%s}", Length: 24},
+			FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"},
 		}
 	})
 

@@ -110,13 +110,13 @@ func TestContexts(t *testing.T) {
 func TestPrivateFlag(t *testing.T) {
 	g := NewWithT(t)
 	file := func(mode *int32) *ctfv1alpha1.FlagSpec {
-		return &ctfv1alpha1.FlagSpec{Mount: ctfv1alpha1.FlagMountFile, FileMode: mode}
+		return &ctfv1alpha1.FlagSpec{FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, FileMode: mode}}
 	}
 	g.Expect(PrivateFlag(nil)).To(BeFalse())
 	g.Expect(PrivateFlag(file(nil))).To(BeFalse(), "0444 by default")
 	g.Expect(PrivateFlag(file(ptr.To[int32](0o440)))).To(BeFalse())
 	g.Expect(PrivateFlag(file(ptr.To[int32](0o400)))).To(BeTrue())
-	g.Expect(PrivateFlag(&ctfv1alpha1.FlagSpec{Mount: ctfv1alpha1.FlagMountEnv, FileMode: ptr.To[int32](0o400)})).To(BeFalse())
+	g.Expect(PrivateFlag(&ctfv1alpha1.FlagSpec{FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, FileMode: ptr.To[int32](0o400)}})).To(BeFalse())
 }
 
 func TestParseProfile(t *testing.T) {

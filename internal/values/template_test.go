@@ -41,7 +41,7 @@ func TestComposePrecedenceWithTemplate(t *testing.T) {
 	tmpl := template(func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Values = raw(`{"replicas": 2, "podAnnotations": {"a": "template", "b": "template"}, "image": "values:1"}`)
 		s.OverridableValues = []ctfv1alpha1.ValuePath{"podAnnotations.b", "env"}
-		s.Flag = &ctfv1alpha1.FlagSpec{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag"}
+		s.Flag = &ctfv1alpha1.FlagSpec{FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag"}}
 		s.Egress = []ctfv1alpha1.EgressRule{{Name: "api", CIDR: "198.51.100.0/24"}}
 	})
 	c := instance(func(s *ctfv1alpha1.ChallengeSpec) {

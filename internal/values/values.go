@@ -306,6 +306,9 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 		if err := settings.Security.CheckTemplate(tmpl); err != nil {
 			return nil, err
 		}
+		if err := checkBuilt(tmpl); err != nil {
+			return nil, err
+		}
 		if vals, err = toMap(tmpl.Spec.Values); err != nil {
 			return nil, fmt.Errorf("ChallengeTemplate %s: %w", tmpl.Name, err)
 		}

@@ -252,9 +252,11 @@ var shapes = []shape{
 			s.Ports = port("nc", 1337)
 			s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](1000),
 				AllowPrivilegeEscalation: ptr.To(true)}
-			s.Flag = &ctfv1alpha1.FlagSpec{Path: "/root/flag.txt", FileMode: ptr.To[int32](0o400),
+			s.Flag = &ctfv1alpha1.FlagSpec{
 				Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "flag-key", Key: "key"},
-					Format: "CTF{%s}", Length: 24}}
+					Format: "CTF{%s}", Length: 24},
+				FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/root/flag.txt", FileMode: ptr.To[int32](0o400)},
+			}
 		},
 		check: func(g Gomega, pod *corev1.PodSpec) {
 			g.Expect(pod.SecurityContext.RunAsUser).To(Equal(ptr.To[int64](1000)))

@@ -82,7 +82,7 @@ var goldenCases = []goldenCase{
 			Files:   []ctfv1alpha1.File{{Path: "/etc/app/app.conf", Content: "listen 8080\n"}, {Path: "/srv/run.sh", Content: "#!/bin/sh\n", Mode: ptr.To[int32](0o555)}},
 			Scratch: []ctfv1alpha1.ScratchMount{{Path: "/var/cache/app"}, {Path: "/run", SizeLimit: quantity("8Mi"), Memory: true}},
 		},
-		Flag:   &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: organiserKey}, Mount: ctfv1alpha1.FlagMountFile, Path: "/flag.txt", FileMode: ptr.To[int32](0o400)},
+		Flag:   &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: organiserKey}, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag.txt", FileMode: ptr.To[int32](0o400)}},
 		Egress: []ctfv1alpha1.EgressRule{{Name: "api", CIDR: "203.0.113.0/24", Ports: []ctfv1alpha1.ChallengePort{port("https", 443)}}},
 		Policy: &ctfv1alpha1.InstancePolicy{InternetEgress: true, MaxCPU: quantity("2"), MaxMemory: quantity("1Gi")},
 	}, inputs: func(vals map[string]any) {
@@ -91,7 +91,7 @@ var goldenCases = []goldenCase{
 	{name: "flag-env-image-tmp", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/env:1", Ports: []ctfv1alpha1.ChallengePort{port("nc", 9999)},
 		Container: ctfv1alpha1.Container{KeepImageTmp: true},
-		Flag:      &ctfv1alpha1.FlagSpec{Static: &organiserKey, Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG", Path: "/flag/flag.txt"},
+		Flag:      &ctfv1alpha1.FlagSpec{Static: &organiserKey, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG", Path: "/flag/flag.txt"}},
 	}},
 	{name: "low-port-baseline", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/nginx:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 80)},
@@ -132,7 +132,7 @@ var goldenCases = []goldenCase{
 		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
 		Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress},
 		Env:    []ctfv1alpha1.EnvVar{{Name: "DB", Value: "$(DB_HOST):5432"}},
-		Flag:   &ctfv1alpha1.FlagSpec{Static: &organiserKey, Mount: ctfv1alpha1.FlagMountFile, Path: "/flag"},
+		Flag:   &ctfv1alpha1.FlagSpec{Static: &organiserKey, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag"}},
 		Components: []ctfv1alpha1.Component{
 			{Name: "db", Image: "registry.example/ctf/db:1", Ports: []ctfv1alpha1.ChallengePort{port("sql", 5432)},
 				Env: []ctfv1alpha1.EnvVar{{Name: "POSTGRES_DB", Value: "ctf"}}, WritableRootFilesystem: true,

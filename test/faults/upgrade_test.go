@@ -29,7 +29,7 @@ import (
 
 // previousRelease is the operator an upgrade starts from: the last commit
 // before the change that brought this test. Move it forward at each release.
-const previousRelease = "0e60f1c5d4b4bed84cb01adabc4f1032e3b558ee"
+const previousRelease = "83099c4a"
 
 // TestUpgradeIsSeamless upgrades the operator under Running instances, as a
 // rollout on a Saturday night would: the previous release, built from the
