@@ -113,144 +113,174 @@ spec:
       securityContext:
         {{- toYaml $w.security.pod | nindent 8 }}
       containers:
-        - name: {{ include "challenge.containerName" $w }}
-          image: {{ required "every workload needs an image" $w.image | quote }}
-          imagePullPolicy: {{ $root.Values.imagePullPolicy | quote }}
-          {{- with $w.command }}
-          command:
-            {{- toYaml . | nindent 12 }}
-          {{- end }}
-          {{- with $w.args }}
-          args:
-            {{- toYaml . | nindent 12 }}
-          {{- end }}
-          {{- with $w.workingDir }}
-          workingDir: {{ . | quote }}
-          {{- end }}
-          {{- with $w.ports }}
-          ports:
-            {{- range . }}
-            - name: {{ .name | quote }}
-              containerPort: {{ int .port }}
-              protocol: {{ .protocol | default "TCP" | quote }}
-            {{- end }}
-          {{- end }}
-          {{- $flag := dig "flag" dict $w }}
-          {{- $secretEnv := dig "secretEnv" list $w }}
-          {{- $hosts := dig "hosts" list $w }}
-          {{- $flagEnv := and $flag.enabled (eq $flag.mount "Env") }}
-          {{- $hostEnv := include "challenge.hasHost" $root }}
-          {{- if or $hosts $w.env $flagEnv $hostEnv $secretEnv }}
-          env:
-            {{- /* The components' host names first, so that the values' env may use them. */}}
-            {{- range $hosts }}
-            - name: {{ .name | quote }}
-              value: {{ .value | quote }}
-            {{- end }}
-            {{- range $w.env }}
-            - name: {{ .name | quote }}
-              value: {{ .value | default "" | quote }}
-            {{- end }}
-            {{- range $secretEnv }}
-            - name: {{ .name | quote }}
-              valueFrom:
-                secretKeyRef:
-                  name: {{ $flag.secretName | quote }}
-                  key: {{ printf "env.%s" .name | quote }}
-            {{- end }}
-            {{- if $hostEnv }}
-            {{- include "challenge.hostEnv" $root | nindent 12 }}
-            {{- end }}
-            {{- if $flagEnv }}
-            - name: {{ required "flag.envName is required" $flag.envName | quote }}
-              valueFrom:
-                secretKeyRef:
-                  name: {{ $flag.secretName | quote }}
-                  key: flag
-            {{- end }}
-          {{- end }}
-          {{- $defaultReadiness := dig "readinessProbe" dict $w }}
-          {{- $first := dict }}
-          {{- with $w.ports }}{{ $first = first . }}{{ end }}
-          {{- if $w.probes.readiness }}
-          readinessProbe:
-            {{- toYaml $w.probes.readiness | nindent 12 }}
-          {{- else if and $defaultReadiness.enabled $first (eq ($first.protocol | default "TCP") "TCP") }}
-          readinessProbe:
-            tcpSocket:
-              port: {{ $first.name | quote }}
-            periodSeconds: {{ int $defaultReadiness.periodSeconds }}
-          {{- end }}
-          {{- with $w.probes.startup }}
-          startupProbe:
-            {{- toYaml . | nindent 12 }}
-          {{- end }}
-          {{- with $w.probes.liveness }}
-          livenessProbe:
-            {{- toYaml . | nindent 12 }}
-          {{- end }}
-          resources:
-            {{- toYaml $w.resources | nindent 12 }}
-          securityContext:
-            {{- toYaml $w.security.container | nindent 12 }}
-            readOnlyRootFilesystem: {{ $w.readOnlyRootFilesystem | toYaml }}
-          {{- $flagFile := and $flag.enabled (ne $flag.mount "Env") }}
-          {{- if or $w.primary $w.mountTmp $w.scratch $w.files $flagFile }}
-          volumeMounts:
-            {{- if $w.mountTmp }}
-            - name: tmp
-              mountPath: /tmp
-            {{- end }}
-            {{- range $i, $s := $w.scratch }}
-            - name: {{ printf "scratch-%d" $i | quote }}
-              mountPath: {{ $s.path | quote }}
-            {{- end }}
-            {{- range $w.files }}
-            - name: files
-              mountPath: {{ .path | quote }}
-              subPath: {{ .key | quote }}
-              readOnly: true
-            {{- end }}
-            {{- if $flagFile }}
-            - name: flag
-              mountPath: {{ $flag.path | quote }}
-              subPath: flag
-              readOnly: true
-            {{- end }}
-          {{- end }}
+        {{- include "challenge.container" (dict "root" $root "w" $w "c" $w "prefix" "") | nindent 8 }}
+      {{- $flag := dig "flag" dict $w }}
+      {{- $flagFile := and $flag.enabled (ne $flag.mount "Env") }}
       {{- if or $w.primary $w.mountTmp $w.scratch $w.files $flagFile }}
       volumes:
-        {{- if $w.mountTmp }}
-        - name: tmp
-          emptyDir:
-            sizeLimit: {{ $root.Values.tmpSizeLimit | quote }}
-        {{- end }}
-        {{- range $i, $s := $w.scratch }}
-        - name: {{ printf "scratch-%d" $i | quote }}
-          emptyDir:
-            sizeLimit: {{ $s.sizeLimit | quote }}
-            {{- with $s.medium }}
-            medium: {{ . | quote }}
-            {{- end }}
-        {{- end }}
-        {{- with $w.files }}
-        - name: files
-          configMap:
-            name: {{ printf "%s-files" $root.Release.Name | quote }}
-            items:
-              {{- range . }}
-              - key: {{ .key | quote }}
-                path: {{ .key | quote }}
-                mode: {{ int .mode }}
-              {{- end }}
-        {{- end }}
-        {{- if $flagFile }}
-        - name: flag
-          secret:
-            secretName: {{ $flag.secretName | quote }}
-            defaultMode: {{ int $flag.fileMode }}
+        {{- with include "challenge.containerVolumes" (dict "root" $root "c" $w "prefix" "") | trim }}
+        {{- . | nindent 8 }}
         {{- end }}
       {{- end }}
+{{- end }}
+
+{{/* One container of a workload's pod ("root" is the chart's context, "w"
+the workload, "c" the container's values: the workload's own for its main
+container; "prefix" starts the names of its volumes, "" for the main
+container), as an item of the pod's containers. */}}
+{{- define "challenge.container" -}}
+{{- $root := .root }}{{ $w := .w }}{{ $c := .c }}{{ $prefix := .prefix -}}
+- name: {{ include "challenge.containerName" $c }}
+  image: {{ required "every workload needs an image" $c.image | quote }}
+  imagePullPolicy: {{ $root.Values.imagePullPolicy | quote }}
+  {{- with $c.command }}
+  command:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $c.args }}
+  args:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $c.workingDir }}
+  workingDir: {{ . | quote }}
+  {{- end }}
+  {{- with $c.ports }}
+  ports:
+    {{- range . }}
+    - name: {{ .name | quote }}
+      containerPort: {{ int .port }}
+      protocol: {{ .protocol | default "TCP" | quote }}
+    {{- end }}
+  {{- end }}
+  {{- $flag := dig "flag" dict $c }}
+  {{- $secretEnv := dig "secretEnv" list $c }}
+  {{- $hosts := dig "hosts" list $c }}
+  {{- $flagEnv := and $flag.enabled (eq $flag.mount "Env") }}
+  {{- $hostEnv := include "challenge.hasHost" $root }}
+  {{- if or $hosts $c.env $flagEnv $hostEnv $secretEnv }}
+  env:
+    {{- /* The components' host names first, so that the values' env may use them. */}}
+    {{- range $hosts }}
+    - name: {{ .name | quote }}
+      value: {{ .value | quote }}
+    {{- end }}
+    {{- range $c.env }}
+    - name: {{ .name | quote }}
+      value: {{ .value | default "" | quote }}
+    {{- end }}
+    {{- range $secretEnv }}
+    - name: {{ .name | quote }}
+      valueFrom:
+        secretKeyRef:
+          name: {{ $flag.secretName | quote }}
+          key: {{ printf "env.%s" .name | quote }}
+    {{- end }}
+    {{- if $hostEnv }}
+    {{- include "challenge.hostEnv" $root | nindent 4 }}
+    {{- end }}
+    {{- if $flagEnv }}
+    - name: {{ required "flag.envName is required" $flag.envName | quote }}
+      valueFrom:
+        secretKeyRef:
+          name: {{ $flag.secretName | quote }}
+          key: flag
+    {{- end }}
+  {{- end }}
+  {{- $defaultReadiness := dig "readinessProbe" dict $c }}
+  {{- $first := dict }}
+  {{- with $c.ports }}{{ $first = first . }}{{ end }}
+  {{- if $c.probes.readiness }}
+  readinessProbe:
+    {{- toYaml $c.probes.readiness | nindent 4 }}
+  {{- else if and $defaultReadiness.enabled $first (eq ($first.protocol | default "TCP") "TCP") }}
+  readinessProbe:
+    tcpSocket:
+      port: {{ $first.name | quote }}
+    periodSeconds: {{ int $defaultReadiness.periodSeconds }}
+  {{- end }}
+  {{- with $c.probes.startup }}
+  startupProbe:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $c.probes.liveness }}
+  livenessProbe:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  resources:
+    {{- toYaml $c.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml $w.security.container | nindent 4 }}
+    readOnlyRootFilesystem: {{ $c.readOnlyRootFilesystem | toYaml }}
+  {{- $flagFile := and $flag.enabled (ne $flag.mount "Env") }}
+  {{- if or $c.primary $c.mountTmp $c.scratch $c.files $flagFile }}
+  volumeMounts:
+    {{- if $c.mountTmp }}
+    - name: {{ include "challenge.volumeName" (list $prefix "tmp") }}
+      mountPath: /tmp
+    {{- end }}
+    {{- range $i, $s := $c.scratch }}
+    - name: {{ printf "%sscratch-%d" $prefix $i | quote }}
+      mountPath: {{ $s.path | quote }}
+    {{- end }}
+    {{- range $c.files }}
+    - name: {{ include "challenge.volumeName" (list $prefix "files") }}
+      mountPath: {{ .path | quote }}
+      subPath: {{ .key | quote }}
+      readOnly: true
+    {{- end }}
+    {{- if $flagFile }}
+    - name: {{ include "challenge.volumeName" (list $prefix "flag") }}
+      mountPath: {{ $flag.path | quote }}
+      subPath: flag
+      readOnly: true
+    {{- end }}
+  {{- end }}
+{{- end }}
+
+{{/* The volumes of one container (challenge.container's context), as items
+of the pod's volumes. */}}
+{{- define "challenge.containerVolumes" -}}
+{{- $root := .root }}{{ $c := .c }}{{ $prefix := .prefix }}
+{{- $flag := dig "flag" dict $c }}
+{{- $flagFile := and $flag.enabled (ne $flag.mount "Env") }}
+{{- if $c.mountTmp }}
+- name: {{ include "challenge.volumeName" (list $prefix "tmp") }}
+  emptyDir:
+    sizeLimit: {{ $root.Values.tmpSizeLimit | quote }}
+{{- end }}
+{{- range $i, $s := $c.scratch }}
+- name: {{ printf "%sscratch-%d" $prefix $i | quote }}
+  emptyDir:
+    sizeLimit: {{ $s.sizeLimit | quote }}
+    {{- with $s.medium }}
+    medium: {{ . | quote }}
+    {{- end }}
+{{- end }}
+{{- with $c.files }}
+- name: {{ include "challenge.volumeName" (list $prefix "files") }}
+  configMap:
+    name: {{ printf "%s-files" $root.Release.Name | quote }}
+    items:
+      {{- range . }}
+      - key: {{ .key | quote }}
+        path: {{ .key | quote }}
+        mode: {{ int .mode }}
+      {{- end }}
+{{- end }}
+{{- if $flagFile }}
+- name: {{ include "challenge.volumeName" (list $prefix "flag") }}
+  secret:
+    secretName: {{ $flag.secretName | quote }}
+    defaultMode: {{ int $flag.fileMode }}
+{{- end }}
+{{- end }}
+
+{{/* A volume's name: a container's prefix (its name and a dash, a DNS label
+that starts with a letter: a plain scalar) and the volume's own; the main
+container's are written bare, as they always were. */}}
+{{- define "challenge.volumeName" -}}
+{{- $prefix := index . 0 }}{{ $name := index . 1 }}
+{{- if $prefix }}{{ printf "%s%s" $prefix $name | quote }}{{ else }}{{ $name }}{{ end }}
 {{- end }}
 
 {{/* A workload's Service, when it has ports (a bot nothing connects to has
