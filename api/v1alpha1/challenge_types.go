@@ -80,14 +80,17 @@ type ChallengePort struct {
 // EnvVar is a plain environment variable for the challenge container. Secret
 // references are deliberately not offered: flags are handled by the operator.
 type EnvVar struct {
-	// Name of the variable. CHALLENGE_HOST and CHALLENGE_URL are the
-	// operator's: they carry the instance's own address.
+	// Name of the variable. CHALLENGE_HOST, CHALLENGE_URL, CHALLENGE_PORT
+	// and <COMPONENT>_PUBLIC_HOST, _URL and _PORT are the operator's: they
+	// carry the instance's address and its exposed components'.
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z][-._a-zA-Z0-9]*$`
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:XValidation:rule="!(self in ['CHALLENGE_HOST', 'CHALLENGE_URL'])",message="CHALLENGE_HOST and CHALLENGE_URL are set by the operator to the instance's own address"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['CHALLENGE_HOST', 'CHALLENGE_URL', 'CHALLENGE_PORT']) && !self.matches('_PUBLIC_(HOST|URL|PORT)$')",message="CHALLENGE_HOST, CHALLENGE_URL, CHALLENGE_PORT and <COMPONENT>_PUBLIC_HOST, _URL and _PORT are set by the operator to the instance's and its components' addresses"
 	Name string `json:"name"`
 
-	// Value of the variable: any text without control or line-break characters.
+	// Value of the variable: any text without control or line-break
+	// characters. It may use the operator's address variables, which
+	// Kubernetes expands: "BASE_URL=$(CHALLENGE_URL)", "$(ADMIN_PUBLIC_HOST)".
 	// +kubebuilder:validation:MaxLength=4096
 	// +kubebuilder:validation:Pattern=`^[^\p{Cc}\p{Zl}\p{Zp}]*$`
 	// +optional

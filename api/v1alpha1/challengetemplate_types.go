@@ -82,7 +82,7 @@ type FlagDelivery struct {
 	// EnvName is the variable holding the flag (mount Env).
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
-	// +kubebuilder:validation:XValidation:rule="!(self in ['CHALLENGE_HOST', 'CHALLENGE_URL'])",message="CHALLENGE_HOST and CHALLENGE_URL are set by the operator to the instance's own address"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['CHALLENGE_HOST', 'CHALLENGE_URL', 'CHALLENGE_PORT']) && !self.matches('_PUBLIC_(HOST|URL|PORT)$')",message="CHALLENGE_HOST, CHALLENGE_URL, CHALLENGE_PORT and <COMPONENT>_PUBLIC_HOST, _URL and _PORT are set by the operator to the instance's and its components' addresses"
 	// +optional
 	EnvName string `json:"envName,omitempty"`
 }
@@ -418,7 +418,7 @@ type SecretEnvVar struct {
 	// Name of the variable.
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
-	// +kubebuilder:validation:XValidation:rule="!(self in ['CHALLENGE_HOST', 'CHALLENGE_URL'])",message="CHALLENGE_HOST and CHALLENGE_URL are set by the operator to the instance's own address"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['CHALLENGE_HOST', 'CHALLENGE_URL', 'CHALLENGE_PORT']) && !self.matches('_PUBLIC_(HOST|URL|PORT)$')",message="CHALLENGE_HOST, CHALLENGE_URL, CHALLENGE_PORT and <COMPONENT>_PUBLIC_HOST, _URL and _PORT are set by the operator to the instance's and its components' addresses"
 	Name string `json:"name"`
 	// Secret is the organiser's Secret and key holding the value: UTF-8, at
 	// most 4096 bytes, no control or line-break character.

@@ -191,9 +191,10 @@ func (t Translator) readInputs(ctx context.Context, c *ctfv1alpha1.Challenge, tm
 	if err != nil {
 		return nil, err
 	}
-	if err := t.routePort(ctx, vals); err != nil {
+	if err := t.routePorts(ctx, vals); err != nil {
 		return nil, err
 	}
+	WithAddresses(vals) // with the listeners' ports
 	if tmpl.Spec.Flag == nil {
 		return shared, nil
 	}
@@ -246,16 +247,40 @@ func (t Translator) sharedServices(ctx context.Context, tmpl *ctfv1alpha1.Challe
 	return shared, nil
 }
 
-// routePort writes into expose.port the port of the Gateway listener an
-// HTTPRoute instance is served on, when its URL must name it (neither 80 for
-// HTTP nor 443 for HTTPS), so that CHALLENGE_URL is the address
-// status.endpoint.url shows. A Gateway not there yet leaves it out: the
-// status waits for it too. Read from Reader, the cache the status reads
-// Gateways from: a render costs no request to the API server.
-func (t Translator) routePort(ctx context.Context, vals chartutil.Values) error {
-	exp, _ := vals["expose"].(map[string]any)
+// routePorts writes into the expose values of the instance and of each
+// exposed component the port of the Gateway listener its route is served
+// on, when its address must name it (neither 80 for HTTP nor 443 for HTTPS
+// or TLS), so that CHALLENGE_URL, CHALLENGE_PORT and the components'
+// address variables are the addresses status.endpoint shows. A Gateway not
+// there yet leaves it out: the status waits for it too. Read from Reader,
+// the cache the status reads Gateways from: a render costs no request to
+// the API server.
+func (t Translator) routePorts(ctx context.Context, vals chartutil.Values) error {
+	exposes := []map[string]any{}
+	if exp, ok := vals["expose"].(map[string]any); ok {
+		exposes = append(exposes, exp)
+	}
+	comps, _ := vals["components"].([]any)
+	for _, c := range comps {
+		comp, _ := c.(map[string]any)
+		if exp, ok := comp["expose"].(map[string]any); ok {
+			exposes = append(exposes, exp)
+		}
+	}
+	for _, exp := range exposes {
+		if err := t.routePort(ctx, exp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// routePort is routePorts for one exposure.
+func (t Translator) routePort(ctx context.Context, exp map[string]any) error {
 	gwRef, _ := exp["gateway"].(map[string]any)
-	if exp["type"] != string(ctfv1alpha1.ExposeHTTPRoute) || gwRef == nil {
+	typ, _ := exp["type"].(string)
+	http := typ == string(ctfv1alpha1.ExposeHTTPRoute)
+	if gwRef == nil || (!http && typ != string(ctfv1alpha1.ExposeTLSRoute)) {
 		return nil
 	}
 	ns, _ := gwRef["namespace"].(string)
@@ -269,8 +294,8 @@ func (t Translator) routePort(ctx context.Context, vals chartutil.Values) error 
 	}
 	host, _ := exp["host"].(string)
 	https, _ := exp["https"].(bool)
-	if l, ok := endpoint.Listener(gw, &endpoint.Route{Host: host, HTTP: true, TLS: https}, nil); ok {
-		if port := endpoint.URLPort(l.Port, https); port != 0 {
+	if l, ok := endpoint.Listener(gw, &endpoint.Route{Host: host, HTTP: http, TLS: https || !http}, nil); ok {
+		if port := endpoint.URLPort(l.Port, https || !http); port != 0 {
 			exp["port"] = int64(port)
 		}
 	}
@@ -340,6 +365,7 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 	}
 	lowPortSysctl(vals)
 	vals["resources"] = withExtendedResources(resourceFloor(vals["resources"]), podSecurity.ExtendedResources)
+	WithAddresses(vals)
 	return vals, nil
 }
 

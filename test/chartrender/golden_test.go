@@ -159,6 +159,17 @@ var goldenCases = []goldenCase{
 			"ports": []any{map[string]any{"port": int64(3000), "protocol": "TCP"}, map[string]any{"port": "http", "protocol": "TCP"}},
 		}}
 	}},
+	{name: "addresses", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
+		Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeHTTPRoute, TLS: &ctfv1alpha1.IngressTLS{}},
+		Env: []ctfv1alpha1.EnvVar{{Name: "BASE_URL", Value: "$(CHALLENGE_URL)"}, {Name: "PLAIN", Value: "x"}, {Name: "API", Value: "$(BASE_URL)api"},
+			{Name: "SHELL", Value: "$(SHELL_PUBLIC_HOST):$(SHELL_PUBLIC_PORT)"}, {Name: "ESCAPED", Value: "$$(CHALLENGE_URL)"}},
+		Components: []ctfv1alpha1.Component{{Name: "shell", Image: "registry.example/ctf/shell:1", Ports: []ctfv1alpha1.ChallengePort{port("ssh", 2222)},
+			Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeTLSRoute}, Env: []ctfv1alpha1.EnvVar{{Name: "SELF", Value: "$(SHELL_PUBLIC_HOST)"}, {Name: "APP", Value: "$(CHALLENGE_URL)"}}}},
+	}, inputs: func(vals map[string]any) {
+		// As the translator reads them from the Gateway: HTTPS on 8443.
+		vals["expose"].(map[string]any)["port"] = int64(8443)
+	}},
 	{name: "values-overrides", ch: func(c *ctfv1alpha1.Challenge) {
 		c.Spec.Values = &ctfv1alpha1.Values{Replicas: ptr.To[int32](2), ImagePullPolicy: "Always", ImagePullSecrets: []ctfv1alpha1.ObjectName{"pull"},
 			Env: []ctfv1alpha1.EnvVar{{Name: "FROM_VALUES", Value: "1"}}}
@@ -223,6 +234,7 @@ func renderCase(t *testing.T, tc goldenCase) []byte {
 	}
 	if tc.inputs != nil {
 		tc.inputs(vals)
+		values.WithAddresses(vals) // as the translator does after its reads
 	}
 	got, err := chartrender.Render(ch, vals)
 	if err != nil {

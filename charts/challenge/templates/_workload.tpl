@@ -13,7 +13,7 @@ values override them, since the platform addresses them there). Written into
 {{- $v := .root.Values }}
 {{- $primary := dict "primary" true "name" "challenge" "objectName" .root.Release.Name "image" $v.image "replicas" $v.replicas
   "podLabels" $v.podLabels "podAnnotations" $v.podAnnotations "command" $v.command "args" $v.args "workingDir" $v.workingDir
-  "ports" $v.ports "hosts" $v.hosts "env" $v.env "secretEnv" $v.secretEnv "flag" $v.flag
+  "ports" $v.ports "hosts" $v.hosts "env" $v.env "lateEnv" $v.lateEnv "addresses" $v.addresses "secretEnv" $v.secretEnv "flag" $v.flag
   "probes" $v.probes "readinessProbe" $v.readinessProbe "resources" $v.resources "security" $v.security
   "readOnlyRootFilesystem" $v.readOnlyRootFilesystem "mountTmp" $v.mountTmp "scratch" $v.scratch "files" $v.files
   "expose" $v.expose "internetEgress" $v.networkPolicy.allowInternetEgress }}
@@ -157,7 +157,9 @@ container), as an item of the pod's containers. */}}
   {{- $hosts := dig "hosts" list $c }}
   {{- $flagEnv := and $flag.enabled (eq $flag.mount "Env") }}
   {{- $hostEnv := include "challenge.hasHost" $root }}
-  {{- if or $hosts $c.env $flagEnv $hostEnv $secretEnv }}
+  {{- $lateEnv := dig "lateEnv" list $c }}
+  {{- $addresses := dig "addresses" list $c }}
+  {{- if or $hosts $c.env $flagEnv $hostEnv $secretEnv $lateEnv }}
   env:
     {{- /* The components' host names first, so that the values' env may use them. */}}
     {{- range $hosts }}
@@ -177,6 +179,15 @@ container), as an item of the pod's containers. */}}
     {{- end }}
     {{- if $hostEnv }}
     {{- include "challenge.hostEnv" $root | nindent 4 }}
+    {{- end }}
+    {{- /* The variables that use an address, after the addresses they use. */}}
+    {{- range $addresses }}
+    - name: {{ .name | quote }}
+      value: {{ .value | quote }}
+    {{- end }}
+    {{- range $lateEnv }}
+    - name: {{ .name | quote }}
+      value: {{ .value | default "" | quote }}
     {{- end }}
     {{- if $flagEnv }}
     - name: {{ required "flag.envName is required" $flag.envName | quote }}

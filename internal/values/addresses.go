@@ -1,0 +1,198 @@
+package values
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// The instance's own address, in every container of an instance with a
+// host of its own (Ingress, HTTPRoute, TLSRoute), and what its environment
+// may build from it ("BASE_URL=$(CHALLENGE_URL)").
+const (
+	InstanceHostVariable = "CHALLENGE_HOST"
+	InstanceURLVariable  = "CHALLENGE_URL"
+	InstancePortVariable = "CHALLENGE_PORT"
+)
+
+// PublicVariables are the address variables of an exposed component: its
+// own host, URL (HTTP exposures) and port, as teams reach it ("ADMIN" for
+// "admin": ADMIN_PUBLIC_HOST, ADMIN_PUBLIC_URL, ADMIN_PUBLIC_PORT).
+func PublicVariables(component string) (host, url, port string) {
+	prefix := strings.ToUpper(strings.ReplaceAll(component, "-", "_")) + "_PUBLIC_"
+	return prefix + "HOST", prefix + "URL", prefix + "PORT"
+}
+
+// addressVariables are the address variables of an instance whose values
+// are vals: its own (when it has a host) and each exposed component's.
+// NodePort and LoadBalancer addresses are left out: the API server and the
+// cloud allocate them after the pods' template is rendered.
+func addressVariables(vals map[string]any) map[string]string {
+	out := map[string]string{}
+	if exp, ok := vals["expose"].(map[string]any); ok {
+		addExposure(out, exp, InstanceHostVariable, InstanceURLVariable, InstancePortVariable)
+	}
+	comps, _ := vals["components"].([]any)
+	for _, c := range comps {
+		comp, _ := c.(map[string]any)
+		exp, _ := comp["expose"].(map[string]any)
+		name, _ := comp["name"].(string)
+		if exp == nil || name == "" {
+			continue
+		}
+		host, url, port := PublicVariables(name)
+		addExposure(out, exp, host, url, port)
+	}
+	return out
+}
+
+// addExposure adds an exposure's host, URL and port under the names given,
+// when it has a host of its own. The URL is the one the chart writes into
+// CHALLENGE_URL; the port is the URL's, or the TLS listener's for a
+// TLSRoute (443 unless the translator read another from the Gateway).
+func addExposure(out map[string]string, exp map[string]any, hostName, urlName, portName string) {
+	typ, _ := exp["type"].(string)
+	host, _ := exp["host"].(string)
+	if host == "" || !slices.Contains([]string{string(ctfv1alpha1.ExposeIngress), string(ctfv1alpha1.ExposeHTTPRoute), string(ctfv1alpha1.ExposeTLSRoute)}, typ) {
+		return
+	}
+	https, _ := exp["https"].(bool)
+	port := exposePort(exp)
+	out[hostName] = host
+	if typ == string(ctfv1alpha1.ExposeTLSRoute) {
+		if port == 0 {
+			port = 443
+		}
+		out[portName] = fmt.Sprint(port)
+		return
+	}
+	scheme, hostPort := "http", host
+	if https {
+		scheme = "https"
+	}
+	if port != 0 {
+		hostPort = fmt.Sprintf("%s:%d", host, port)
+	} else if https {
+		port = 443
+	} else {
+		port = 80
+	}
+	out[urlName] = fmt.Sprintf("%s://%s/", scheme, hostPort)
+	out[portName] = fmt.Sprint(port)
+}
+
+// exposePort is expose.port: the listener's port when a URL must name it.
+func exposePort(exp map[string]any) int64 {
+	switch p := exp["port"].(type) {
+	case int64:
+		return p
+	case float64:
+		return int64(p)
+	case int:
+		return int64(p)
+	}
+	return 0
+}
+
+// WithAddresses lets every container's environment use the address
+// variables: of each container's env (the primary's, each component's), the
+// variables whose values use an address variable, or a variable that does,
+// move to lateEnv, which the chart writes after the instance's own address
+// (CHALLENGE_HOST, CHALLENGE_URL) and the other address variables those
+// values use (addresses), so that Kubernetes expands them. A container
+// whose env uses none renders as it always did. Calling it again, once the
+// translator has read the Gateway's port, recomputes the addresses.
+func WithAddresses(vals map[string]any) {
+	vars := addressVariables(vals)
+	hostEnv := vars[InstanceHostVariable] != ""
+	containerAddresses(vals, vars, hostEnv)
+	comps, _ := vals["components"].([]any)
+	for _, c := range comps {
+		if comp, ok := c.(map[string]any); ok {
+			containerAddresses(comp, vars, hostEnv)
+		}
+	}
+}
+
+// containerAddresses splits one container's env (once) and writes the
+// address variables its lateEnv uses, but those the chart writes itself
+// (CHALLENGE_HOST and CHALLENGE_URL when the instance has a host).
+func containerAddresses(ctr map[string]any, vars map[string]string, hostEnv bool) {
+	if _, split := ctr["lateEnv"]; !split {
+		env, _ := ctr["env"].([]any)
+		early, late := splitLate(env, vars)
+		ctr["env"], ctr["lateEnv"] = early, late
+	}
+	late, _ := ctr["lateEnv"].([]any)
+	used := map[string]bool{}
+	for _, e := range late {
+		m, _ := e.(map[string]any)
+		value, _ := m["value"].(string)
+		for _, name := range References(value) {
+			used[name] = true
+		}
+	}
+	names := make([]string, 0, len(used))
+	for name := range used {
+		if _, ok := vars[name]; !ok || (hostEnv && (name == InstanceHostVariable || name == InstanceURLVariable)) {
+			continue
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	addresses := make([]any, 0, len(names))
+	for _, name := range names {
+		addresses = append(addresses, map[string]any{"name": name, "value": vars[name]})
+	}
+	ctr["addresses"] = addresses
+}
+
+// splitLate splits env into the variables that use no address variable and
+// those that do, directly or through an earlier one of them, each in its
+// order. A variable named as an address variable stays early: the
+// operator's own value comes after it and wins.
+func splitLate(env []any, vars map[string]string) (early, late []any) {
+	early, late = []any{}, []any{}
+	isLate := map[string]bool{}
+	for _, e := range env {
+		m, _ := e.(map[string]any)
+		name, _ := m["name"].(string)
+		value, _ := m["value"].(string)
+		uses := false
+		for _, ref := range References(value) {
+			if _, addr := vars[ref]; addr || isLate[ref] {
+				uses = true
+			}
+		}
+		if _, addr := vars[name]; uses && !addr {
+			isLate[name] = true
+			late = append(late, e)
+			continue
+		}
+		early = append(early, e)
+	}
+	return early, late
+}
+
+// References are the variables a value uses as Kubernetes expands them:
+// "$(NAME)", with "$$" escaping a dollar.
+func References(value string) []string {
+	var out []string
+	for i := 0; i < len(value); i++ {
+		if value[i] != '$' || i+1 >= len(value) {
+			continue
+		}
+		switch value[i+1] {
+		case '$':
+			i++
+		case '(':
+			if end := strings.IndexByte(value[i+2:], ')'); end >= 0 {
+				out = append(out, value[i+2:i+2+end])
+				i += 2 + end
+			}
+		}
+	}
+	return out
+}
