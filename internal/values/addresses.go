@@ -128,8 +128,7 @@ func containerAddresses(ctr map[string]any, vars map[string]string, hostEnv bool
 	late, _ := ctr["lateEnv"].([]any)
 	used := map[string]bool{}
 	for _, e := range late {
-		m, _ := e.(map[string]any)
-		value, _ := m["value"].(string)
+		_, value := envPair(e)
 		for _, name := range References(value) {
 			used[name] = true
 		}
@@ -144,7 +143,7 @@ func containerAddresses(ctr map[string]any, vars map[string]string, hostEnv bool
 	slices.Sort(names)
 	addresses := make([]any, 0, len(names))
 	for _, name := range names {
-		addresses = append(addresses, map[string]any{"name": name, "value": vars[name]})
+		addresses = append(addresses, envEntry(name, vars[name]))
 	}
 	ctr["addresses"] = addresses
 }
@@ -157,9 +156,7 @@ func splitLate(env []any, vars map[string]string) (early, late []any) {
 	early, late = []any{}, []any{}
 	isLate := map[string]bool{}
 	for _, e := range env {
-		m, _ := e.(map[string]any)
-		name, _ := m["name"].(string)
-		value, _ := m["value"].(string)
+		name, value := envPair(e)
 		uses := false
 		for _, ref := range References(value) {
 			if _, addr := vars[ref]; addr || isLate[ref] {
@@ -195,4 +192,17 @@ func References(value string) []string {
 		}
 	}
 	return out
+}
+
+// envEntry is an environment variable as the chart's values hold it.
+func envEntry(name, value string) map[string]any {
+	return map[string]any{"name": name, "value": value}
+}
+
+// envPair reads an environment variable of the chart's values.
+func envPair(e any) (name, value string) {
+	m, _ := e.(map[string]any)
+	name, _ = m["name"].(string)
+	value, _ = m["value"].(string)
+	return name, value
 }

@@ -226,7 +226,7 @@ func (t Translator) secretEnv(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTe
 	}
 	env := make([]any, len(values))
 	for i, v := range values {
-		env[i] = map[string]any{"name": tmpl.Spec.SecretEnv[i].Name, "value": v}
+		env[i] = envEntry(tmpl.Spec.SecretEnv[i].Name, v)
 	}
 	vals["secretEnv"] = env
 	return nil
