@@ -173,6 +173,7 @@ type ServiceRef struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.instancer) || !self.instancer.startable || (has(self.lifetime) && (has(self.lifetime.default) || has(self.lifetime.max)))",message="spec.lifetime.default or spec.lifetime.max is required when spec.instancer.startable is true: instances teams start must expire"
 // +kubebuilder:validation:XValidation:rule="!has(self.probes) || ((!has(self.probes.readiness) || ((!has(self.probes.readiness.http) || self.ports.exists(q, q.name == self.probes.readiness.http.port)) && (!has(self.probes.readiness.tcp) || self.ports.exists(q, q.name == self.probes.readiness.tcp.port)))) && (!has(self.probes.startup) || ((!has(self.probes.startup.http) || self.ports.exists(q, q.name == self.probes.startup.http.port)) && (!has(self.probes.startup.tcp) || self.ports.exists(q, q.name == self.probes.startup.tcp.port)))) && (!has(self.probes.liveness) || ((!has(self.probes.liveness.http) || self.ports.exists(q, q.name == self.probes.liveness.http.port)) && (!has(self.probes.liveness.tcp) || self.ports.exists(q, q.name == self.probes.liveness.tcp.port)))))",message="a probe's port must name one of spec.ports"
 // +kubebuilder:validation:XValidation:rule="!has(self.sidecars) || self.sidecars.all(s, !has(s.ports) || s.ports.all(p, !self.ports.exists(q, q.name == p.name || (q.port == p.port && q.protocol == p.protocol))))",message="a sidecar's ports must differ in name and number from spec.ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.exposePorts) || self.exposePorts.all(e, self.ports.exists(p, p.name == e.port && (!has(p.protocol) || p.protocol == 'TCP')) && self.ports[0].name != e.port)",message="exposePorts names spec.ports' TCP ports but the first, which spec.expose exposes"
 // +kubebuilder:validation:XValidation:rule="!has(self.bareNames) || !has(self.components) || self.components.all(c, c.name != self.bareNames.primary)",message="bareNames.primary must differ from every component's name"
 // +kubebuilder:validation:XValidation:rule="has(self.flag) || ((!has(self.sidecars) || self.sidecars.all(s, !has(s.flag))) && (!has(self.components) || self.components.all(c, !has(c.flag) && (!has(c.sidecars) || c.sidecars.all(s, !has(s.flag))))))",message="a component's or sidecar's flag delivers the template's flag: set spec.flag"
 // +kubebuilder:validation:XValidation:rule="!has(self.memoryTmp) || !self.memoryTmp || !has(self.keepImageTmp) || !self.keepImageTmp",message="memoryTmp needs the operator's /tmp: not with keepImageTmp"
@@ -231,6 +232,13 @@ type ChallengeTemplateSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(s, self.exists_one(t, t.name == s.name))",message="sidecar names must be unique"
 	// +optional
 	Sidecars []Sidecar `json:"sidecars,omitempty"`
+
+	// ExposePorts exposes more of the primary workload's ports, each on a
+	// host of its own, beside its first port's exposure.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(e, self.exists_one(f, f.port == e.port))",message="a port is exposed once"
+	// +optional
+	ExposePorts []PortExposure `json:"exposePorts,omitempty"`
 
 	// BareNames lets the instance's workloads reach each other by bare name
 	// ("db", "redis"), from its own pods only, besides <NAME>_HOST.

@@ -15,6 +15,7 @@ package v1alpha1
 // +kubebuilder:validation:XValidation:rule="!has(self.sidecars) || self.sidecars.all(s, s.name != self.name)",message="a sidecar must not be named as its component's container"
 // +kubebuilder:validation:XValidation:rule="!has(self.sidecars) || self.sidecars.all(s, !has(s.ports) || s.ports.all(p, !has(self.ports) || !self.ports.exists(q, q.name == p.name || (q.port == p.port && q.protocol == p.protocol))))",message="a sidecar's ports must differ in name and number from its component's"
 // +kubebuilder:validation:XValidation:rule="!has(self.memoryTmp) || !self.memoryTmp || !has(self.keepImageTmp) || !self.keepImageTmp",message="memoryTmp needs the operator's /tmp: not with keepImageTmp"
+// +kubebuilder:validation:XValidation:rule="!has(self.exposePorts) || (has(self.ports) && self.exposePorts.all(e, self.ports.exists(p, p.name == e.port && (!has(p.protocol) || p.protocol == 'TCP')) && self.ports[0].name != e.port))",message="exposePorts names the component's TCP ports but its first, which expose exposes"
 type Component struct {
 	// Name of the component: a DNS label of at most 8 characters (so that
 	// "challenge", the primary component's, is never one), not "primary".
@@ -103,6 +104,13 @@ type Component struct {
 	// +optional
 	Flag *FlagDelivery `json:"flag,omitempty"`
 
+	// ExposePorts exposes more of the component's ports, each on a host of
+	// its own, beside its first port's exposure.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(e, self.exists_one(f, f.port == e.port))",message="a port is exposed once"
+	// +optional
+	ExposePorts []PortExposure `json:"exposePorts,omitempty"`
+
 	// Sidecars are more containers in the component's pod, sharing its
 	// network (localhost) and its security.
 	// +kubebuilder:validation:MaxItems=3
@@ -186,6 +194,24 @@ type SecretFile struct {
 	// +kubebuilder:validation:Maximum=511
 	// +optional
 	Mode *int32 `json:"mode,omitempty"`
+}
+
+// PortExposure exposes one more port of a workload by a route or an
+// Ingress of its own, on a host of its own under --ingress-domain: HTTP by
+// host on one port, TLS-routed TCP on another. The workload's first port
+// keeps its workload's exposure.
+type PortExposure struct {
+	// Port names one of the workload's TCP ports, not its first.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Port string `json:"port"`
+	// Type is Ingress, HTTPRoute or TLSRoute (on the operator's --gateways).
+	// +kubebuilder:validation:Enum=Ingress;HTTPRoute;TLSRoute
+	Type ExposeType `json:"type"`
+	// TLS serves it over HTTPS (Ingress, HTTPRoute), as expose.tls does.
+	// +optional
+	TLS *IngressTLS `json:"tls,omitempty"`
 }
 
 // BareNames lets the workloads of an instance reach each other by their

@@ -8,6 +8,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -186,20 +187,28 @@ func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge, tmp
 	// HTTPS when the values ask for it, as CHALLENGE_URL says; not while the
 	// template they are composed with is gone.
 	https := (ch.Spec.Template == "" || tmpl != nil) && values.WantsTLS(ch, tmpl)
-	out, err := o.serviceEndpoints(ctx, ch, ch.Name, https)
+	var exposePorts []ctfv1alpha1.PortExposure
+	if tmpl != nil {
+		exposePorts = tmpl.Spec.ExposePorts
+	}
+	out, err := o.serviceEndpoints(ctx, ch, ch.Name, https, exposePorts)
 	if err != nil || out == nil || tmpl == nil {
 		return out, err
 	}
 	for i := range tmpl.Spec.Components {
 		c := &tmpl.Spec.Components[i]
-		if !values.Exposed(c) {
+		if !values.Reachable(c) {
 			continue
 		}
-		eps, err := o.serviceEndpoints(ctx, ch, identity.ComponentObject(ch.Name, c.Name), c.Expose.TLS != nil)
+		eps, err := o.serviceEndpoints(ctx, ch, identity.ComponentObject(ch.Name, c.Name), c.Expose != nil && c.Expose.TLS != nil, c.ExposePorts)
 		if err != nil || eps == nil {
 			return nil, err
 		}
 		for _, e := range eps {
+			// A component reached by its exposePorts only shows those.
+			if !values.Exposed(c) && !slices.ContainsFunc(c.ExposePorts, func(x ctfv1alpha1.PortExposure) bool { return x.Port == e.Name }) {
+				continue
+			}
 			e.Component = c.Name
 			out = append(out, e)
 		}
@@ -208,9 +217,10 @@ func (o *Observer) endpoints(ctx context.Context, ch *ctfv1alpha1.Challenge, tmp
 }
 
 // serviceEndpoints are the endpoints of the Service name and its Ingress or
-// route, of the same name; https says whether an HTTPRoute is served on
-// its Gateway's HTTPS listener.
-func (o *Observer) serviceEndpoints(ctx context.Context, ch *ctfv1alpha1.Challenge, name string, https bool) ([]ctfv1alpha1.Endpoint, error) {
+// route, of the same name, and of the Ingress or route of each of its
+// exposePorts; https says whether an HTTPRoute is served on its Gateway's
+// HTTPS listener. nil while one of them is missing.
+func (o *Observer) serviceEndpoints(ctx context.Context, ch *ctfv1alpha1.Challenge, name string, https bool, exposePorts []ctfv1alpha1.PortExposure) ([]ctfv1alpha1.Endpoint, error) {
 	key := client.ObjectKey{Namespace: o.namespace(ch), Name: name}
 	var in endpoint.Inputs
 	svc := &corev1.Service{}
@@ -245,7 +255,35 @@ func (o *Observer) serviceEndpoints(ctx context.Context, ch *ctfv1alpha1.Challen
 			return nil, fmt.Errorf("reading Ingress %s: %w", key, err)
 		}
 	}
+	for _, e := range exposePorts {
+		portKey := client.ObjectKey{Namespace: key.Namespace, Name: identity.PortObject(name, e.Port)}
+		if e.Type == ctfv1alpha1.ExposeIngress {
+			ing := &networkingv1.Ingress{}
+			if err := o.Reader.Get(ctx, portKey, ing); err != nil {
+				return nil, client.IgnoreNotFound(err)
+			}
+			in.PortIngresses = mapWith(in.PortIngresses, e.Port, ing)
+			continue
+		}
+		if !o.Gateways {
+			return nil, nil
+		}
+		route, err := o.route(ctx, portKey, e.TLS != nil)
+		if err != nil || route == nil {
+			return nil, err
+		}
+		in.PortRoutes = mapWith(in.PortRoutes, e.Port, route)
+	}
 	return endpoint.For(in), nil
+}
+
+// mapWith is m with key set to v, made when nil.
+func mapWith[V any](m map[string]V, key string, v V) map[string]V {
+	if m == nil {
+		m = map[string]V{}
+	}
+	m[key] = v
+	return m
 }
 
 // template reads the Challenge's template: nil without one, or when it is

@@ -23,6 +23,10 @@ type Inputs struct {
 	// Route is the instance's own host on a Gateway's listener, for an
 	// instance exposed by a TLSRoute or an HTTPRoute.
 	Route *Route
+	// PortRoutes and PortIngresses expose more of the Service's ports, by
+	// port name, each on a host of its own (a template's exposePorts).
+	PortRoutes    map[string]*Route
+	PortIngresses map[string]*networkingv1.Ingress
 }
 
 // Route is where a Gateway serves an instance's TLSRoute or HTTPRoute.
@@ -61,6 +65,10 @@ func For(in Inputs) []ctfv1alpha1.Endpoint {
 func forPort(in Inputs, p corev1.ServicePort, primary bool) (ctfv1alpha1.Endpoint, bool) {
 	svc := in.Service
 	switch {
+	case !primary && in.PortRoutes[p.Name] != nil:
+		return routeEndpoint(in.PortRoutes[p.Name], p)
+	case !primary && in.PortIngresses[p.Name] != nil:
+		return ingressEndpoint(in.PortIngresses[p.Name], p)
 	case primary && in.Route != nil:
 		return routeEndpoint(in.Route, p)
 	case primary && in.Ingress != nil:

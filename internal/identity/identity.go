@@ -125,6 +125,31 @@ func ComponentHost(c *ctfv1alpha1.Challenge, component, domain string) string {
 	return hostUnder(c, name+"-"+component, domain)
 }
 
+// PortHost is the host of one more exposed port of a workload (its
+// component's name, "" for the primary one) under domain ("" without one):
+// "<name>[-<component>]-<port>-<hash>.<domain>", one DNS label. Its hash
+// covers the workload and the port besides the instance's identity, so it
+// never equals the instance's host or a component's, whatever the names.
+func PortHost(c *ctfv1alpha1.Challenge, component, port, domain string) string {
+	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	if domain == "" {
+		return ""
+	}
+	readable := c.Name
+	if component != "" {
+		readable += "-" + component
+	}
+	if room := 52 - len(port) - 1; len(readable) > room {
+		readable = strings.TrimRight(readable[:room], "-")
+	}
+	return hashedLabel(readable+"-"+port, c.Namespace+"/"+c.Name+"/"+string(c.UID)+"/"+component+"/"+port) + "." + domain
+}
+
+// PortObject names the Ingress or route of one more exposed port of a
+// workload whose objects are named object: "<object>.<port>", which no
+// instance's or component's object name can be (they hold no dot).
+func PortObject(object, port string) string { return object + "." + port }
+
 // Selector select an instance's pods, as charts/challenge writes them.
 func Selector(c *ctfv1alpha1.Challenge) map[string]string {
 	return map[string]string{ctfv1alpha1.NameLabel: "challenge", ctfv1alpha1.AppInstanceLabel: c.Name}

@@ -573,6 +573,28 @@ func hostileTemplates() []struct {
 		{"memory /tmp over the image's own", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.MemoryTmp, t.Spec.KeepImageTmp = true, true
 		}, "memoryTmp needs the operator's /tmp"},
+		{"exposePorts of the first port, which expose exposes", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "nc", Type: ctfv1alpha1.ExposeTLSRoute}}
+		}, "exposePorts names spec.ports' TCP ports but the first"},
+		{"exposePorts of a port the template does not have", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "ssh", Type: ctfv1alpha1.ExposeTLSRoute}}
+		}, "exposePorts names spec.ports' TCP ports but the first"},
+		{"exposePorts of a UDP port", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Ports = append(t.Spec.Ports, ctfv1alpha1.ChallengePort{Name: "dns", Port: 53, Protocol: ctfv1alpha1.ProtocolUDP})
+			t.Spec.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "dns", Type: ctfv1alpha1.ExposeTLSRoute}}
+		}, "exposePorts names spec.ports' TCP ports but the first"},
+		{"a port exposed twice", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Ports = append(t.Spec.Ports, ctfv1alpha1.ChallengePort{Name: "web", Port: 80, Protocol: ctfv1alpha1.ProtocolTCP})
+			t.Spec.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "web", Type: ctfv1alpha1.ExposeHTTPRoute}, {Port: "web", Type: ctfv1alpha1.ExposeIngress}}
+		}, "a port is exposed once"},
+		{"a port exposed by a node port", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Ports = append(t.Spec.Ports, ctfv1alpha1.ChallengePort{Name: "web", Port: 80, Protocol: ctfv1alpha1.ProtocolTCP})
+			t.Spec.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "web", Type: ctfv1alpha1.ExposeNodePort}}
+		}, "spec.exposePorts[0].type"},
+		{"a component's exposePorts of its first port", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "shell", Image: "a.example/shell:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "ssh", Port: 22}},
+				ExposePorts: []ctfv1alpha1.PortExposure{{Port: "ssh", Type: ctfv1alpha1.ExposeTLSRoute}}}}
+		}, "exposePorts names the component's TCP ports but its first"},
 		{"a component of eleven replicas", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Components = []ctfv1alpha1.Component{{Name: "worker", Image: "a.example/w:1", Replicas: ptr.To[int32](11)}}
 		}, "spec.components[0].replicas"},

@@ -119,6 +119,10 @@ type Workload struct {
 	// Host is its own host, the only one its Ingress or route may name; "" means any host under
 	// the domain that HostTaken does not report.
 	Host string
+	// PortHosts are the hosts of its other exposed ports (its template's exposePorts), by port
+	// name: each port's Ingress or route, named identity.PortObject(its objects' name, port),
+	// may name that host only, and its NetworkPolicy may admit the outside.
+	PortHosts map[string]string
 }
 
 // Primary is the instance's primary workload, the first of Workloads; the zero Workload when
@@ -351,10 +355,14 @@ type part struct {
 	component string // "" for the primary one
 	name      string // its objects' name
 	exposed   bool
-	host      string
-	labels    map[string]string
-	selector  map[string]string
-	security  *security.Context
+	// reachable lets its NetworkPolicy admit the outside: exposed, or a port exposed on its own.
+	reachable bool
+	// port is, for the Ingress or route of one more exposed port, that port's name.
+	port     string
+	host     string
+	labels   map[string]string
+	selector map[string]string
+	security *security.Context
 }
 
 // profile is the profile the part's pods meet: restricted without a context.
@@ -390,8 +398,13 @@ func newChecker(in Instance) (*checker, error) {
 	}
 	c := &checker{in: in, forbidden: forbidden, allowed: allowed, seen: map[string]bool{}, workloads: workloads, byName: map[string]*part{}}
 	c.own = &part{name: in.Release, labels: in.Labels}
-	for _, p := range workloads {
+	for i, p := range workloads {
 		c.byName[p.name] = p
+		for port, host := range in.Workloads[i].PortHosts {
+			exposure := *p
+			exposure.exposed, exposure.port, exposure.host = true, port, host
+			c.byName[identity.PortObject(p.name, port)] = &exposure
+		}
 	}
 	c.domain = strings.ToLower(strings.TrimSuffix(in.Limits.IngressDomain, "."))
 	c.dnsNS = in.Limits.DNSNamespace
@@ -417,7 +430,7 @@ func workloadParts(in Instance) ([]*part, error) {
 		if i > 0 {
 			name = identity.ComponentObject(in.Release, w.Name)
 		}
-		parts = append(parts, &part{component: w.Name, name: name, exposed: w.Exposed, host: w.Host, labels: w.Labels,
+		parts = append(parts, &part{component: w.Name, name: name, exposed: w.Exposed, reachable: w.Exposed || len(w.PortHosts) > 0, host: w.Host, labels: w.Labels,
 			selector: w.Selector, security: w.Security})
 	}
 	return parts, nil
@@ -457,11 +470,42 @@ func (c *checker) partOf(o *object) *part {
 // primary is the primary workload's part.
 func (c *checker) primary() *part { return c.workloads[0] }
 
+// anyPortObject reports whether o is the Ingress or route of an exposed port of any workload of
+// the instance, named identity.PortObject: what a stored record may hold, whatever its template
+// exposes now.
+func (c *checker) anyPortObject(o *object) bool {
+	switch o.obj.(type) {
+	case *networkingv1.Ingress, *gatewayv1.TLSRoute, *gatewayv1.HTTPRoute:
+	default:
+		return false
+	}
+	object, port, ok := strings.Cut(o.obj.GetName(), ".")
+	if !ok || !anyPortName.MatchString(port) {
+		return false
+	}
+	component, named := strings.CutPrefix(object, c.in.Release+"--")
+	return object == c.in.Release || (named && anyComponentName.MatchString(component))
+}
+
+// anyPortName matches the names of ports.
+var anyPortName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,13}[a-z0-9])?$`)
+
 // anyComponentName matches the names a stored record's component objects may have.
 var anyComponentName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,6}[a-z0-9])?$`)
 
 // name requires every object's fixed name, so the release cannot touch another instance's objects.
 func (c *checker) name(o *object) error {
+	if c.in.AnyComponent && c.anyPortObject(o) {
+		return nil
+	}
+	if c.part.port != "" {
+		// The Ingress or route of one more exposed port, by its name (partOf); nothing else.
+		switch o.obj.(type) {
+		case *networkingv1.Ingress, *gatewayv1.TLSRoute, *gatewayv1.HTTPRoute:
+			return nil
+		}
+		return o.violation(ruleName, "only an Ingress or a route may be named after an exposed port")
+	}
 	rule, want := ruleName, c.in.Release
 	if c.part.component != "" {
 		want = o.obj.GetName() // one of its components' (partOf)

@@ -29,7 +29,7 @@ func (c *checker) networkPolicy(o *object, np *networkingv1.NetworkPolicy) error
 	}
 	for i, r := range np.Spec.Ingress {
 		// A component its template does not expose admits the instance's own pods only.
-		if !c.part.exposed && (len(r.From) != 1 || !c.instancePeer(r.From[0])) {
+		if !c.part.reachable && (len(r.From) != 1 || !c.instancePeer(r.From[0])) {
 			return o.violation(ruleNetworkIngress, "ingress rule %d: component %s admits the instance's own pods only", i, c.part.component)
 		}
 		if err := c.ingressRule(r); err != nil {

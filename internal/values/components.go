@@ -2,12 +2,14 @@ package values
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
@@ -41,6 +43,8 @@ type componentValues struct {
 	InternetEgress         bool                   `json:"internetEgress"`
 	Security               securityValues         `json:"security"`
 	Expose                 map[string]any         `json:"expose"`
+	// ExposePorts are its other exposed ports (portExposureValues).
+	ExposePorts []any `json:"exposePorts"`
 }
 
 // hostValues are the <NAME>_HOST variables of an instance with components
@@ -71,12 +75,16 @@ func componentsFor(c *ctfv1alpha1.Challenge, components []ctfv1alpha1.Component,
 		if err != nil {
 			return nil, err
 		}
+		exposePorts, err := portExposureValues(c, comp.Name, comp.ExposePorts, settings)
+		if err != nil {
+			return nil, fmt.Errorf("component %s: %w", comp.Name, err)
+		}
 		v := componentValues{
 			containerValues: containerValuesFor(&comp.Container, comp.Name+".", componentProbes(comp)),
 			Name:            comp.Name, ObjectName: identity.ComponentObject(release, comp.Name), Image: comp.Image, Replicas: 1,
 			Ports: orEmptyList(comp.Ports), Hosts: hosts, Env: orEmptyList(comp.Env), Resources: comp.Resources,
 			ReadOnlyRootFilesystem: !comp.WritableRootFilesystem, InternetEgress: comp.InternetEgress, Security: securityValuesFor(sec),
-			Expose: expose,
+			Expose: expose, ExposePorts: exposePorts,
 		}
 		m, err := toMap(v)
 		if err != nil {
@@ -109,9 +117,46 @@ func componentExpose(c *ctfv1alpha1.Challenge, comp *ctfv1alpha1.Component, sett
 	return expose, nil
 }
 
-// Exposed reports whether a component is reached from outside its instance.
+// Exposed reports whether a component's first port is reached from
+// outside its instance (its exposure).
 func Exposed(comp *ctfv1alpha1.Component) bool {
 	return comp.Expose != nil && comp.Expose.Type != "" && comp.Expose.Type != ctfv1alpha1.ExposeClusterIP
+}
+
+// Reachable reports whether any port of a component is reached from
+// outside its instance: its first by its exposure, or another by exposePorts.
+func Reachable(comp *ctfv1alpha1.Component) bool {
+	return Exposed(comp) || len(comp.ExposePorts) > 0
+}
+
+// portExposureValues are the values of a workload's exposePorts (component
+// "" for the primary one): each port's name and its exposure, on a host of
+// its own (identity.PortHost), with the Gateway its route attaches to.
+func portExposureValues(c *ctfv1alpha1.Challenge, component string, exposures []ctfv1alpha1.PortExposure, settings Settings) ([]any, error) {
+	out := make([]any, 0, len(exposures))
+	for _, e := range exposures {
+		expose := map[string]any{"type": string(e.Type), "host": identity.PortHost(c, component, e.Port, settings.IngressDomain), "https": e.TLS != nil}
+		if e.TLS != nil && e.TLS.SecretName != "" {
+			expose["tls"] = map[string]any{"secretName": e.TLS.SecretName}
+		}
+		if err := settings.gateway(expose); err != nil {
+			return nil, fmt.Errorf("exposePorts %s: %w", e.Port, err)
+		}
+		out = append(out, map[string]any{"port": e.Port, "expose": expose})
+	}
+	return out, nil
+}
+
+// checkExposedPorts refuses a workload's exposePorts that name a port its
+// values no longer have (the template's ports replaced by a Challenge's).
+func checkExposedPorts(workload string, exposures []ctfv1alpha1.PortExposure, ports any) error {
+	list, _ := ports.([]any)
+	for _, e := range exposures {
+		if !slices.ContainsFunc(list, func(p any) bool { m, _ := p.(map[string]any); return m["name"] == e.Port }) {
+			return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "%s: exposePorts names port %q, which its ports do not have", workload, e.Port)
+		}
+	}
+	return nil
 }
 
 // componentProbes are a component's probes; without a readiness probe, a

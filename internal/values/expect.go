@@ -76,11 +76,26 @@ func expectedWorkloads(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemp
 	if tmpl == nil {
 		return out
 	}
+	out[0].PortHosts = portHosts(c, "", tmpl.Spec.ExposePorts, domain)
 	for i := range tmpl.Spec.Components {
 		comp := &tmpl.Spec.Components[i]
 		sec := security.ForComponent(comp)
 		out = append(out, policy.Workload{Name: comp.Name, Labels: identity.ComponentLabels(c, tmpl, comp.Name),
-			Selector: identity.ComponentSelector(c, comp.Name), Security: &sec, Exposed: Exposed(comp), Host: identity.ComponentHost(c, comp.Name, domain)})
+			Selector: identity.ComponentSelector(c, comp.Name), Security: &sec, Exposed: Exposed(comp), Host: identity.ComponentHost(c, comp.Name, domain),
+			PortHosts: portHosts(c, comp.Name, comp.ExposePorts, domain)})
+	}
+	return out
+}
+
+// portHosts are the hosts of a workload's exposePorts, by port name; nil
+// without any.
+func portHosts(c *ctfv1alpha1.Challenge, component string, exposures []ctfv1alpha1.PortExposure, domain string) map[string]string {
+	if len(exposures) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(exposures))
+	for _, e := range exposures {
+		out[e.Port] = identity.PortHost(c, component, e.Port, domain)
 	}
 	return out
 }

@@ -363,6 +363,11 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 			return nil, err
 		}
 	}
+	if tmpl != nil {
+		if err := checkExposedPorts("ChallengeTemplate "+tmpl.Name, tmpl.Spec.ExposePorts, vals["ports"]); err != nil {
+			return nil, err
+		}
+	}
 	lowPortSysctl(vals)
 	vals["resources"] = withExtendedResources(resourceFloor(vals["resources"]), podSecurity.ExtendedResources)
 	WithAddresses(vals)
@@ -410,6 +415,13 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		internetEgress = tmpl.Spec.Policy != nil && tmpl.Spec.Policy.InternetEgress
 		components = tmpl.Spec.Components
 	}
+	exposePorts := []any{}
+	if tmpl != nil {
+		var err error
+		if exposePorts, err = portExposureValues(c, "", tmpl.Spec.ExposePorts, settings); err != nil {
+			return nil, err
+		}
+	}
 	hostVars := hostValues(c.Name, components)
 	componentValues, err := componentsFor(c, components, hostVars, settings)
 	if err != nil {
@@ -435,6 +447,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"secretEnv":      []any{}, // the values come from the Translator, which reads Secrets
 		"security":       securityValues,
 		"components":     componentValues,
+		"exposePorts":    exposePorts,
 		"hosts":          hosts["hosts"],
 		"networkPolicy": map[string]any{
 			"internalCIDRs":         toAny(settings.EffectiveInternalCIDRs()),

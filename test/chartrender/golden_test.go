@@ -170,6 +170,15 @@ var goldenCases = []goldenCase{
 		// As the translator reads them from the Gateway: HTTPS on 8443.
 		vals["expose"].(map[string]any)["port"] = int64(8443)
 	}},
+	{name: "expose-ports", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080), port("nc", 1337), port("admin", 9000)},
+		Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeHTTPRoute},
+		ExposePorts: []ctfv1alpha1.PortExposure{{Port: "nc", Type: ctfv1alpha1.ExposeTLSRoute},
+			{Port: "admin", Type: ctfv1alpha1.ExposeIngress, TLS: &ctfv1alpha1.IngressTLS{}}},
+		Components: []ctfv1alpha1.Component{{Name: "shell", Image: "registry.example/ctf/shell:1",
+			Ports:       []ctfv1alpha1.ChallengePort{port("metrics", 9100), port("ssh", 2222)},
+			ExposePorts: []ctfv1alpha1.PortExposure{{Port: "ssh", Type: ctfv1alpha1.ExposeTLSRoute}}}},
+	}},
 	{name: "values-overrides", ch: func(c *ctfv1alpha1.Challenge) {
 		c.Spec.Values = &ctfv1alpha1.Values{Replicas: ptr.To[int32](2), ImagePullPolicy: "Always", ImagePullSecrets: []ctfv1alpha1.ObjectName{"pull"},
 			Env: []ctfv1alpha1.EnvVar{{Name: "FROM_VALUES", Value: "1"}}}

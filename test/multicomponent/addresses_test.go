@@ -7,6 +7,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/values"
@@ -77,4 +80,52 @@ func expand(env []corev1.EnvVar, name string) string {
 		defined[e.Name] = v
 	}
 	return defined[name]
+}
+
+// TestPortsExposedEachTheirWay: HTTP by host on one port and TLS-routed TCP
+// on another, each on a host of its own, and a component whose SSH port
+// only is exposed: the status lists each port where teams reach it, the
+// component's its exposed port only, and its NetworkPolicy admits the
+// Gateway's proxies.
+func TestPortsExposedEachTheirWay(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	h.Template(t, "web-ports", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Ports = []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}, {Name: "nc", Port: 1337, Protocol: ctfv1alpha1.ProtocolTCP}}
+		s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeHTTPRoute}
+		s.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "nc", Type: ctfv1alpha1.ExposeTLSRoute}}
+		s.Components = []ctfv1alpha1.Component{{Name: "shell", Image: "ghcr.io/example/shell:1",
+			Ports:       []ctfv1alpha1.ChallengePort{{Name: "metrics", Port: 9100, Protocol: ctfv1alpha1.ProtocolTCP}, {Name: "ssh", Port: 2222, Protocol: ctfv1alpha1.ProtocolTCP}},
+			ExposePorts: []ctfv1alpha1.PortExposure{{Port: "ssh", Type: ctfv1alpha1.ExposeTLSRoute}}}}
+	})
+	ns := h.Namespace(t, nil)
+	ch := harness.FromTemplate(ns, "web-ports", "team-a", "web-ports")
+	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	g.Expect(got.Status.Endpoints).To(HaveLen(3), "the primary's two ports, the component's exposed one")
+	web, nc, ssh := got.Status.Endpoints[0], got.Status.Endpoints[1], got.Status.Endpoints[2]
+	g.Expect(web.URL).To(Equal("http://" + web.Host + "/"))
+	g.Expect(nc.Name).To(Equal("nc"))
+	g.Expect(nc.Host).To(MatchRegexp(`^web-ports-nc-[0-9a-f]{10}\.%s$`, harness.IngressDomain), "a host of its own")
+	g.Expect(nc.Connect).To(Equal("ncat --ssl " + nc.Host + " 443"))
+	g.Expect(ssh.Component).To(Equal("shell"))
+	g.Expect(ssh.Name).To(Equal("ssh"))
+	g.Expect(ssh.Host).To(MatchRegexp(`^web-ports-shell-ssh-[0-9a-f]{10}\.%s$`, harness.IngressDomain))
+	g.Expect(ssh.Connect).To(Equal("ncat --ssl " + ssh.Host + " 443"))
+	g.Expect(map[string]bool{web.Host: true, nc.Host: true, ssh.Host: true}).To(HaveLen(3), "three hosts")
+
+	for name, host := range map[string]string{"web-ports.nc": nc.Host, "web-ports--shell.ssh": ssh.Host} {
+		route := &gatewayv1.TLSRoute{}
+		g.Expect(h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, route)).To(Succeed())
+		g.Expect(route.Spec.Hostnames).To(Equal([]gatewayv1.Hostname{gatewayv1.Hostname(host)}))
+		g.Expect(route.Spec.Rules[0].BackendRefs).To(HaveExactElements(HaveField("BackendObjectReference.Name", gatewayv1.ObjectName(strings.TrimSuffix(strings.TrimSuffix(name, ".nc"), ".ssh")))))
+	}
+	np := networkPolicy(g, got, "web-ports--shell")
+	g.Expect(np.Spec.Ingress[0].From).To(ContainElement(HaveField("NamespaceSelector.MatchLabels", HaveKeyWithValue("kubernetes.io/metadata.name", gateway.Namespace))),
+		"the Gateway's proxies reach the component's exposed port")
+	g.Expect(h.Client.Delete(ctx, got)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-ports.nc"}, &gatewayv1.TLSRoute{}))
+	}, harness.Timeout, harness.Interval).Should(BeTrue(), "a port's route goes with the instance")
 }

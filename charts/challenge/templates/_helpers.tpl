@@ -166,9 +166,10 @@ internet if allowed. */}}
 {{- end }}
 {{- end }}
 
-{{/* The Ingress of a component exposed by one ("root" is the chart's
-context, "name" its objects' name, "labels" their labels, "expose" and
-"ports" its values): its own host, to its first port. */}}
+{{/* The Ingress of a workload exposed by one ("root" is the chart's
+context, "name" its name, "service" the Service it leads to when not of
+that name, "labels" its labels, "expose" and "ports" its values): its own
+host, to its first port. */}}
 {{- define "challenge.ingress" -}}
 {{- if eq .expose.type "Ingress" }}
 {{- $primary := first .ports }}
@@ -203,7 +204,7 @@ spec:
             pathType: Prefix
             backend:
               service:
-                name: {{ .name | quote }}
+                name: {{ default .name .service | quote }}
                 port:
                   name: {{ $primary.name | quote }}
 {{- end }}
@@ -241,7 +242,7 @@ spec:
     - {{ required "a route needs the operator's --ingress-domain: each instance gets a host of its own under it" .expose.host | quote }}
   rules:
     - backendRefs:
-        - name: {{ .name | quote }}
+        - name: {{ default .name .service | quote }}
           port: {{ int $primary.port }}
 {{- end }}
 {{- end }}

@@ -16,7 +16,7 @@ values override them, since the platform addresses them there). Written into
   "ports" $v.ports "hosts" $v.hosts "env" $v.env "lateEnv" $v.lateEnv "addresses" $v.addresses "secretEnv" $v.secretEnv "flag" $v.flag
   "probes" $v.probes "readinessProbe" $v.readinessProbe "resources" $v.resources "security" $v.security
   "readOnlyRootFilesystem" $v.readOnlyRootFilesystem "mountTmp" $v.mountTmp "scratch" $v.scratch "files" $v.files
-  "expose" $v.expose "internetEgress" $v.networkPolicy.allowInternetEgress }}
+  "expose" $v.expose "exposePorts" $v.exposePorts "internetEgress" $v.networkPolicy.allowInternetEgress }}
 {{- $_ := set .into "list" (prepend $v.components $primary) }}
 {{- end }}
 
@@ -48,9 +48,10 @@ rendered manifest changes by a single byte. */}}
 {{- end }}
 
 {{/* Whether a workload is reached from outside its instance: "true" or "".
-The primary always is (its Service type only says how). */}}
+The primary always is (its Service type only says how); a component is when
+its first port is, or another (exposePorts). */}}
 {{- define "challenge.exposed" -}}
-{{- if or .primary (ne .expose.type "ClusterIP") }}true{{ end }}
+{{- if or .primary (ne .expose.type "ClusterIP") (dig "exposePorts" list .) }}true{{ end }}
 {{- end }}
 
 {{/* A workload's Deployment ("root" is the chart's context, "w" the
@@ -393,12 +394,24 @@ spec:
     {{- include "challenge.egress" (dict "root" $root "internet" $w.internetEgress) | nindent 4 }}
 {{- end }}
 
-{{/* A workload's Ingress or route, when its exposure is one (the context of
-challenge.deployment). */}}
+{{/* A workload's Ingress or route ("kind": ingress or route), when its
+exposure is one, to its first port; then one for each of its exposePorts of
+that kind, named "<its objects' name>.<port>", to that port (the context of
+challenge.deployment, and "kind"). */}}
 {{- define "challenge.exposure" -}}
-{{- $ctx := dict "root" .root "name" .w.objectName "labels" (include "challenge.workloadLabels" .) "expose" .w.expose "ports" .w.ports }}
+{{- $labels := include "challenge.workloadLabels" . }}
+{{- $ctx := dict "root" .root "name" .w.objectName "labels" $labels "expose" .w.expose "ports" .w.ports }}
 {{- with include (printf "challenge.%s" .kind) $ctx }}
 ---
 {{- . | nindent 0 }}
+{{- end }}
+{{- range $e := dig "exposePorts" list .w }}
+{{- $port := dict }}
+{{- range $.w.ports }}{{ if eq .name $e.port }}{{ $port = . }}{{ end }}{{ end }}
+{{- $ctx := dict "root" $.root "name" (printf "%s.%s" $.w.objectName $e.port) "service" $.w.objectName "labels" $labels "expose" $e.expose "ports" (list $port) }}
+{{- with include (printf "challenge.%s" $.kind) $ctx }}
+---
+{{- . | nindent 0 }}
+{{- end }}
 {{- end }}
 {{- end }}
