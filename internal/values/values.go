@@ -389,6 +389,10 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	if err != nil {
 		return nil, err
 	}
+	sidecars, err := sidecarsFor(PrimaryWorkload, templateSidecars(tmpl), hostVars, podSecurity.ExtendedResources)
+	if err != nil {
+		return nil, err
+	}
 	hosts, err := toMap(map[string]any{"hosts": hostVars})
 	if err != nil {
 		return nil, err
@@ -409,6 +413,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"secretEnv":      []any{}, // the values come from the Translator, which reads Secrets
 		"security":       securityValues,
 		"components":     componentValues,
+		"sidecars":       sidecars,
 		"hosts":          hosts["hosts"],
 		"networkPolicy": map[string]any{
 			"internalCIDRs":         toAny(settings.EffectiveInternalCIDRs()),
@@ -588,7 +593,7 @@ func scratchFor(mounts []ctfv1alpha1.ScratchMount) []scratchValues {
 // net.ipv4.ip_unprivileged_port_start (a safe sysctl, allowed in restricted):
 // a capability added to a non-root container never reaches its process.
 func lowPortSysctl(vals map[string]any) {
-	ports, _ := vals["ports"].([]any)
+	ports := podPorts(vals)
 	lowest := int64(1024)
 	for _, p := range ports {
 		m, _ := p.(map[string]any)
