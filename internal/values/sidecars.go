@@ -8,11 +8,6 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
-// PrimaryWorkload names the primary workload in the keys of its sidecars'
-// files ("challenge.<sidecar>.f<n>"): the name of its container, which no
-// component can take (a component's name has at most 8 characters).
-const PrimaryWorkload = "challenge"
-
 // sidecarValues are one sidecar as the chart's challenge.container renders
 // it: the keys a main container's values have, without those that are not
 // a sidecar's (a default readiness probe, a writable root filesystem, the
@@ -33,7 +28,7 @@ type sidecarValues struct {
 }
 
 // sidecarsFor are the values of a workload's sidecars (workload is
-// PrimaryWorkload or a component's name), each with the instance's hosts,
+// identity.PrimaryWorkload or a component's name), each with the instance's hosts,
 // its files keyed sidecarFilePrefix, its probes as given (no default
 // readiness: its workload's main container has one) and the resource floor
 // and extended resources of any container of the workload. Never nil: the
@@ -95,4 +90,17 @@ func podPorts(vals map[string]any) []any {
 // pod has a port, its main container's or a sidecar's.
 func hasService(comp *ctfv1alpha1.Component) bool {
 	return len(comp.Ports) > 0 || slices.ContainsFunc(comp.Sidecars, func(s ctfv1alpha1.Sidecar) bool { return len(s.Ports) > 0 })
+}
+
+// sidecarNames are the names of sidecars, in order: the containers the gate
+// expects beside their workload's main one.
+func sidecarNames(sidecars []ctfv1alpha1.Sidecar) []string {
+	if len(sidecars) == 0 {
+		return nil
+	}
+	out := make([]string, len(sidecars))
+	for i, s := range sidecars {
+		out[i] = s.Name
+	}
+	return out
 }

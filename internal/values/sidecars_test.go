@@ -241,3 +241,27 @@ func TestCheckBuiltSidecars(t *testing.T) {
 		}
 	}
 }
+
+// TestSidecarsExpected: the gate expects each workload's sidecars, by
+// name, from the same template as its values; none without.
+func TestSidecarsExpected(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := sidecarTemplate(func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Sidecars = []ctfv1alpha1.Sidecar{{Name: "proxy", Image: "nginx:1"}, {Name: "bot", Image: "bot:1"}}
+		s.Components = []ctfv1alpha1.Component{{Name: "db", Image: "postgres:16", Sidecars: []ctfv1alpha1.Sidecar{{Name: "exporter", Image: "e:1"}}},
+			{Name: "cache", Image: "redis:7"}}
+	})
+	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) {
+		*s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: tmpl.Name}
+	})
+	in, err := Expectation(c, tmpl, Settings{}, policy.Limits{}, "", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(in.Workloads).To(HaveLen(3))
+	g.Expect(in.Workloads[0].Sidecars).To(Equal([]string{"proxy", "bot"}))
+	g.Expect(in.Workloads[1].Sidecars).To(Equal([]string{"exporter"}))
+	g.Expect(in.Workloads[2].Sidecars).To(BeEmpty())
+
+	in, err = Expectation(c, nil, Settings{}, policy.Limits{}, "", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(in.Workloads[0].Sidecars).To(BeEmpty(), "no template, no sidecar")
+}

@@ -389,7 +389,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	if err != nil {
 		return nil, err
 	}
-	sidecars, err := sidecarsFor(PrimaryWorkload, templateSidecars(tmpl), hostVars, podSecurity.ExtendedResources)
+	sidecars, err := sidecarsFor(identity.PrimaryWorkload, templateSidecars(tmpl), hostVars, podSecurity.ExtendedResources)
 	if err != nil {
 		return nil, err
 	}

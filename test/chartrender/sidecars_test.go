@@ -1,12 +1,19 @@
 package chartrender_test
 
 import (
+	"errors"
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 	"github.com/challenge-operator/challenge-operator/test/chartrender"
 )
@@ -63,4 +70,55 @@ func TestSchemaRefusesSidecarValues(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSidecarsRenderPassesTheGate: what the chart renders for the golden
+// sidecars case, in either namespace mode, passes the gate under the
+// Expectation the translator computes beside its values; the same render is
+// refused under an Expectation of no sidecars, on the first workload that
+// has one.
+func TestSidecarsRenderPassesTheGate(t *testing.T) {
+	var tc goldenCase
+	for _, c := range goldenCases {
+		if c.name == "sidecars" {
+			tc = c
+		}
+	}
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("namespace per instance %v", own), func(t *testing.T) {
+			g := NewWithT(t)
+			settings := goldenSettings
+			settings.NamespacePerInstance = own
+			ch := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "golden", Namespace: "ctf-teams"},
+				Spec: ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "golden-template"}}
+			tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "golden-template"}, Spec: *tc.tmpl}
+			manifest, err := chartrender.Manifest(ch, tmpl, settings)
+			g.Expect(err).NotTo(HaveOccurred())
+			in, err := values.Expectation(ch, tmpl, settings, gateLimits(settings), "", nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(policy.Check(manifest, in)).To(Succeed())
+
+			for i := range in.Workloads {
+				in.Workloads[i].Sidecars = nil
+			}
+			var v *policy.Violation
+			g.Expect(errors.As(policy.Check(manifest, in), &v)).To(BeTrue())
+			g.Expect(v.Rule).To(Equal("containers"))
+			g.Expect(v.Detail).To(ContainSubstring(`exactly ["db"]`), "the first Deployment judged")
+		})
+	}
+}
+
+// gateLimits are the operator's default ceilings, with the network
+// boundaries of settings, as the operator hands the gate.
+func gateLimits(settings values.Settings) policy.Limits {
+	l := policy.Limits{CPU: resource.MustParse("2"), Memory: resource.MustParse("2Gi"), EphemeralStorage: resource.MustParse("1Gi"), MaxReplicas: 1,
+		IngressFromNamespaces: settings.IngressFromNamespaces, IngressDomain: settings.IngressDomain, DNSNamespace: settings.EffectiveDNSNamespace()}
+	for _, c := range settings.EffectiveInternalCIDRs() {
+		l.InternalCIDRs = append(l.InternalCIDRs, netip.MustParsePrefix(c))
+	}
+	for _, gw := range settings.Gateways {
+		l.Gateways = append(l.Gateways, types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name})
+	}
+	return l
 }
