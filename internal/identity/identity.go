@@ -150,9 +150,16 @@ func PortHost(c *ctfv1alpha1.Challenge, component, port, domain string) string {
 // instance's or component's object name can be (they hold no dot).
 func PortObject(object, port string) string { return object + "." + port }
 
+// PrimaryWorkload names an instance's primary workload where a
+// component's name stands for a component's: its pods'
+// app.kubernetes.io/name, its main container's name, the first part of the
+// keys of its sidecars' files. No component can take it (a component's name
+// has at most 8 characters).
+const PrimaryWorkload = "challenge"
+
 // Selector select an instance's pods, as charts/challenge writes them.
 func Selector(c *ctfv1alpha1.Challenge) map[string]string {
-	return map[string]string{ctfv1alpha1.NameLabel: "challenge", ctfv1alpha1.AppInstanceLabel: c.Name}
+	return map[string]string{ctfv1alpha1.NameLabel: PrimaryWorkload, ctfv1alpha1.AppInstanceLabel: c.Name}
 }
 
 // Labels are the labels charts/challenge puts on every object of an

@@ -58,6 +58,7 @@ func newComponentFixture(own bool) *componentFixture {
 	cf.deploy.Spec.Template.Labels = maps.Clone(labels)
 	cf.deploy.Spec.Template.Spec.SecurityContext = restricted.Pod.DeepCopy()
 	cf.deploy.Spec.Template.Spec.Containers[0].SecurityContext = restricted.Container.DeepCopy()
+	cf.deploy.Spec.Template.Spec.Containers[0].Name = redis // a component's main container is named after it
 	cf.svc = service()
 	cf.svc.ObjectMeta = objMeta()
 	cf.svc.Spec.Selector = selector

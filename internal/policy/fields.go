@@ -49,7 +49,8 @@ var judgedPod = []string{
 	"volumes[].configMap.items[].mode",
 }
 
-// judgedContainer is its one container as the chart renders it.
+// judgedContainer is each container of the pod as the chart renders it, its main one's and its
+// sidecars' alike.
 var judgedContainer = []string{
 	// image-registry; what runs, inside the container.
 	"name", "image", "imagePullPolicy", "command", "args", "workingDir",

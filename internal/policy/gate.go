@@ -123,6 +123,10 @@ type Workload struct {
 	// name: each port's Ingress or route, named identity.PortObject(its objects' name, port),
 	// may name that host only, and its NetworkPolicy may admit the outside.
 	PortHosts map[string]string
+	// Sidecars name the containers its pod runs beside its main one (named after the workload:
+	// identity.PrimaryWorkload for the primary), in order: its pod has exactly these, each judged
+	// by the rules of the main one, under the workload's Security.
+	Sidecars []string
 }
 
 // Primary is the instance's primary workload, the first of Workloads; the zero Workload when
@@ -363,6 +367,8 @@ type part struct {
 	labels   map[string]string
 	selector map[string]string
 	security *security.Context
+	// containers are the names of its pod's containers, in order: its main one, then its sidecars.
+	containers []string
 }
 
 // profile is the profile the part's pods meet: restricted without a context.
@@ -426,12 +432,12 @@ func workloadParts(in Instance) ([]*part, error) {
 		if (i == 0) != (w.Name == "") {
 			return nil, fmt.Errorf("policy: workload %d is named %q: the first, and only it, is the primary one, named \"\"", i, w.Name)
 		}
-		name := in.Release
+		name, main := in.Release, identity.PrimaryWorkload
 		if i > 0 {
-			name = identity.ComponentObject(in.Release, w.Name)
+			name, main = identity.ComponentObject(in.Release, w.Name), w.Name
 		}
 		parts = append(parts, &part{component: w.Name, name: name, exposed: w.Exposed, reachable: w.Exposed || len(w.PortHosts) > 0, host: w.Host, labels: w.Labels,
-			selector: w.Selector, security: w.Security})
+			selector: w.Selector, security: w.Security, containers: append([]string{main}, w.Sidecars...)})
 	}
 	return parts, nil
 }

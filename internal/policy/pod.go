@@ -296,10 +296,19 @@ func (c *checker) serviceAccountUse(o *object, p *corev1.PodSpec) error {
 	return nil
 }
 
-// containers allows exactly one container and nothing that runs beside or before it.
+// containers allows exactly the workload's containers, by name and in order: its main one, then
+// its sidecars (each held by the other rules to what its main one is), and nothing that runs
+// before them or is added to the pod later.
 func (c *checker) containers(o *object, p *corev1.PodSpec) error {
-	if len(p.InitContainers) > 0 || len(p.EphemeralContainers) > 0 || len(p.Containers) != 1 {
-		return o.violation(ruleContainers, "exactly one container, with no init or ephemeral containers")
+	if len(p.InitContainers) > 0 || len(p.EphemeralContainers) > 0 {
+		return o.violation(ruleContainers, "no init or ephemeral containers")
+	}
+	names := make([]string, len(p.Containers))
+	for i, ctr := range p.Containers {
+		names[i] = ctr.Name
+	}
+	if !slices.Equal(names, c.part.containers) {
+		return o.violation(ruleContainers, "containers %q: exactly %q, its main container and then its sidecars", names, c.part.containers)
 	}
 	return nil
 }

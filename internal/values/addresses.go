@@ -97,7 +97,8 @@ func exposePort(exp map[string]any) int64 {
 }
 
 // WithAddresses lets every container's environment use the address
-// variables: of each container's env (the primary's, each component's), the
+// variables: of each container's env (each workload's main container's and
+// its sidecars'), the
 // variables whose values use an address variable, or a variable that does,
 // move to lateEnv, which the chart writes after the instance's own address
 // (CHALLENGE_HOST, CHALLENGE_URL) and the other address variables those
@@ -107,11 +108,20 @@ func exposePort(exp map[string]any) int64 {
 func WithAddresses(vals map[string]any) {
 	vars := addressVariables(vals)
 	hostEnv := vars[InstanceHostVariable] != ""
-	containerAddresses(vals, vars, hostEnv)
+	workloads := []map[string]any{vals}
 	comps, _ := vals["components"].([]any)
 	for _, c := range comps {
 		if comp, ok := c.(map[string]any); ok {
-			containerAddresses(comp, vars, hostEnv)
+			workloads = append(workloads, comp)
+		}
+	}
+	for _, w := range workloads {
+		containerAddresses(w, vars, hostEnv)
+		sidecars, _ := w["sidecars"].([]any)
+		for _, sc := range sidecars {
+			if sidecar, ok := sc.(map[string]any); ok {
+				containerAddresses(sidecar, vars, hostEnv)
+			}
 		}
 	}
 }

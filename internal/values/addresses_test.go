@@ -98,7 +98,8 @@ func TestWithAddresses(t *testing.T) {
 		"expose": map[string]any{"type": "HTTPRoute", "host": "i.ctf.example", "https": false, "port": int64(0)},
 		"env":    env("BASE", "$(CHALLENGE_URL)", "PORT", "$(CHALLENGE_PORT)", "BOT", "$(BOT_PUBLIC_URL)"),
 		"components": []any{map[string]any{"name": "bot", "env": env("HOME_URL", "$(CHALLENGE_URL)"),
-			"expose": map[string]any{"type": "Ingress", "host": "b.ctf.example", "https": true}}},
+			"expose":   map[string]any{"type": "Ingress", "host": "b.ctf.example", "https": true},
+			"sidecars": []any{map[string]any{"name": "browser", "env": env("START", "$(BOT_PUBLIC_URL)")}}}},
 	}
 	WithAddresses(vals)
 	g.Expect(vals["env"]).To(Equal(env()))
@@ -108,6 +109,9 @@ func TestWithAddresses(t *testing.T) {
 	bot := vals["components"].([]any)[0].(map[string]any)
 	g.Expect(bot["lateEnv"]).To(Equal(env("HOME_URL", "$(CHALLENGE_URL)")))
 	g.Expect(bot["addresses"]).To(BeEmpty())
+	browser := bot["sidecars"].([]any)[0].(map[string]any)
+	g.Expect(browser["lateEnv"]).To(Equal(env("START", "$(BOT_PUBLIC_URL)")), "a sidecar's too")
+	g.Expect(browser["addresses"]).To(Equal(env("BOT_PUBLIC_URL", "https://b.ctf.example/")))
 
 	// The Gateway's port read later: the addresses follow, the split stays.
 	vals["expose"].(map[string]any)["port"] = int64(8080)

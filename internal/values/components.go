@@ -55,7 +55,7 @@ func hostValues(release string, components []ctfv1alpha1.Component) []ctfv1alpha
 	}
 	out := []ctfv1alpha1.EnvVar{{Name: PrimaryHostVariable, Value: release}}
 	for _, c := range components {
-		if len(c.Ports) > 0 {
+		if hasService(&c) {
 			out = append(out, ctfv1alpha1.EnvVar{Name: HostVariable(c.Name), Value: identity.ComponentObject(release, c.Name)})
 		}
 	}
@@ -88,6 +88,9 @@ func componentsFor(c *ctfv1alpha1.Challenge, components []ctfv1alpha1.Component,
 		}
 		m, err := toMap(v)
 		if err != nil {
+			return nil, err
+		}
+		if m["sidecars"], err = sidecarsFor(comp.Name, comp.Sidecars, hosts, sec.ExtendedResources); err != nil {
 			return nil, err
 		}
 		lowPortSysctl(m)

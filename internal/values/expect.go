@@ -72,7 +72,7 @@ func claimedIdentity(in *policy.Instance, c *ctfv1alpha1.Challenge, team string)
 func expectedWorkloads(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, domain string) []policy.Workload {
 	podSecurity := security.ForTemplate(tmpl)
 	out := []policy.Workload{{Labels: identity.Labels(c, tmpl), Selector: identity.Selector(c), Security: &podSecurity,
-		Exposed: true, Host: identity.Host(c, domain)}}
+		Exposed: true, Host: identity.Host(c, domain), Sidecars: sidecarNames(templateSidecars(tmpl))}}
 	if tmpl == nil {
 		return out
 	}
@@ -82,7 +82,7 @@ func expectedWorkloads(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemp
 		sec := security.ForComponent(comp)
 		out = append(out, policy.Workload{Name: comp.Name, Labels: identity.ComponentLabels(c, tmpl, comp.Name),
 			Selector: identity.ComponentSelector(c, comp.Name), Security: &sec, Exposed: Exposed(comp), Host: identity.ComponentHost(c, comp.Name, domain),
-			PortHosts: portHosts(c, comp.Name, comp.ExposePorts, domain)})
+			PortHosts: portHosts(c, comp.Name, comp.ExposePorts, domain), Sidecars: sidecarNames(comp.Sidecars)})
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package values
 
 import (
+	"fmt"
+
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
@@ -15,8 +17,6 @@ func checkBuilt(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	}
 	s := &tmpl.Spec
 	switch {
-	case len(s.Sidecars) > 0:
-		return unbuilt("spec.sidecars")
 	case s.BareNames != nil:
 		return unbuilt("spec.bareNames")
 	case len(s.SecretFiles) > 0:
@@ -26,8 +26,6 @@ func checkBuilt(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	}
 	for _, c := range s.Components {
 		switch {
-		case len(c.Sidecars) > 0:
-			return unbuilt("a component's sidecars")
 		case c.Flag != nil:
 			return unbuilt("a component's flag")
 		case len(c.SecretEnv) > 0:
@@ -38,6 +36,34 @@ func checkBuilt(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 			return unbuilt("a component's memoryTmp")
 		case c.Replicas != nil && *c.Replicas != 1:
 			return unbuilt("a component's replicas")
+		}
+	}
+	if err := sidecarsBuilt(s.Sidecars, "spec.sidecars", unbuilt); err != nil {
+		return err
+	}
+	for _, c := range s.Components {
+		if err := sidecarsBuilt(c.Sidecars, fmt.Sprintf("component %s's sidecars", c.Name), unbuilt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sidecarsBuilt refuses, through unbuilt, the fields of sidecars (of the
+// workload where says) that are not rendered yet: their secrets, and a
+// memory-backed /tmp.
+func sidecarsBuilt(sidecars []ctfv1alpha1.Sidecar, where string, unbuilt func(string) error) error {
+	for _, sc := range sidecars {
+		field := func(name string) error { return unbuilt(fmt.Sprintf("%s: sidecar %s's %s", where, sc.Name, name)) }
+		switch {
+		case sc.Flag != nil:
+			return field("flag")
+		case len(sc.SecretEnv) > 0:
+			return field("secretEnv")
+		case len(sc.SecretFiles) > 0:
+			return field("secretFiles")
+		case sc.MemoryTmp:
+			return field("memoryTmp")
 		}
 	}
 	return nil

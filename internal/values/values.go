@@ -427,6 +427,10 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	if err != nil {
 		return nil, err
 	}
+	sidecars, err := sidecarsFor(identity.PrimaryWorkload, templateSidecars(tmpl), hostVars, podSecurity.ExtendedResources)
+	if err != nil {
+		return nil, err
+	}
 	hosts, err := toMap(map[string]any{"hosts": hostVars})
 	if err != nil {
 		return nil, err
@@ -448,6 +452,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"security":       securityValues,
 		"components":     componentValues,
 		"exposePorts":    exposePorts,
+		"sidecars":       sidecars,
 		"hosts":          hosts["hosts"],
 		"networkPolicy": map[string]any{
 			"internalCIDRs":         toAny(settings.EffectiveInternalCIDRs()),
@@ -627,7 +632,7 @@ func scratchFor(mounts []ctfv1alpha1.ScratchMount) []scratchValues {
 // net.ipv4.ip_unprivileged_port_start (a safe sysctl, allowed in restricted):
 // a capability added to a non-root container never reaches its process.
 func lowPortSysctl(vals map[string]any) {
-	ports, _ := vals["ports"].([]any)
+	ports := podPorts(vals)
 	lowest := int64(1024)
 	for _, p := range ports {
 		m, _ := p.(map[string]any)

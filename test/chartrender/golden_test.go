@@ -179,6 +179,28 @@ var goldenCases = []goldenCase{
 			Ports:       []ctfv1alpha1.ChallengePort{port("metrics", 9100), port("ssh", 2222)},
 			ExposePorts: []ctfv1alpha1.PortExposure{{Port: "ssh", Type: ctfv1alpha1.ExposeTLSRoute}}}},
 	}},
+	{name: "sidecars", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("app", 8080)},
+		Expose:    &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress},
+		Container: ctfv1alpha1.Container{Files: []ctfv1alpha1.File{{Path: "/etc/app.conf", Content: "bind 127.0.0.1:8080\n"}}},
+		Sidecars: []ctfv1alpha1.Sidecar{{Name: "proxy", Image: "registry.example/ctf/nginx:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 80)},
+			Env:       []ctfv1alpha1.EnvVar{{Name: "UPSTREAM", Value: "127.0.0.1:8080"}},
+			Resources: &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{Memory: quantity("64Mi")}},
+			Container: ctfv1alpha1.Container{
+				Args:    []ctfv1alpha1.Argument{"nginx", "-g", "daemon off;"},
+				Probes:  &ctfv1alpha1.Probes{Readiness: &ctfv1alpha1.Probe{HTTP: &ctfv1alpha1.HTTPProbe{Path: "/", Port: "http"}}},
+				Files:   []ctfv1alpha1.File{{Path: "/etc/nginx/conf.d/default.conf", Content: "server { listen 80; }\n"}},
+				Scratch: []ctfv1alpha1.ScratchMount{{Path: "/var/cache/nginx", SizeLimit: quantity("32Mi")}},
+			}}},
+		Components: []ctfv1alpha1.Component{
+			{Name: "db", Image: "registry.example/ctf/db:1", Ports: []ctfv1alpha1.ChallengePort{port("sql", 5432)},
+				Security: &ctfv1alpha1.Security{RunAsUser: ptr.To[int64](999), RunAsGroup: ptr.To[int64](999)},
+				Sidecars: []ctfv1alpha1.Sidecar{{Name: "exporter", Image: "registry.example/ctf/exporter:1", Ports: []ctfv1alpha1.ChallengePort{port("metrics", 9187)},
+					Container: ctfv1alpha1.Container{KeepImageTmp: true, WorkingDir: "/srv", Files: []ctfv1alpha1.File{{Path: "/etc/queries.yaml", Content: "pg: {}\n", Mode: ptr.To[int32](0o400)}}}}}},
+			{Name: "bot", Image: "registry.example/ctf/bot:1",
+				Sidecars: []ctfv1alpha1.Sidecar{{Name: "browser", Image: "registry.example/ctf/chrome:1", Ports: []ctfv1alpha1.ChallengePort{port("cdp", 9222)}}}},
+		},
+	}},
 	{name: "values-overrides", ch: func(c *ctfv1alpha1.Challenge) {
 		c.Spec.Values = &ctfv1alpha1.Values{Replicas: ptr.To[int32](2), ImagePullPolicy: "Always", ImagePullSecrets: []ctfv1alpha1.ObjectName{"pull"},
 			Env: []ctfv1alpha1.EnvVar{{Name: "FROM_VALUES", Value: "1"}}}

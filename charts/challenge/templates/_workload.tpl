@@ -16,7 +16,7 @@ values override them, since the platform addresses them there). Written into
   "ports" $v.ports "hosts" $v.hosts "env" $v.env "lateEnv" $v.lateEnv "addresses" $v.addresses "secretEnv" $v.secretEnv "flag" $v.flag
   "probes" $v.probes "readinessProbe" $v.readinessProbe "resources" $v.resources "security" $v.security
   "readOnlyRootFilesystem" $v.readOnlyRootFilesystem "mountTmp" $v.mountTmp "scratch" $v.scratch "files" $v.files
-  "expose" $v.expose "exposePorts" $v.exposePorts "internetEgress" $v.networkPolicy.allowInternetEgress }}
+  "expose" $v.expose "exposePorts" $v.exposePorts "internetEgress" $v.networkPolicy.allowInternetEgress "sidecars" $v.sidecars }}
 {{- $_ := set .into "list" (prepend $v.components $primary) }}
 {{- end }}
 
@@ -115,14 +115,33 @@ spec:
         {{- toYaml $w.security.pod | nindent 8 }}
       containers:
         {{- include "challenge.container" (dict "root" $root "w" $w "c" $w "prefix" "") | nindent 8 }}
+        {{- range $s := (dig "sidecars" list $w) }}
+        {{- include "challenge.container" (dict "root" $root "w" $w "c" $s "prefix" (printf "%s-" $s.name)) | nindent 8 }}
+        {{- end }}
       {{- $flag := dig "flag" dict $w }}
       {{- $flagFile := and $flag.enabled (ne $flag.mount "Env") }}
-      {{- if or $w.primary $w.mountTmp $w.scratch $w.files $flagFile }}
+      {{- if or $w.primary $w.mountTmp $w.scratch $w.files $flagFile (dig "sidecars" list $w) }}
       volumes:
         {{- with include "challenge.containerVolumes" (dict "root" $root "c" $w "prefix" "") | trim }}
         {{- . | nindent 8 }}
         {{- end }}
+        {{- range $s := (dig "sidecars" list $w) }}
+        {{- with include "challenge.containerVolumes" (dict "root" $root "c" $s "prefix" (printf "%s-" $s.name)) | trim }}
+        {{- . | nindent 8 }}
+        {{- end }}
+        {{- end }}
       {{- end }}
+{{- end }}
+
+{{/* The ports of a workload's pod, written into .into.list ("w" the
+workload): its main container's, then each sidecar's (a proxy's public
+port), which its Service and NetworkPolicy admit alike. */}}
+{{- define "challenge.podPorts" -}}
+{{- $ports := .w.ports }}
+{{- range (dig "sidecars" list .w) }}
+{{- $ports = concat $ports .ports }}
+{{- end }}
+{{- $_ := set .into "list" $ports }}
 {{- end }}
 
 {{/* One container of a workload's pod ("root" is the chart's context, "w"
@@ -299,7 +318,9 @@ container's are written bare, as they always were. */}}
 none); the context of challenge.deployment. */}}
 {{- define "challenge.service" -}}
 {{- $root := .root }}{{ $w := .w }}
-{{- if $w.ports }}
+{{- $podPorts := dict }}
+{{- include "challenge.podPorts" (dict "w" $w "into" $podPorts) }}
+{{- if $podPorts.list }}
 apiVersion: v1
 kind: Service
 metadata:
@@ -316,7 +337,7 @@ spec:
   selector:
     {{- include "challenge.workloadSelector" (dict "root" $root "w" $w) | nindent 4 }}
   ports:
-    {{- range $w.ports }}
+    {{- range $podPorts.list }}
     - name: {{ .name | quote }}
       port: {{ int .port }}
       targetPort: {{ .name | quote }}
@@ -333,6 +354,8 @@ internal ranges. The context of challenge.deployment, and "peers". */}}
 {{- define "challenge.networkPolicy" -}}
 {{- $root := .root }}{{ $w := .w }}{{ $peers := .peers }}
 {{- $exposed := include "challenge.exposed" $w }}
+{{- $podPorts := dict }}
+{{- include "challenge.podPorts" (dict "w" $w "into" $podPorts) }}
 {{- if $w.primary }}
 # Isolation: the instance accepts connections on its ports from outside the
 # cluster and from the namespaces the organiser names (an ingress controller's,
@@ -356,14 +379,14 @@ spec:
     matchLabels:
       {{- include "challenge.workloadSelector" (dict "root" $root "w" $w) | nindent 6 }}
   policyTypes: ["Ingress", "Egress"]
-  {{- if $w.ports }}
+  {{- if $podPorts.list }}
   ingress:
     {{- if $exposed }}
     {{- if not $w.primary }}
     # Exposed: from outside the cluster and the organiser's namespaces too.
     {{- end }}
     - ports:
-        {{- range $w.ports }}
+        {{- range $podPorts.list }}
         - port: {{ int .port }}
           protocol: {{ .protocol | default "TCP" | quote }}
         {{- end }}
@@ -380,7 +403,7 @@ spec:
     # The instance's components, on the same ports.
     {{- end }}
     - ports:
-        {{- range $w.ports }}
+        {{- range $podPorts.list }}
         - port: {{ int .port }}
           protocol: {{ .protocol | default "TCP" | quote }}
         {{- end }}

@@ -1,0 +1,106 @@
+package values
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// sidecarValues are one sidecar as the chart's challenge.container renders
+// it: the keys a main container's values have, without those that are not
+// a sidecar's (a default readiness probe, a writable root filesystem, the
+// flag and secretEnv, which it is refused until rendered: checkBuilt).
+type sidecarValues struct {
+	containerValues
+	Name  string                      `json:"name"`
+	Image string                      `json:"image"`
+	Ports []ctfv1alpha1.ChallengePort `json:"ports"`
+	// Hosts are the instance's <NAME>_HOST variables, first in the
+	// sidecar's environment as in its workload's main container's.
+	Hosts     []ctfv1alpha1.EnvVar   `json:"hosts"`
+	Env       []ctfv1alpha1.EnvVar   `json:"env"`
+	Resources *ctfv1alpha1.Resources `json:"resources,omitempty"`
+	// ReadOnlyRootFilesystem is always true: a sidecar writes in /tmp and
+	// its scratch directories only.
+	ReadOnlyRootFilesystem bool `json:"readOnlyRootFilesystem"`
+}
+
+// sidecarsFor are the values of a workload's sidecars (workload is
+// identity.PrimaryWorkload or a component's name), each with the instance's hosts,
+// its files keyed sidecarFilePrefix, its probes as given (no default
+// readiness: its workload's main container has one) and the resource floor
+// and extended resources of any container of the workload. Never nil: the
+// chart's schema wants a list.
+func sidecarsFor(workload string, sidecars []ctfv1alpha1.Sidecar, hosts []ctfv1alpha1.EnvVar, extended corev1.ResourceList) ([]any, error) {
+	out := make([]any, 0, len(sidecars))
+	for i := range sidecars {
+		s := &sidecars[i]
+		m, err := toMap(sidecarValues{
+			containerValues: containerValuesFor(&s.Container, sidecarFilePrefix(workload, s.Name), probesFor(s.Probes)),
+			Name:            s.Name, Image: s.Image, Ports: orEmptyList(s.Ports), Hosts: orEmptyList(hosts), Env: orEmptyList(s.Env),
+			Resources: s.Resources, ReadOnlyRootFilesystem: true,
+		})
+		if err != nil {
+			return nil, err
+		}
+		m["resources"] = withExtendedResources(resourceFloor(m["resources"]), extended)
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// sidecarFilePrefix starts the keys of a sidecar's files in the instance's
+// one ConfigMap: "<workload>.<sidecar>.", so that they never meet the
+// primary's ("f<n>"), a component's ("<component>.f<n>") or another
+// workload's sidecar's, whatever the names (none has a dot).
+func sidecarFilePrefix(workload, sidecar string) string {
+	return workload + "." + sidecar + "."
+}
+
+// templateSidecars are the primary workload's sidecars of tmpl, none
+// without a template.
+func templateSidecars(tmpl *ctfv1alpha1.ChallengeTemplate) []ctfv1alpha1.Sidecar {
+	if tmpl == nil {
+		return nil
+	}
+	return tmpl.Spec.Sidecars
+}
+
+// podPorts are the ports of a workload's pod in its values (the primary's
+// or a component's): its main container's, then its sidecars', which share
+// its network namespace and so its unprivileged-port sysctl.
+func podPorts(vals map[string]any) []any {
+	ports, _ := vals["ports"].([]any)
+	sidecars, _ := vals["sidecars"].([]any)
+	if len(sidecars) == 0 {
+		return ports
+	}
+	out := slices.Clone(ports)
+	for _, s := range sidecars {
+		m, _ := s.(map[string]any)
+		p, _ := m["ports"].([]any)
+		out = append(out, p...)
+	}
+	return out
+}
+
+// hasService reports whether the chart renders a Service for comp: when its
+// pod has a port, its main container's or a sidecar's.
+func hasService(comp *ctfv1alpha1.Component) bool {
+	return len(comp.Ports) > 0 || slices.ContainsFunc(comp.Sidecars, func(s ctfv1alpha1.Sidecar) bool { return len(s.Ports) > 0 })
+}
+
+// sidecarNames are the names of sidecars, in order: the containers the gate
+// expects beside their workload's main one.
+func sidecarNames(sidecars []ctfv1alpha1.Sidecar) []string {
+	if len(sidecars) == 0 {
+		return nil
+	}
+	out := make([]string, len(sidecars))
+	for i, s := range sidecars {
+		out[i] = s.Name
+	}
+	return out
+}
