@@ -17,8 +17,6 @@ func checkBuilt(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	switch {
 	case len(s.Sidecars) > 0:
 		return unbuilt("spec.sidecars")
-	case s.BareNames != nil:
-		return unbuilt("spec.bareNames")
 	case len(s.SecretFiles) > 0:
 		return unbuilt("spec.secretFiles")
 	case s.MemoryTmp:
