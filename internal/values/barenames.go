@@ -3,6 +3,7 @@ package values
 import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 )
 
 // bareNames are the chart's bareNames values of c, an instance of tmpl (nil
@@ -41,4 +42,23 @@ func InstanceNamespace(c *ctfv1alpha1.Challenge, settings Settings) string {
 		return identity.Namespace(c)
 	}
 	return c.Namespace
+}
+
+// expectBareNames writes into in, the expectation of c (an instance of tmpl),
+// what its bare names let it render, from the same computation as its values
+// (bareNames, withBareNames): the headless Service, the search domain in the
+// namespace in holds, and each workload's bare name. Nothing without them.
+func expectBareNames(in *policy.Instance, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings) {
+	if tmpl == nil || tmpl.Spec.BareNames == nil {
+		return
+	}
+	in.BareNames = &policy.BareNames{
+		Service:  identity.BareNamesService(c.Name),
+		Search:   identity.BareNamesSearch(c.Name, in.Namespace, settings.EffectiveClusterDomain()),
+		Selector: identity.InstancePods(c),
+	}
+	in.Workloads[0].BareName = tmpl.Spec.BareNames.Primary
+	for i := 1; i < len(in.Workloads); i++ {
+		in.Workloads[i].BareName = in.Workloads[i].Name
+	}
 }

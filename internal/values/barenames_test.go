@@ -8,6 +8,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 )
 
 // TestBareNamesValues: a template with bareNames gives the instance its
@@ -21,7 +22,9 @@ func TestBareNamesValues(t *testing.T) {
 			Components: []ctfv1alpha1.Component{{Name: "db", Image: "postgres:16"}, {Name: "flag", Image: "flag:1"}},
 		}}
 	}
-	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) { *s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"} })
+	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) {
+		*s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"}
+	})
 	none := map[string]any{"service": "", "search": "", "primary": ""}
 	for _, tt := range []struct {
 		name       string
@@ -66,4 +69,33 @@ func TestEffectiveClusterDomain(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(Settings{}.EffectiveClusterDomain()).To(Equal("cluster.local"))
 	g.Expect(Settings{ClusterDomain: "k8s.example"}.EffectiveClusterDomain()).To(Equal("k8s.example"))
+}
+
+// TestBareNamesExpectation: the gate expects the headless Service, the
+// search domain in the namespace the instance runs in and every workload's
+// bare name that the values render; nothing without bareNames.
+func TestBareNamesExpectation(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "ghcr.io/x/web:1", BareNames: &ctfv1alpha1.BareNames{Primary: "app"},
+		Components: []ctfv1alpha1.Component{{Name: "db", Image: "postgres:16"}},
+	}}
+	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) { *s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"} })
+	for _, settings := range []Settings{{}, {NamespacePerInstance: true, ClusterDomain: "k8s.example"}} {
+		in, err := Expectation(c, tmpl, settings, policy.Limits{}, "", nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		vals, err := Compose(c, tmpl, settings)
+		g.Expect(err).NotTo(HaveOccurred())
+		bare := vals["bareNames"].(map[string]any)
+		g.Expect(in.BareNames).To(Equal(&policy.BareNames{Service: bare["service"].(string), Search: bare["search"].(string),
+			Selector: identity.InstancePods(c)}))
+		g.Expect(in.BareNames.Search).To(HavePrefix("web---names." + in.Namespace + ".svc."))
+		g.Expect(in.Workloads[0].BareName).To(Equal("app"))
+		g.Expect(in.Workloads[1].BareName).To(Equal("db"))
+	}
+	tmpl.Spec.BareNames = nil
+	in, err := Expectation(c, tmpl, Settings{}, policy.Limits{}, "", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(in.BareNames).To(BeNil())
+	g.Expect(in.Workloads[1].BareName).To(BeEmpty())
 }

@@ -52,6 +52,7 @@ func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 			return policy.Instance{}, err
 		}
 	}
+	expectBareNames(&in, c, tmpl, settings)
 	return in, nil
 }
 
