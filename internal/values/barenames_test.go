@@ -80,7 +80,9 @@ func TestBareNamesExpectation(t *testing.T) {
 		Image: "ghcr.io/x/web:1", BareNames: &ctfv1alpha1.BareNames{Primary: "app"},
 		Components: []ctfv1alpha1.Component{{Name: "db", Image: "postgres:16"}},
 	}}
-	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) { *s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"} })
+	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) {
+		*s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"}
+	})
 	for _, settings := range []Settings{{}, {NamespacePerInstance: true, ClusterDomain: "k8s.example"}} {
 		in, err := Expectation(c, tmpl, settings, policy.Limits{}, "", nil)
 		g.Expect(err).NotTo(HaveOccurred())

@@ -34,8 +34,6 @@ func checkBuilt(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 			return unbuilt("a component's secretFiles")
 		case c.MemoryTmp:
 			return unbuilt("a component's memoryTmp")
-		case c.Replicas != nil && *c.Replicas != 1:
-			return unbuilt("a component's replicas")
 		}
 	}
 	return nil

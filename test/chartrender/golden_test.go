@@ -175,6 +175,11 @@ var goldenCases = []goldenCase{
 		BareNames:  &ctfv1alpha1.BareNames{Primary: "app"},
 		Components: []ctfv1alpha1.Component{{Name: "bot", Image: "registry.example/ctf/bot:1"}},
 	}},
+	{name: "component-replicas", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/web:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
+		Policy:     &ctfv1alpha1.InstancePolicy{MaxReplicas: ptr.To[int32](3)},
+		Components: []ctfv1alpha1.Component{{Name: "worker", Image: "registry.example/ctf/worker:1", Replicas: ptr.To[int32](3)}},
+	}},
 	{name: "values-overrides", ch: func(c *ctfv1alpha1.Challenge) {
 		c.Spec.Values = &ctfv1alpha1.Values{Replicas: ptr.To[int32](2), ImagePullPolicy: "Always", ImagePullSecrets: []ctfv1alpha1.ObjectName{"pull"},
 			Env: []ctfv1alpha1.EnvVar{{Name: "FROM_VALUES", Value: "1"}}}
