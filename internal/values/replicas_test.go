@@ -27,7 +27,9 @@ func TestComponentReplicas(t *testing.T) {
 		}
 		return tmpl
 	}
-	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) { *s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"} })
+	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) {
+		*s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"}
+	})
 	for _, tt := range []struct {
 		name        string
 		replicas    *int32
