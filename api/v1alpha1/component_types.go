@@ -33,9 +33,12 @@ type Component struct {
 	Image string `json:"image"`
 
 	// Replicas of the component's pod, 1 when unset, at most the template's
-	// policy.maxReplicas (or the operator's --max-replicas): a stateless
-	// worker pool. With bareNames, its name answers with every replica's
-	// address.
+	// policy.maxReplicas (1 when unset): a stateless worker pool; above it,
+	// the instance is an Error (PolicyViolation). Its <NAME>_HOST Service
+	// balances connections over every ready replica. With bareNames, its
+	// bare name answers with every replica's address (one A record each,
+	// ready or not, in the order DNS gives: clients that take the first
+	// spread by DNS round-robin), never one replica's alone.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10
 	// +optional
@@ -217,7 +220,16 @@ type PortExposure struct {
 // BareNames lets the workloads of an instance reach each other by their
 // bare names, as compose services do ("db", "redis", "flag:8081"): every
 // component answers to its name, the primary to Primary, from the
-// instance's own pods only.
+// instance's own pods only. Each pod's hostname is its workload's bare name
+// under the instance's headless Service "<instance>---names", and its one
+// extra DNS search domain is that Service's, so "db" resolves to the pods'
+// own addresses (every replica's, published before they are ready), in
+// the shared namespace or the instance's own;
+// another instance's pods resolve their own peers, never these. The
+// cluster DNS searches the pod's namespace first: a Service named exactly
+// as a bare name in that namespace (a Challenge named "db" in a shared
+// namespace) is found before the peer, so give instances names no compose
+// service has.
 type BareNames struct {
 	// Primary is the primary workload's bare name: the compose service the
 	// template was made from ("web", "app").

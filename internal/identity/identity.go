@@ -207,3 +207,18 @@ func ComponentObject(release, component string) string {
 // FilesConfigMap is the one ConfigMap a release may create and its pod mount: the files its
 // template carries.
 func FilesConfigMap(release string) string { return release + "-files" }
+
+// BareNamesService names the headless Service through which an instance's
+// workloads answer to their bare names (its pods' subdomain):
+// "<release>---names". It is no component's object, whose name's part after
+// "<release>--" starts with a letter, and no other instance's, whose names
+// contain no "--" before their components'. At most 61 characters: a
+// release is at most 53.
+func BareNamesService(release string) string { return release + "---names" }
+
+// BareNamesSearch is the search domain that makes a bare name resolve, in
+// the pods of an instance whose Service BareNamesService is in namespace:
+// "<service>.<namespace>.svc.<clusterDomain>".
+func BareNamesSearch(release, namespace, clusterDomain string) string {
+	return BareNamesService(release) + "." + namespace + ".svc." + clusterDomain
+}

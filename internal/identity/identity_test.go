@@ -107,3 +107,21 @@ func TestComponentHost(t *testing.T) {
 		g.Expect(label).To(MatchRegexp(`-%s-[0-9a-f]{10}$`, comp))
 	}
 }
+
+// TestBareNamesService: the headless Service of an instance's bare names is
+// a DNS-1035 label however long the release, and never the name of one of
+// its components' objects nor of another instance's.
+func TestBareNamesService(t *testing.T) {
+	g := NewWithT(t)
+	longest := "a" + strings.Repeat("b", 51) + "c" // a release is at most 53 characters
+	for _, release := range []string{"web", "web-team1", longest} {
+		name := BareNamesService(release)
+		g.Expect(len(name)).To(BeNumerically("<=", 63), name)
+		g.Expect(name).To(MatchRegexp(`^[a-z]([-a-z0-9]*[a-z0-9])?$`), "a Service name, and a pod's subdomain")
+		component, ok := strings.CutPrefix(name, release+"--")
+		g.Expect(ok).To(BeTrue())
+		g.Expect(component).NotTo(MatchRegexp(`^[a-z]`), "a component's name starts with a letter")
+	}
+	g.Expect(BareNamesService("web")).NotTo(Equal(ComponentObject("web", "names")))
+	g.Expect(BareNamesSearch("web", "ctf", "cluster.local")).To(Equal("web---names.ctf.svc.cluster.local"))
+}

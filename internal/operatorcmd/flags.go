@@ -71,6 +71,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	// The security policy: what values may set and what a release may contain.
 	fs.Var(listValue{&o.Operator.Values.IngressFromNamespaces}, "ingress-from-namespaces", "Comma-separated namespaces (an ingress controller's, the platform's) whose pods may connect to instances.")
 	fs.StringVar(&o.Operator.Values.DNSNamespace, "dns-namespace", "kube-system", "Namespace of the cluster DNS (pods labelled k8s-app=kube-dns), the one in-cluster peer instances may reach.")
+	o.Operator.Values.ClusterDomain = "cluster.local"
+	fs.Var(domainValue{&o.Operator.Values.ClusterDomain}, "cluster-domain", "The cluster's DNS domain (the kubelet's clusterDomain): the search domain through which an instance's workloads reach each other by bare name (spec.bareNames).")
 	fs.Var(listValue{&o.Operator.Values.FlagSecretNamespaces}, "flag-secret-namespaces", "Comma-separated namespaces templates may read flag and secretEnv Secrets from (default: the operator's own, from POD_NAMESPACE); only Opaque Secrets labelled ctf.challenge-operator.io/organiser-secret=true, and never an instance's.")
 	fs.Var(listValue{&o.Operator.Values.Keys.Allowed}, "allow-metadata-keys", "Comma-separated prefixed label/annotation keys, or prefixes ending in '/', that instances may carry (e.g. service.beta.kubernetes.io/, or io.kubernetes.cri-o.userns-mode); plain words (no prefix, no dot) need no listing, and helm.sh/, meta.helm.sh/ and ctf.challenge-operator.io/ keys are never allowed.")
 	fs.StringVar(&o.Operator.Values.IngressDomain, "ingress-domain", "", "Domain under which every Ingress-exposed instance gets a host of its own (<name>-<hash>.<domain>); empty refuses Ingress exposure.")
@@ -115,6 +117,26 @@ func (v int32Value) Set(s string) error {
 		*v.p = int32(n)
 	}
 	return err
+}
+
+// domainValue is a flag.Value for a DNS domain, as DNS reads it: lower
+// case, no trailing dot.
+type domainValue struct{ p *string }
+
+func (v domainValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v domainValue) Set(s string) error {
+	d := strings.ToLower(strings.TrimSuffix(s, "."))
+	if errs := validation.IsDNS1123Subdomain(d); len(errs) > 0 {
+		return fmt.Errorf("%q is not a DNS domain: %s", s, strings.Join(errs, "; "))
+	}
+	*v.p = d
+	return nil
 }
 
 // cidrsValue is a flag.Value for a comma-separated list of CIDRs.

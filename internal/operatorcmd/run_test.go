@@ -1,6 +1,7 @@
 package operatorcmd
 
 import (
+	"io"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -25,4 +26,20 @@ func TestDefaultNamespaces(t *testing.T) {
 	var outside Options
 	outside.defaultNamespaces("")
 	g.Expect(outside.Operator.Values.FlagSecretNamespaces).To(BeEmpty())
+}
+
+// TestClusterDomainFlag: cluster.local by default, a domain as DNS reads it,
+// and a value that is no domain refused when parsed.
+func TestClusterDomainFlag(t *testing.T) {
+	g := NewWithT(t)
+	o, fs := NewFlagSet()
+	g.Expect(o.Operator.Values.ClusterDomain).To(Equal("cluster.local"))
+	g.Expect(fs.Lookup("cluster-domain").DefValue).To(Equal("cluster.local"), "what the install chart's schema shows")
+	g.Expect(fs.Parse([]string{"--cluster-domain=K8s.Example."})).To(Succeed())
+	g.Expect(o.Operator.Values.ClusterDomain).To(Equal("k8s.example"))
+	for _, bad := range []string{"", "a b", "-x.example", "x..example"} {
+		_, fs := NewFlagSet()
+		fs.SetOutput(io.Discard)
+		g.Expect(fs.Parse([]string{"--cluster-domain=" + bad})).NotTo(Succeed(), bad)
+	}
 }

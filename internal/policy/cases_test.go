@@ -632,8 +632,8 @@ var breakings = []breaking{
 		fx.pod().TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
 			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: testSelector()}}}
 	}},
-	{name: "a subdomain", rule: "unjudged-field", apply: func(fx *fixture) { fx.pod().Subdomain = "web-team2" }},
-	{name: "a hostname", rule: "unjudged-field", apply: func(fx *fixture) { fx.pod().Hostname = "ctfd" }},
+	{name: "a subdomain", rule: "bare-names", apply: func(fx *fixture) { fx.pod().Subdomain = "web-team2" }},
+	{name: "a hostname", rule: "bare-names", apply: func(fx *fixture) { fx.pod().Hostname = "ctfd" }},
 	{name: "readinessGates", rule: "unjudged-field", apply: func(fx *fixture) {
 		fx.pod().ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/never"}}
 	}},
@@ -686,7 +686,7 @@ var breakings = []breaking{
 		fx.in.Limits.AllowLoadBalancer, fx.svc.Spec.Type = true, corev1.ServiceTypeLoadBalancer
 		fx.svc.Spec.LoadBalancerClass = ptr.To("internal.example/vip")
 	}},
-	{name: "a Service publishing pods not ready", rule: "unjudged-field", apply: func(fx *fixture) { fx.svc.Spec.PublishNotReadyAddresses = true }},
+	{name: "a Service publishing pods not ready", rule: "service", apply: func(fx *fixture) { fx.svc.Spec.PublishNotReadyAddresses = true }},
 	{name: "a Service's externalTrafficPolicy", rule: "unjudged-field", apply: func(fx *fixture) {
 		fx.svc.Spec.Type, fx.svc.Spec.ExternalTrafficPolicy = corev1.ServiceTypeNodePort, corev1.ServiceExternalTrafficPolicyLocal
 	}},

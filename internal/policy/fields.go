@@ -40,6 +40,9 @@ var judgedPod = []string{
 	"securityContext", "terminationGracePeriodSeconds",
 	// The chart's false; true would only add the namespace's Service addresses to the environment.
 	"enableServiceLinks",
+	// Exactly the workload's bare name, the instance's headless Service and its one search domain,
+	// with bare names only (bare-names).
+	"hostname", "subdomain", "dnsConfig.searches",
 	// The admin's, by name: credentials the node pulls with, nothing the pod reads.
 	"imagePullSecrets",
 	// volume: scratch space (sized by resources), the flag Secret and the files ConfigMap.
@@ -104,6 +107,7 @@ var judgedFields = map[string][]string{
 	),
 	"Service": {
 		"spec.type", "spec.selector", // service, selector
+		"spec.clusterIP", "spec.publishNotReadyAddresses", // the headless Service's None and true only (service-cluster-ip, service, bare-names)
 		"spec.ports[].name", "spec.ports[].port", "spec.ports[].targetPort", "spec.ports[].protocol",
 		statusField,
 	},

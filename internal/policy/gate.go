@@ -89,6 +89,23 @@ type Instance struct {
 	// pod selector a NetworkPolicy may name, as a peer in its own namespace, so the instance's
 	// components reach each other; nil allows none.
 	InstancePods map[string]string
+	// BareNames, when set, lets the instance's workloads answer to their bare names: its one
+	// headless Service and each pod's hostname, subdomain and search domain. nil allows none of
+	// them.
+	BareNames *BareNames
+}
+
+// BareNames is how an instance's workloads reach each other by bare name (its template's
+// bareNames): each pod's hostname is its workload's BareName, its subdomain the headless Service,
+// and its one extra search domain Search, so that "db" resolves from the instance's own pods.
+type BareNames struct {
+	// Service is the headless Service's name (identity.BareNamesService), its pods' subdomain.
+	Service string
+	// Search is the one search domain every pod of the instance adds to its cluster's:
+	// "<Service>.<namespace>.svc.<cluster domain>".
+	Search string
+	// Selector is exactly the headless Service's selector: every pod of the instance, no other's.
+	Selector map[string]string
 }
 
 // SharedPeer is the pods of a shared Service: its namespace and its selector.
@@ -127,6 +144,9 @@ type Workload struct {
 	// identity.PrimaryWorkload for the primary), in order: its pod has exactly these, each judged
 	// by the rules of the main one, under the workload's Security.
 	Sidecars []string
+	// BareName is its pods' hostname when the instance has BareNames: the component's name, or
+	// the template's bareNames.primary.
+	BareName string
 }
 
 // Primary is the instance's primary workload, the first of Workloads; the zero Workload when
@@ -243,6 +263,7 @@ const (
 	ruleNamespaceMeta  = "namespace-metadata"
 	ruleUnjudged       = "unjudged-field"
 	ruleOwner          = "owner-reference"
+	ruleBareNames      = "bare-names"
 )
 
 // Check parses manifest (multi-document YAML as Helm renders it, with "---" separators and
@@ -352,6 +373,8 @@ type checker struct {
 	workloads []*part
 	// byName finds a workload's part by its objects' name.
 	byName map[string]*part
+	// headless is the part of the instance's bare names' headless Service.
+	headless *part
 }
 
 // part is what the objects of one workload, or those of the instance that belong to none, must be.
@@ -369,6 +392,8 @@ type part struct {
 	security *security.Context
 	// containers are the names of its pod's containers, in order: its main one, then its sidecars.
 	containers []string
+	bareName   string // its pods' hostname, with the instance's bare names
+	headless   bool   // the bare names' headless Service
 }
 
 // profile is the profile the part's pods meet: restricted without a context.
@@ -404,6 +429,10 @@ func newChecker(in Instance) (*checker, error) {
 	}
 	c := &checker{in: in, forbidden: forbidden, allowed: allowed, seen: map[string]bool{}, workloads: workloads, byName: map[string]*part{}}
 	c.own = &part{name: in.Release, labels: in.Labels}
+	c.headless = &part{name: identity.BareNamesService(in.Release), labels: in.Labels, headless: true}
+	if in.BareNames != nil {
+		c.headless.name, c.headless.selector = in.BareNames.Service, in.BareNames.Selector
+	}
 	for i, p := range workloads {
 		c.byName[p.name] = p
 		for port, host := range in.Workloads[i].PortHosts {
@@ -437,7 +466,7 @@ func workloadParts(in Instance) ([]*part, error) {
 			name, main = identity.ComponentObject(in.Release, w.Name), w.Name
 		}
 		parts = append(parts, &part{component: w.Name, name: name, exposed: w.Exposed, reachable: w.Exposed || len(w.PortHosts) > 0, host: w.Host, labels: w.Labels,
-			selector: w.Selector, security: w.Security, containers: append([]string{main}, w.Sidecars...)})
+			selector: w.Selector, security: w.Security, containers: append([]string{main}, w.Sidecars...), bareName: w.BareName})
 	}
 	return parts, nil
 }
@@ -467,10 +496,20 @@ func (c *checker) partOf(o *object) *part {
 	if !o.spec.perComponent {
 		return c.own
 	}
+	if c.isHeadless(o) {
+		return c.headless
+	}
 	if p, ok := c.byName[o.obj.GetName()]; ok {
 		return p
 	}
 	return c.primary()
+}
+
+// isHeadless reports whether o is the bare names' headless Service: the instance's, or, in a
+// stored record judged for whose it is (AnyComponent), the one an instance of any template has.
+func (c *checker) isHeadless(o *object) bool {
+	_, svc := o.obj.(*corev1.Service)
+	return svc && o.obj.GetName() == c.headless.name && (c.in.BareNames != nil || c.in.AnyComponent)
 }
 
 // primary is the primary workload's part.
@@ -513,8 +552,8 @@ func (c *checker) name(o *object) error {
 		return o.violation(ruleName, "only an Ingress or a route may be named after an exposed port")
 	}
 	rule, want := ruleName, c.in.Release
-	if c.part.component != "" {
-		want = o.obj.GetName() // one of its components' (partOf)
+	if c.part.component != "" || c.part.headless {
+		want = o.obj.GetName() // one of its components', or its headless Service (partOf)
 	} else if component, ok := strings.CutPrefix(o.obj.GetName(), c.in.Release+"--"); ok && o.spec.perComponent && c.in.AnyComponent && anyComponentName.MatchString(component) {
 		want = o.obj.GetName()
 	}
@@ -597,6 +636,9 @@ func (c *checker) spec(o *object) error {
 func (c *checker) required() error {
 	if c.in.OwnNamespace && !c.seen["Namespace/"+c.in.Namespace] {
 		return &Violation{Rule: ruleRequired, Object: "Namespace " + c.in.Namespace, Detail: "not rendered"}
+	}
+	if c.in.BareNames != nil && !c.seen["Service/"+c.headless.name] {
+		return &Violation{Rule: ruleRequired, Object: fmt.Sprintf("Service %s/%s", c.in.Namespace, c.headless.name), Detail: "not rendered"}
 	}
 	for _, p := range c.workloads {
 		for _, kind := range c.requiredOf(p) {

@@ -54,7 +54,7 @@ func TestEveryRuleIsTested(t *testing.T) {
 		ruleSelector, ruleService, ruleIngress, ruleIngressHost, ruleIngressClass, ruleIngressTLS, ruleGatewayRoute, ruleSecContext, ruleProbeHost, ruleNetworkPolicy, ruleNetworkEgress,
 		ruleNetworkIngress, ruleSecret, rulePlacement, ruleImageRegistry, ruleProfile, ruleRootGroup,
 		ruleGrace, ruleSchedulingGate, ruleClusterIP, ruleSourceRanges, ruleQuota, ruleLimitRange, ruleNamespaceMeta,
-		ruleUnjudged, ruleOwner,
+		ruleUnjudged, ruleOwner, ruleBareNames,
 	}
 	for _, r := range rules {
 		g.Expect(tested).To(HaveKey(r))

@@ -15,6 +15,12 @@ import (
 // service keeps the Service on the instance's pods and off the node's and the cloud's addresses
 // except as the organiser allows.
 func (c *checker) service(o *object, s *corev1.Service) error {
+	if c.part.headless {
+		return c.headlessService(o, s)
+	}
+	if s.Spec.PublishNotReadyAddresses {
+		return o.violation(ruleService, "publishNotReadyAddresses: only the bare names' headless Service publishes pods before they are ready")
+	}
 	if !maps.Equal(s.Spec.Selector, c.part.selector) {
 		return o.violation(ruleSelector, "the selector must be exactly %v", c.part.selector)
 	}

@@ -54,6 +54,7 @@ func (c *checker) pod(o *object, t *corev1.PodTemplateSpec) error {
 	rules := []func(*object, *corev1.PodSpec) error{
 		c.hostNamespaces, c.hostPorts, c.placement, c.serviceAccountUse, c.containers,
 		c.volumes, c.secretRefs, c.resources, c.images, c.rootGroup, terminationGrace, schedulingGates, probeHosts,
+		c.podNames,
 	}
 	for _, rule := range rules {
 		if err := rule(o, &t.Spec); err != nil {
@@ -276,7 +277,7 @@ func (c *checker) placement(o *object, p *corev1.PodSpec) error {
 	tolerated := len(p.Tolerations) > 0 && !apiequality.Semantic.DeepEqual(p.Tolerations, want.Tolerations)
 	chosen := p.NodeName != "" || nodeChosen || p.Affinity != nil || tolerated ||
 		p.PriorityClassName != "" || p.Priority != nil || runtimeChosen || p.SchedulerName != "" ||
-		len(p.HostAliases) > 0 || p.DNSConfig != nil || (p.DNSPolicy != "" && p.DNSPolicy != corev1.DNSClusterFirst) ||
+		len(p.HostAliases) > 0 || (p.DNSPolicy != "" && p.DNSPolicy != corev1.DNSClusterFirst) ||
 		p.ShareProcessNamespace != nil && *p.ShareProcessNamespace
 	if chosen {
 		return o.violation(rulePlacement, "the pod may not choose its node, priority, runtime, scheduler or name resolution")

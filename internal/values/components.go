@@ -81,7 +81,7 @@ func componentsFor(c *ctfv1alpha1.Challenge, components []ctfv1alpha1.Component,
 		}
 		v := componentValues{
 			containerValues: containerValuesFor(&comp.Container, comp.Name+".", componentProbes(comp)),
-			Name:            comp.Name, ObjectName: identity.ComponentObject(release, comp.Name), Image: comp.Image, Replicas: 1,
+			Name:            comp.Name, ObjectName: identity.ComponentObject(release, comp.Name), Image: comp.Image, Replicas: componentReplicas(comp),
 			Ports: orEmptyList(comp.Ports), Hosts: hosts, Env: orEmptyList(comp.Env), Resources: comp.Resources,
 			ReadOnlyRootFilesystem: !comp.WritableRootFilesystem, InternetEgress: comp.InternetEgress, Security: securityValuesFor(sec),
 			Expose: expose, ExposePorts: exposePorts,

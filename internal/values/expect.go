@@ -21,6 +21,9 @@ func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 	if err != nil {
 		return policy.Instance{}, err
 	}
+	if err := checkComponentReplicas(tmpl, limits); err != nil {
+		return policy.Instance{}, err
+	}
 	in := policy.Instance{
 		Release:          c.Name,
 		Namespace:        c.Namespace,
@@ -52,6 +55,7 @@ func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 			return policy.Instance{}, err
 		}
 	}
+	expectBareNames(&in, c, tmpl, settings)
 	return in, nil
 }
 

@@ -17,8 +17,6 @@ func checkBuilt(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	}
 	s := &tmpl.Spec
 	switch {
-	case s.BareNames != nil:
-		return unbuilt("spec.bareNames")
 	case len(s.SecretFiles) > 0:
 		return unbuilt("spec.secretFiles")
 	case s.MemoryTmp:
@@ -34,8 +32,6 @@ func checkBuilt(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 			return unbuilt("a component's secretFiles")
 		case c.MemoryTmp:
 			return unbuilt("a component's memoryTmp")
-		case c.Replicas != nil && *c.Replicas != 1:
-			return unbuilt("a component's replicas")
 		}
 	}
 	if err := sidecarsBuilt(s.Sidecars, "spec.sidecars", unbuilt); err != nil {

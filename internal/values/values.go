@@ -50,6 +50,9 @@ type Settings struct {
 	IngressFromNamespaces []string
 	// DNSNamespace is where the cluster DNS runs (kube-system when empty).
 	DNSNamespace string
+	// ClusterDomain is the cluster's DNS domain (cluster.local when empty),
+	// under which the search domain of an instance's bare names lies.
+	ClusterDomain string
 	// FlagSecretNamespaces are the namespaces flag Secrets may be read from.
 	FlagSecretNamespaces []string
 	// Keys are the label and annotation keys values may set.
@@ -431,6 +434,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	if err != nil {
 		return nil, err
 	}
+	withBareNames(tmpl, componentValues)
 	hosts, err := toMap(map[string]any{"hosts": hostVars})
 	if err != nil {
 		return nil, err
@@ -454,6 +458,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"exposePorts":    exposePorts,
 		"sidecars":       sidecars,
 		"hosts":          hosts["hosts"],
+		"bareNames":      bareNames(c, tmpl, settings),
 		"networkPolicy": map[string]any{
 			"internalCIDRs":         toAny(settings.EffectiveInternalCIDRs()),
 			"egress":                egress,
@@ -799,6 +804,15 @@ func (s Settings) EffectiveDNSNamespace() string {
 		return s.DNSNamespace
 	}
 	return "kube-system"
+}
+
+// EffectiveClusterDomain is the cluster's DNS domain: cluster.local unless
+// the operator is told otherwise.
+func (s Settings) EffectiveClusterDomain() string {
+	if s.ClusterDomain != "" {
+		return s.ClusterDomain
+	}
+	return "cluster.local"
 }
 
 // checkFlagSecret refuses a template whose flag Secret lies outside the

@@ -201,6 +201,27 @@ var goldenCases = []goldenCase{
 				Sidecars: []ctfv1alpha1.Sidecar{{Name: "browser", Image: "registry.example/ctf/chrome:1", Ports: []ctfv1alpha1.ChallengePort{port("cdp", 9222)}}}},
 		},
 	}},
+	{name: "bare-names", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/web:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
+		BareNames: &ctfv1alpha1.BareNames{Primary: "web"},
+		Components: []ctfv1alpha1.Component{
+			{Name: "db", Image: "registry.example/ctf/db:1", Ports: []ctfv1alpha1.ChallengePort{port("sql", 5432)}},
+			{Name: "flag", Image: "registry.example/ctf/flag:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8081)}},
+		},
+	}},
+	{name: "bare-names-own-namespace", settings: func(s *values.Settings) {
+		s.NamespacePerInstance = true
+		s.ClusterDomain = "k8s.example"
+	}, tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/web:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
+		BareNames:  &ctfv1alpha1.BareNames{Primary: "app"},
+		Components: []ctfv1alpha1.Component{{Name: "bot", Image: "registry.example/ctf/bot:1"}},
+	}},
+	{name: "component-replicas", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/web:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
+		Policy:     &ctfv1alpha1.InstancePolicy{MaxReplicas: ptr.To[int32](3)},
+		Components: []ctfv1alpha1.Component{{Name: "worker", Image: "registry.example/ctf/worker:1", Replicas: ptr.To[int32](3)}},
+	}},
 	{name: "values-overrides", ch: func(c *ctfv1alpha1.Challenge) {
 		c.Spec.Values = &ctfv1alpha1.Values{Replicas: ptr.To[int32](2), ImagePullPolicy: "Always", ImagePullSecrets: []ctfv1alpha1.ObjectName{"pull"},
 			Env: []ctfv1alpha1.EnvVar{{Name: "FROM_VALUES", Value: "1"}}}

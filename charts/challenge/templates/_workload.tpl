@@ -16,7 +16,7 @@ values override them, since the platform addresses them there). Written into
   "ports" $v.ports "hosts" $v.hosts "env" $v.env "lateEnv" $v.lateEnv "addresses" $v.addresses "secretEnv" $v.secretEnv "flag" $v.flag
   "probes" $v.probes "readinessProbe" $v.readinessProbe "resources" $v.resources "security" $v.security
   "readOnlyRootFilesystem" $v.readOnlyRootFilesystem "mountTmp" $v.mountTmp "scratch" $v.scratch "files" $v.files
-  "expose" $v.expose "exposePorts" $v.exposePorts "internetEgress" $v.networkPolicy.allowInternetEgress "sidecars" $v.sidecars }}
+  "expose" $v.expose "exposePorts" $v.exposePorts "internetEgress" $v.networkPolicy.allowInternetEgress "sidecars" $v.sidecars "bareName" $v.bareNames.primary }}
 {{- $_ := set .into "list" (prepend $v.components $primary) }}
 {{- end }}
 
@@ -92,6 +92,15 @@ spec:
         {{- range . }}
         - name: {{ . | quote }}
         {{- end }}
+      {{- end }}
+      {{- with $w.bareName }}
+      # Its bare name: its pods are "<bareName>.<bareNames.service>", which the
+      # instance's own search domain resolves as "<bareName>".
+      hostname: {{ . | quote }}
+      subdomain: {{ $root.Values.bareNames.service | quote }}
+      dnsConfig:
+        searches:
+          - {{ $root.Values.bareNames.search | quote }}
       {{- end }}
       {{- with $w.security.runtimeClassName }}
       runtimeClassName: {{ . | quote }}
