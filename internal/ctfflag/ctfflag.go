@@ -126,15 +126,23 @@ func problemOf(value string) string {
 // ResolveEnv reads the values of a template's secretEnv, in order, each
 // checked as a flag is: an error names the Secret and key, never the value.
 func ResolveEnv(ctx context.Context, reader client.Reader, tmpl *ctfv1alpha1.ChallengeTemplate) ([]string, error) {
-	out := make([]string, 0, len(tmpl.Spec.SecretEnv))
-	for _, e := range tmpl.Spec.SecretEnv {
+	return ResolveSecretEnv(ctx, reader, "secretEnv", tmpl.Spec.SecretEnv)
+}
+
+// ResolveSecretEnv reads the values of one container's secretEnv (what
+// names it in errors: "secretEnv", "component db's secretEnv"), in order,
+// each checked as a flag is: an error names the Secret and key, never the
+// value.
+func ResolveSecretEnv(ctx context.Context, reader client.Reader, what string, env []ctfv1alpha1.SecretEnvVar) ([]string, error) {
+	out := make([]string, 0, len(env))
+	for _, e := range env {
 		value, err := secretValue(ctx, reader, &e.Secret)
 		if err != nil {
 			return nil, err
 		}
 		if problem := problemOf(string(value)); problem != "" {
-			return nil, lifecycle.Errorf(lifecycle.ReasonSecretEnvInvalid, "secretEnv %s: Secret %s/%s key %q %s; the value is never shown",
-				e.Name, e.Secret.Namespace, e.Secret.Name, e.Secret.Key, problem)
+			return nil, lifecycle.Errorf(lifecycle.ReasonSecretEnvInvalid, "%s %s: Secret %s/%s key %q %s; the value is never shown",
+				what, e.Name, e.Secret.Namespace, e.Secret.Name, e.Secret.Key, problem)
 		}
 		out = append(out, string(value))
 	}

@@ -626,6 +626,11 @@ var breakings = []breaking{
 	{name: "a Secret with another data key", rule: "secret", apply: func(fx *fixture) {
 		fx.secret.Data = map[string][]byte{".dockerconfigjson": []byte("{}")}
 	}},
+	{name: "a Secret key of a component's variable with a dot in its name", rule: "secret", apply: func(fx *fixture) {
+		fx.secret.StringData["db.env.A.B"] = "x"
+	}},
+	{name: "a Secret key of a component not a DNS label", rule: "secret", apply: func(fx *fixture) { fx.secret.StringData["Db.env.PW"] = "x" }},
+	{name: "a Secret key of a secret file past the ninth", rule: "secret", apply: func(fx *fixture) { fx.secret.StringData["file.10"] = "x" }},
 
 	// unjudged-field: fields the Go types know and no rule judges (issue 29)
 	{name: "topologySpreadConstraints", rule: "unjudged-field", apply: func(fx *fixture) {
@@ -774,6 +779,11 @@ var harmlessChanges = []harmless{
 	{name: "a registry at an address the operator allows", relaxes: true, apply: func(fx *fixture) {
 		fx.in.Limits.AllowedRegistries = []string{"10.0.0.5:5000"}
 		fx.ctr().Image = "10.0.0.5:5000/ctf/web:1"
+	}},
+	{name: "a Secret holding a component's secretEnv and secret files", apply: func(fx *fixture) {
+		fx.secret.StringData["db.env.POSTGRES_PASSWORD"] = "x"
+		fx.secret.StringData["db.file.0"] = "x"
+		fx.secret.StringData["file.7"] = "x"
 	}},
 	{name: "a termination grace of 30 seconds", apply: func(fx *fixture) { fx.pod().TerminationGracePeriodSeconds = ptr.To[int64](30) }},
 	{name: "the container's own non-root group", apply: func(fx *fixture) {

@@ -42,7 +42,7 @@ func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 		for _, s := range shared {
 			in.SharedServices = append(in.SharedServices, policy.SharedPeer{Namespace: s.Namespace, Selector: s.Selector})
 		}
-		if tmpl.Spec.Flag != nil || len(tmpl.Spec.SecretEnv) > 0 {
+		if needsSecret(tmpl) {
 			in.FlagSecret = identity.FlagSecret(c.Name)
 		}
 	}

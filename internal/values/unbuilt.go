@@ -28,10 +28,6 @@ func checkBuilt(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 		switch {
 		case len(c.Sidecars) > 0:
 			return unbuilt("a component's sidecars")
-		case c.Flag != nil:
-			return unbuilt("a component's flag")
-		case len(c.SecretEnv) > 0:
-			return unbuilt("a component's secretEnv")
 		case len(c.SecretFiles) > 0:
 			return unbuilt("a component's secretFiles")
 		case c.MemoryTmp:

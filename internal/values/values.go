@@ -6,6 +6,7 @@
 package values
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,6 +188,9 @@ func (t Translator) readInputs(ctx context.Context, c *ctfv1alpha1.Challenge, tm
 	if err := t.secretEnv(ctx, tmpl, vals); err != nil {
 		return nil, err
 	}
+	if err := t.secretData(ctx, tmpl, vals); err != nil {
+		return nil, err
+	}
 	shared, err := t.sharedServices(ctx, tmpl, vals)
 	if err != nil {
 		return nil, err
@@ -225,9 +229,41 @@ func (t Translator) secretEnv(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTe
 	}
 	env := make([]any, len(values))
 	for i, v := range values {
-		env[i] = map[string]any{"name": tmpl.Spec.SecretEnv[i].Name, "value": v}
+		name := tmpl.Spec.SecretEnv[i].Name
+		env[i] = map[string]any{"name": name, "key": primaryEnvKey(name), "value": v}
 	}
 	vals["secretEnv"] = env
+	return nil
+}
+
+// primaryEnvKey is the key of the primary's secretEnv value in the
+// instance's Secret, as it always was.
+func primaryEnvKey(name string) string { return "env." + name }
+
+// secretData writes into vals the values of the instance's Secret beside
+// its flag and the primary's secretEnv, each under the key its container
+// reads: every component's secretEnv (componentEnvKey). Each Secret comes
+// from the namespaces flags may come from only; an error names the field
+// and the Secret, never a value.
+func (t Translator) secretData(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, vals chartutil.Values) error {
+	data := []any{}
+	for i := range tmpl.Spec.Components {
+		comp := &tmpl.Spec.Components[i]
+		what := fmt.Sprintf("component %s's secretEnv", comp.Name)
+		for _, e := range comp.SecretEnv {
+			if err := t.Settings.checkSecretNamespace(tmpl, what+" "+e.Name, e.Secret.Namespace); err != nil {
+				return err
+			}
+		}
+		values, err := ctfflag.ResolveSecretEnv(ctx, t.OrganiserReader, what, comp.SecretEnv)
+		if err != nil {
+			return err
+		}
+		for j, v := range values {
+			data = append(data, map[string]any{"key": componentEnvKey(comp.Name, comp.SecretEnv[j].Name), "value": v})
+		}
+	}
+	vals["secretData"] = data
 	return nil
 }
 
@@ -359,7 +395,7 @@ func typedValues(spec *ctfv1alpha1.ChallengeSpec) (map[string]any, error) {
 // whatever the values and the operator's flags say: the instance's identity,
 // its flag, its namespace and its network boundaries.
 func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, podSecurity security.Context) (map[string]any, error) {
-	flagValues := map[string]any{"enabled": false, "secretName": "", "mount": "File", "path": "/flag/flag.txt", "envName": "", "fileMode": DefaultFlagFileMode}
+	flagValues := flagValuesFor("", nil)
 	egress := []any{}
 	internetEgress := false
 	var components []ctfv1alpha1.Component
@@ -367,15 +403,14 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		Files: []fileValues{}}
 	if tmpl != nil {
 		container = containerValuesFor(&tmpl.Spec.Container, "", probesFor(tmpl.Spec.Probes))
+		var delivery *ctfv1alpha1.FlagDelivery
 		if f := tmpl.Spec.Flag; f != nil {
-			flagValues = map[string]any{
-				"enabled": true, "secretName": identity.FlagSecret(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
-				"fileMode": ptr.Deref(f.FileMode, DefaultFlagFileMode),
-			}
+			delivery = &f.FlagDelivery
 		}
-		if len(tmpl.Spec.SecretEnv) > 0 {
-			// The instance's one Secret holds its secretEnv values beside its flag.
-			flagValues["secretName"] = identity.FlagSecret(c.Name)
+		if needsSecret(tmpl) {
+			// The instance's one Secret holds its secretEnv values beside its
+			// flag, and its components' and its secret files'.
+			flagValues = flagValuesFor(identity.FlagSecret(c.Name), delivery)
 		}
 		for _, e := range tmpl.Spec.Egress {
 			rule, _ := toMap(e)
@@ -385,7 +420,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		components = tmpl.Spec.Components
 	}
 	hostVars := hostValues(c.Name, components)
-	componentValues, err := componentsFor(c, components, hostVars, settings)
+	componentValues, err := componentsFor(c, tmpl, hostVars, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -407,6 +442,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"challenge":      identity.Challenge(c, tmpl),
 		"flag":           flagValues,
 		"secretEnv":      []any{}, // the values come from the Translator, which reads Secrets
+		"secretData":     []any{}, // the components' secretEnv values and the secret files, the same way
 		"security":       securityValues,
 		"components":     componentValues,
 		"hosts":          hosts["hosts"],
@@ -564,6 +600,38 @@ type scratchValues struct {
 
 // DefaultFlagFileMode lets every user of the container read the flag file.
 const DefaultFlagFileMode int32 = 0o444
+
+// flagValuesFor are a container's flag values: the instance's Secret
+// (secretName, "" when it has none) and how the flag reaches the container,
+// f (nil: it does not).
+func flagValuesFor(secretName string, f *ctfv1alpha1.FlagDelivery) map[string]any {
+	enabled := f != nil
+	if f == nil {
+		f = &ctfv1alpha1.FlagDelivery{}
+	}
+	return map[string]any{"enabled": enabled, "secretName": secretName, "mount": string(cmp.Or(f.Mount, ctfv1alpha1.FlagMountFile)),
+		"path": cmp.Or(f.Path, DefaultFlagPath), "envName": f.EnvName, "fileMode": ptr.Deref(f.FileMode, DefaultFlagFileMode)}
+}
+
+// DefaultFlagPath is where a container finds the flag file when its
+// delivery names no path.
+const DefaultFlagPath = "/flag/flag.txt"
+
+// needsSecret reports whether an instance of tmpl has a Secret of its own:
+// for its flag, or a value read from the organiser's Secrets (a secretEnv of
+// any workload, a secret file of any container).
+func needsSecret(tmpl *ctfv1alpha1.ChallengeTemplate) bool {
+	if tmpl == nil {
+		return false
+	}
+	s := &tmpl.Spec
+	if s.Flag != nil || len(s.SecretEnv) > 0 || len(s.SecretFiles) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(s.Components, func(c ctfv1alpha1.Component) bool {
+		return len(c.SecretEnv) > 0 || len(c.SecretFiles) > 0
+	})
+}
 
 // DefaultScratchSize bounds a scratch directory whose template names no size.
 const DefaultScratchSize = "64Mi"

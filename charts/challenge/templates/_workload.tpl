@@ -173,7 +173,7 @@ container), as an item of the pod's containers. */}}
       valueFrom:
         secretKeyRef:
           name: {{ $flag.secretName | quote }}
-          key: {{ printf "env.%s" .name | quote }}
+          key: {{ required "every secretEnv entry needs its Secret key" .key | quote }}
     {{- end }}
     {{- if $hostEnv }}
     {{- include "challenge.hostEnv" $root | nindent 4 }}

@@ -1,0 +1,55 @@
+package operator
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/values"
+)
+
+// secretsTemplate delivers the instance's flag and the organiser's Secrets
+// beyond the primary: the flag to a flag service (a variable) and to a
+// database (a file of root's alone), the database's password from a Secret.
+func secretsTemplate() *ctfv1alpha1.ChallengeTemplate {
+	ref := func(name, key string) ctfv1alpha1.SecretKeyRef {
+		return ctfv1alpha1.SecretKeyRef{Namespace: "ctf", Name: name, Key: key}
+	}
+	flag := ref("flags", "web")
+	return &ctfv1alpha1.ChallengeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{
+			Image: "registry.example/web:1",
+			Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
+			Flag:  &ctfv1alpha1.FlagSpec{Static: &flag, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag/flag.txt"}},
+			Components: []ctfv1alpha1.Component{
+				{Name: "flagsvc", Image: "registry.example/flagsvc:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "flag", Port: 8081}},
+					Flag: &ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"}},
+				{Name: "db", Image: "registry.example/db:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "sql", Port: 5432}},
+					Flag:      &ctfv1alpha1.FlagDelivery{Path: "/root/flag.txt", FileMode: ptr.To[int32](0o400)},
+					SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "POSTGRES_PASSWORD", Secret: ref("db", "password")}}},
+			},
+		},
+	}
+}
+
+// TestChartWithSecretsPassesTheGate: the flag and the organiser's Secrets
+// delivered beyond the primary render into objects the gate accepts, in the
+// shared namespace and in one of the instance's own.
+func TestChartWithSecretsPassesTheGate(t *testing.T) {
+	for _, perInstance := range []bool{false, true} {
+		g := NewWithT(t)
+		ch := &ctfv1alpha1.Challenge{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-team1", Namespace: "ctf-teams"},
+			Spec:       ctfv1alpha1.ChallengeSpec{Participant: "team1", Template: "web"},
+		}
+		manifest, in, err := RenderForGate(ch, secretsTemplate(), Options{Values: values.Settings{NamespacePerInstance: perInstance}})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(in.FlagSecret).To(Equal("web-team1-flag"))
+		g.Expect(policy.Check(manifest, in)).To(Succeed(), "namespace per instance: %v", perInstance)
+	}
+}
