@@ -26,12 +26,15 @@ func secretsTemplate() *ctfv1alpha1.ChallengeTemplate {
 			Image: "registry.example/web:1",
 			Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
 			Flag:  &ctfv1alpha1.FlagSpec{Static: &flag, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag/flag.txt"}},
+			Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{
+				{Path: "/etc/tls/key.pem", Secret: ref("tls", "key"), Mode: ptr.To[int32](0o400)}, {Path: "/etc/app.ini", Secret: ref("app", "ini")}}},
 			Components: []ctfv1alpha1.Component{
 				{Name: "flagsvc", Image: "registry.example/flagsvc:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "flag", Port: 8081}},
 					Flag: &ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"}},
 				{Name: "db", Image: "registry.example/db:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "sql", Port: 5432}},
 					Flag:      &ctfv1alpha1.FlagDelivery{Path: "/root/flag.txt", FileMode: ptr.To[int32](0o400)},
-					SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "POSTGRES_PASSWORD", Secret: ref("db", "password")}}},
+					SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "POSTGRES_PASSWORD", Secret: ref("db", "password")}},
+					Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{{Path: "/etc/db/server.key", Secret: ref("tls", "key")}}}},
 			},
 		},
 	}
@@ -50,6 +53,9 @@ func TestChartWithSecretsPassesTheGate(t *testing.T) {
 		manifest, in, err := RenderForGate(ch, secretsTemplate(), Options{Values: values.Settings{NamespacePerInstance: perInstance}})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(in.FlagSecret).To(Equal("web-team1-flag"))
+		g.Expect(in.Workloads[0].SecretFiles).To(Equal([]string{"file.0", "file.1"}))
+		g.Expect(in.Workloads[2].SecretFiles).To(Equal([]string{"db.file.0"}))
+		g.Expect(string(manifest)).To(ContainSubstring(`- key: "db.file.0"`))
 		g.Expect(policy.Check(manifest, in)).To(Succeed(), "namespace per instance: %v", perInstance)
 	}
 }

@@ -119,6 +119,9 @@ type Workload struct {
 	// Host is its own host, the only one its Ingress or route may name; "" means any host under
 	// the domain that HostTaken does not report.
 	Host string
+	// SecretFiles are the keys of the instance's Secret its pod may mount file by file (its
+	// containers' secret files): the only items a volume of that Secret may list; none allows none.
+	SecretFiles []string
 }
 
 // Primary is the instance's primary workload, the first of Workloads; the zero Workload when
@@ -355,6 +358,8 @@ type part struct {
 	labels    map[string]string
 	selector  map[string]string
 	security  *security.Context
+	// secretFiles are the keys of the instance's Secret its pods may mount by item.
+	secretFiles []string
 }
 
 // profile is the profile the part's pods meet: restricted without a context.
@@ -418,7 +423,7 @@ func workloadParts(in Instance) ([]*part, error) {
 			name = identity.ComponentObject(in.Release, w.Name)
 		}
 		parts = append(parts, &part{component: w.Name, name: name, exposed: w.Exposed, host: w.Host, labels: w.Labels,
-			selector: w.Selector, security: w.Security})
+			selector: w.Selector, security: w.Security, secretFiles: w.SecretFiles})
 	}
 	return parts, nil
 }

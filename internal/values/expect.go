@@ -76,11 +76,23 @@ func expectedWorkloads(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemp
 	if tmpl == nil {
 		return out
 	}
+	out[0].SecretFiles = secretFileKeys("", tmpl.Spec.SecretFiles)
 	for i := range tmpl.Spec.Components {
 		comp := &tmpl.Spec.Components[i]
 		sec := security.ForComponent(comp)
 		out = append(out, policy.Workload{Name: comp.Name, Labels: identity.ComponentLabels(c, tmpl, comp.Name),
-			Selector: identity.ComponentSelector(c, comp.Name), Security: &sec, Exposed: Exposed(comp), Host: identity.ComponentHost(c, comp.Name, domain)})
+			Selector: identity.ComponentSelector(c, comp.Name), Security: &sec, Exposed: Exposed(comp), Host: identity.ComponentHost(c, comp.Name, domain),
+			SecretFiles: secretFileKeys(comp.Name+".", comp.SecretFiles)})
+	}
+	return out
+}
+
+// secretFileKeys are the keys of a container's secret files, as
+// secretFilesFor keys them.
+func secretFileKeys(prefix string, files []ctfv1alpha1.SecretFile) []string {
+	out := make([]string, 0, len(files))
+	for _, f := range secretFilesFor(prefix, files) {
+		out = append(out, f.Key)
 	}
 	return out
 }

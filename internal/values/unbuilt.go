@@ -19,8 +19,6 @@ func checkBuilt(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 		return unbuilt("spec.sidecars")
 	case s.BareNames != nil:
 		return unbuilt("spec.bareNames")
-	case len(s.SecretFiles) > 0:
-		return unbuilt("spec.secretFiles")
 	case s.MemoryTmp:
 		return unbuilt("spec.memoryTmp")
 	}
@@ -28,8 +26,6 @@ func checkBuilt(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 		switch {
 		case len(c.Sidecars) > 0:
 			return unbuilt("a component's sidecars")
-		case len(c.SecretFiles) > 0:
-			return unbuilt("a component's secretFiles")
 		case c.MemoryTmp:
 			return unbuilt("a component's memoryTmp")
 		case c.Replicas != nil && *c.Replicas != 1:

@@ -242,11 +242,15 @@ func primaryEnvKey(name string) string { return "env." + name }
 
 // secretData writes into vals the values of the instance's Secret beside
 // its flag and the primary's secretEnv, each under the key its container
-// reads: every component's secretEnv (componentEnvKey). Each Secret comes
-// from the namespaces flags may come from only; an error names the field
-// and the Secret, never a value.
+// reads: every component's secretEnv (componentEnvKey) and every
+// container's secret files (secretFileKey). Each Secret comes from the
+// namespaces flags may come from only; an error names the field and the
+// Secret, never a value.
 func (t Translator) secretData(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, vals chartutil.Values) error {
-	data := []any{}
+	data, err := t.secretFiles(ctx, tmpl, "spec.secretFiles", "", tmpl.Spec.SecretFiles)
+	if err != nil {
+		return err
+	}
 	for i := range tmpl.Spec.Components {
 		comp := &tmpl.Spec.Components[i]
 		what := fmt.Sprintf("component %s's secretEnv", comp.Name)
@@ -262,9 +266,32 @@ func (t Translator) secretData(ctx context.Context, tmpl *ctfv1alpha1.ChallengeT
 		for j, v := range values {
 			data = append(data, map[string]any{"key": componentEnvKey(comp.Name, comp.SecretEnv[j].Name), "value": v})
 		}
+		files, err := t.secretFiles(ctx, tmpl, fmt.Sprintf("spec.components[%d].secretFiles", i), comp.Name+".", comp.SecretFiles)
+		if err != nil {
+			return err
+		}
+		data = append(data, files...)
 	}
 	vals["secretData"] = data
 	return nil
+}
+
+// secretFiles reads one container's secret files (field names them in
+// errors), keyed after prefix as secretFilesFor keys them.
+func (t Translator) secretFiles(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, field, prefix string, files []ctfv1alpha1.SecretFile) ([]any, error) {
+	out := make([]any, 0, len(files))
+	for i, f := range files {
+		what := fmt.Sprintf("%s[%d] (%s)", field, i, f.Path)
+		if err := t.Settings.checkSecretNamespace(tmpl, what, f.Secret.Namespace); err != nil {
+			return nil, err
+		}
+		value, err := ctfflag.ResolveFile(ctx, t.OrganiserReader, what, &f.Secret)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, map[string]any{"key": secretFileKey(prefix, i), "value": value})
+	}
+	return out, nil
 }
 
 // sharedServices writes the peers of the Services tmpl lets its instances
@@ -400,7 +427,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	internetEgress := false
 	var components []ctfv1alpha1.Component
 	container := containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{}, Scratch: []scratchValues{}, MountTmp: true,
-		Files: []fileValues{}}
+		Files: []fileValues{}, SecretFiles: []secretFileValues{}}
 	if tmpl != nil {
 		container = containerValuesFor(&tmpl.Spec.Container, "", probesFor(tmpl.Spec.Probes))
 		var delivery *ctfv1alpha1.FlagDelivery
@@ -523,13 +550,42 @@ type containerValues struct {
 	MountTmp   bool                   `json:"mountTmp"`
 	Probes     probeValues            `json:"probes"`
 	Files      []fileValues           `json:"files"`
+	// SecretFiles are the organiser's Secrets' keys the container reads as
+	// files, each copied into the instance's Secret under its key.
+	SecretFiles []secretFileValues `json:"secretFiles"`
 }
 
 // containerValuesFor are ctr's values, its files keyed after filePrefix
 // (filesFor) and probes as given.
 func containerValuesFor(ctr *ctfv1alpha1.Container, filePrefix string, probes probeValues) containerValues {
 	return containerValues{Command: orEmptyList(ctr.Command), Args: orEmptyList(ctr.Args), WorkingDir: ctr.WorkingDir,
-		Scratch: scratchFor(ctr.Scratch), MountTmp: !ctr.KeepImageTmp, Probes: probes, Files: filesFor(filePrefix, ctr.Files)}
+		Scratch: scratchFor(ctr.Scratch), MountTmp: !ctr.KeepImageTmp, Probes: probes, Files: filesFor(filePrefix, ctr.Files),
+		SecretFiles: secretFilesFor(filePrefix, ctr.SecretFiles)}
+}
+
+// secretFileValues are one secret file as the chart mounts it: the key of
+// the instance's Secret holding it, its path and its mode.
+type secretFileValues struct {
+	Key  string `json:"key"`
+	Path string `json:"path"`
+	Mode int32  `json:"mode"`
+}
+
+// secretFileKey is the key of a container's i-th secret file in the
+// instance's Secret: "file.<i>" after its prefix (a component's name and a
+// dot; none for the primary's), never a secretEnv's key (env.<NAME>,
+// <component>.env.<NAME>).
+func secretFileKey(prefix string, i int) string {
+	return fmt.Sprintf("%sfile.%d", prefix, i)
+}
+
+// secretFilesFor are a container's secret files, keyed after prefix.
+func secretFilesFor(prefix string, files []ctfv1alpha1.SecretFile) []secretFileValues {
+	out := make([]secretFileValues, 0, len(files))
+	for i, f := range files {
+		out = append(out, secretFileValues{Key: secretFileKey(prefix, i), Path: f.Path, Mode: ptr.Deref(f.Mode, DefaultFileMode)})
+	}
+	return out
 }
 
 // fileValues are one file the template carries, as the chart writes it into

@@ -172,6 +172,18 @@ var goldenCases = []goldenCase{
 	}, inputs: func(vals map[string]any) {
 		vals["secretData"] = []any{map[string]any{"key": "db.env.POSTGRES_PASSWORD", "value": "pw"}}
 	}},
+	{name: "secret-files", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("https", 8443)},
+		Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{
+			{Path: "/etc/tls/key.pem", Secret: ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "tls", Key: "key"}, Mode: ptr.To[int32](0o400)},
+			{Path: "/etc/app/config.ini", Secret: ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "app", Key: "config"}}}},
+		Components: []ctfv1alpha1.Component{{Name: "bot", Image: "registry.example/ctf/bot:1",
+			Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{
+				{Path: "/home/bot/netrc", Secret: ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "bot", Key: "netrc"}}}}}},
+	}, inputs: func(vals map[string]any) {
+		vals["secretData"] = []any{map[string]any{"key": "file.0", "value": "-----BEGIN KEY-----\nk\n-----END KEY-----\n"},
+			map[string]any{"key": "file.1", "value": "[app]\n"}, map[string]any{"key": "bot.file.0", "value": "machine x\n"}}
+	}},
 	{name: "values-overrides", ch: func(c *ctfv1alpha1.Challenge) {
 		c.Spec.Values = &ctfv1alpha1.Values{Replicas: ptr.To[int32](2), ImagePullPolicy: "Always", ImagePullSecrets: []ctfv1alpha1.ObjectName{"pull"},
 			Env: []ctfv1alpha1.EnvVar{{Name: "FROM_VALUES", Value: "1"}}}

@@ -16,6 +16,7 @@ values override them, since the platform addresses them there). Written into
   "ports" $v.ports "hosts" $v.hosts "env" $v.env "secretEnv" $v.secretEnv "flag" $v.flag
   "probes" $v.probes "readinessProbe" $v.readinessProbe "resources" $v.resources "security" $v.security
   "readOnlyRootFilesystem" $v.readOnlyRootFilesystem "mountTmp" $v.mountTmp "scratch" $v.scratch "files" $v.files
+  "secretFiles" $v.secretFiles
   "expose" $v.expose "internetEgress" $v.networkPolicy.allowInternetEgress }}
 {{- $_ := set .into "list" (prepend $v.components $primary) }}
 {{- end }}
@@ -116,7 +117,7 @@ spec:
         {{- include "challenge.container" (dict "root" $root "w" $w "c" $w "prefix" "") | nindent 8 }}
       {{- $flag := dig "flag" dict $w }}
       {{- $flagFile := and $flag.enabled (ne $flag.mount "Env") }}
-      {{- if or $w.primary $w.mountTmp $w.scratch $w.files $flagFile }}
+      {{- if or $w.primary $w.mountTmp $w.scratch $w.files $flagFile $w.secretFiles }}
       volumes:
         {{- with include "challenge.containerVolumes" (dict "root" $root "c" $w "prefix" "") | trim }}
         {{- . | nindent 8 }}
@@ -212,7 +213,7 @@ container), as an item of the pod's containers. */}}
     {{- toYaml $w.security.container | nindent 4 }}
     readOnlyRootFilesystem: {{ $c.readOnlyRootFilesystem | toYaml }}
   {{- $flagFile := and $flag.enabled (ne $flag.mount "Env") }}
-  {{- if or $c.primary $c.mountTmp $c.scratch $c.files $flagFile }}
+  {{- if or $c.primary $c.mountTmp $c.scratch $c.files $flagFile $c.secretFiles }}
   volumeMounts:
     {{- if $c.mountTmp }}
     - name: {{ include "challenge.volumeName" (list $prefix "tmp") }}
@@ -232,6 +233,12 @@ container), as an item of the pod's containers. */}}
     - name: {{ include "challenge.volumeName" (list $prefix "flag") }}
       mountPath: {{ $flag.path | quote }}
       subPath: flag
+      readOnly: true
+    {{- end }}
+    {{- range $c.secretFiles }}
+    - name: {{ include "challenge.volumeName" (list $prefix "secrets") }}
+      mountPath: {{ .path | quote }}
+      subPath: {{ .key | quote }}
       readOnly: true
     {{- end }}
   {{- end }}
@@ -272,6 +279,17 @@ of the pod's volumes. */}}
   secret:
     secretName: {{ $flag.secretName | quote }}
     defaultMode: {{ int $flag.fileMode }}
+{{- end }}
+{{- with $c.secretFiles }}
+- name: {{ include "challenge.volumeName" (list $prefix "secrets") }}
+  secret:
+    secretName: {{ required "secret files need the instance's Secret" $flag.secretName | quote }}
+    items:
+      {{- range . }}
+      - key: {{ .key | quote }}
+        path: {{ .key | quote }}
+        mode: {{ int .mode }}
+      {{- end }}
 {{- end }}
 {{- end }}
 
