@@ -26,7 +26,7 @@ func secretsTemplate() *ctfv1alpha1.ChallengeTemplate {
 			Image: "registry.example/web:1",
 			Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
 			Flag:  &ctfv1alpha1.FlagSpec{Static: &flag, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag/flag.txt"}},
-			Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{
+			Container: ctfv1alpha1.Container{MemoryTmp: true, SecretFiles: []ctfv1alpha1.SecretFile{
 				{Path: "/etc/tls/key.pem", Secret: ref("tls", "key"), Mode: ptr.To[int32](0o400)}, {Path: "/etc/app.ini", Secret: ref("app", "ini")}}},
 			Components: []ctfv1alpha1.Component{
 				{Name: "flagsvc", Image: "registry.example/flagsvc:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "flag", Port: 8081}},
@@ -41,8 +41,9 @@ func secretsTemplate() *ctfv1alpha1.ChallengeTemplate {
 }
 
 // TestChartWithSecretsPassesTheGate: the flag and the organiser's Secrets
-// delivered beyond the primary render into objects the gate accepts, in the
-// shared namespace and in one of the instance's own.
+// delivered beyond the primary, secret files and a memory-backed /tmp render
+// into objects the gate accepts, in the shared namespace and in one of the
+// instance's own.
 func TestChartWithSecretsPassesTheGate(t *testing.T) {
 	for _, perInstance := range []bool{false, true} {
 		g := NewWithT(t)
@@ -56,6 +57,7 @@ func TestChartWithSecretsPassesTheGate(t *testing.T) {
 		g.Expect(in.Workloads[0].SecretFiles).To(Equal([]string{"file.0", "file.1"}))
 		g.Expect(in.Workloads[2].SecretFiles).To(Equal([]string{"db.file.0"}))
 		g.Expect(string(manifest)).To(ContainSubstring(`- key: "db.file.0"`))
+		g.Expect(string(manifest)).To(ContainSubstring(`medium: "Memory"`), "the primary's /tmp")
 		g.Expect(policy.Check(manifest, in)).To(Succeed(), "namespace per instance: %v", perInstance)
 	}
 }

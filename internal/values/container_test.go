@@ -183,6 +183,8 @@ func TestContainerValuesFor(t *testing.T) {
 	g.Expect(got.WorkingDir).To(Equal("/srv"))
 	g.Expect(got.MountTmp).To(BeFalse(), "the image keeps its /tmp")
 	g.Expect(got.Files).To(ConsistOf(HaveField("Key", "bot.f0")), "files keyed after the prefix")
+	g.Expect(containerValuesFor(&ctfv1alpha1.Container{MemoryTmp: true}, "", probeValues{}).MemoryTmp).To(BeTrue(), "/tmp in memory")
+	g.Expect(containerValuesFor(&ctfv1alpha1.Container{}, "", probeValues{}).MemoryTmp).To(BeFalse(), "/tmp on disk by default")
 }
 
 // TestSecretFilesFor: each secret file is keyed by its index after the

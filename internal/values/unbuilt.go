@@ -19,15 +19,11 @@ func checkBuilt(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 		return unbuilt("spec.sidecars")
 	case s.BareNames != nil:
 		return unbuilt("spec.bareNames")
-	case s.MemoryTmp:
-		return unbuilt("spec.memoryTmp")
 	}
 	for _, c := range s.Components {
 		switch {
 		case len(c.Sidecars) > 0:
 			return unbuilt("a component's sidecars")
-		case c.MemoryTmp:
-			return unbuilt("a component's memoryTmp")
 		case c.Replicas != nil && *c.Replicas != 1:
 			return unbuilt("a component's replicas")
 		}

@@ -548,8 +548,10 @@ type containerValues struct {
 	WorkingDir string                 `json:"workingDir"`
 	Scratch    []scratchValues        `json:"scratch"`
 	MountTmp   bool                   `json:"mountTmp"`
-	Probes     probeValues            `json:"probes"`
-	Files      []fileValues           `json:"files"`
+	// MemoryTmp backs the /tmp emptyDir with memory.
+	MemoryTmp bool         `json:"memoryTmp"`
+	Probes    probeValues  `json:"probes"`
+	Files     []fileValues `json:"files"`
 	// SecretFiles are the organiser's Secrets' keys the container reads as
 	// files, each copied into the instance's Secret under its key.
 	SecretFiles []secretFileValues `json:"secretFiles"`
@@ -559,7 +561,7 @@ type containerValues struct {
 // (filesFor) and probes as given.
 func containerValuesFor(ctr *ctfv1alpha1.Container, filePrefix string, probes probeValues) containerValues {
 	return containerValues{Command: orEmptyList(ctr.Command), Args: orEmptyList(ctr.Args), WorkingDir: ctr.WorkingDir,
-		Scratch: scratchFor(ctr.Scratch), MountTmp: !ctr.KeepImageTmp, Probes: probes, Files: filesFor(filePrefix, ctr.Files),
+		Scratch: scratchFor(ctr.Scratch), MountTmp: !ctr.KeepImageTmp, MemoryTmp: ctr.MemoryTmp && !ctr.KeepImageTmp, Probes: probes, Files: filesFor(filePrefix, ctr.Files),
 		SecretFiles: secretFilesFor(filePrefix, ctr.SecretFiles)}
 }
 

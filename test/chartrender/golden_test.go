@@ -184,6 +184,11 @@ var goldenCases = []goldenCase{
 		vals["secretData"] = []any{map[string]any{"key": "file.0", "value": "-----BEGIN KEY-----\nk\n-----END KEY-----\n"},
 			map[string]any{"key": "file.1", "value": "[app]\n"}, map[string]any{"key": "bot.file.0", "value": "machine x\n"}}
 	}},
+	{name: "memory-tmp", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/nc:1", Ports: []ctfv1alpha1.ChallengePort{port("nc", 1337)},
+		Container:  ctfv1alpha1.Container{MemoryTmp: true},
+		Components: []ctfv1alpha1.Component{{Name: "bot", Image: "registry.example/ctf/bot:1", Container: ctfv1alpha1.Container{MemoryTmp: true}}},
+	}},
 	{name: "values-overrides", ch: func(c *ctfv1alpha1.Challenge) {
 		c.Spec.Values = &ctfv1alpha1.Values{Replicas: ptr.To[int32](2), ImagePullPolicy: "Always", ImagePullSecrets: []ctfv1alpha1.ObjectName{"pull"},
 			Env: []ctfv1alpha1.EnvVar{{Name: "FROM_VALUES", Value: "1"}}}

@@ -16,7 +16,7 @@ values override them, since the platform addresses them there). Written into
   "ports" $v.ports "hosts" $v.hosts "env" $v.env "secretEnv" $v.secretEnv "flag" $v.flag
   "probes" $v.probes "readinessProbe" $v.readinessProbe "resources" $v.resources "security" $v.security
   "readOnlyRootFilesystem" $v.readOnlyRootFilesystem "mountTmp" $v.mountTmp "scratch" $v.scratch "files" $v.files
-  "secretFiles" $v.secretFiles
+  "secretFiles" $v.secretFiles "memoryTmp" $v.memoryTmp
   "expose" $v.expose "internetEgress" $v.networkPolicy.allowInternetEgress }}
 {{- $_ := set .into "list" (prepend $v.components $primary) }}
 {{- end }}
@@ -254,6 +254,9 @@ of the pod's volumes. */}}
 - name: {{ include "challenge.volumeName" (list $prefix "tmp") }}
   emptyDir:
     sizeLimit: {{ $root.Values.tmpSizeLimit | quote }}
+    {{- if $c.memoryTmp }}
+    medium: "Memory"
+    {{- end }}
 {{- end }}
 {{- range $i, $s := $c.scratch }}
 - name: {{ printf "%sscratch-%d" $prefix $i | quote }}
