@@ -127,7 +127,7 @@ func componentsFor(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate
 			return nil, err
 		}
 		lowPortSysctl(m)
-		m["resources"] = withExtendedResources(resourceFloor(m["resources"]), sec.ExtendedResources)
+		m["resources"] = withExtendedResources(diskFloor(m), sec.ExtendedResources)
 		out = append(out, m)
 	}
 	return out, nil

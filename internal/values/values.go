@@ -78,7 +78,8 @@ const (
 	DefaultCPURequest    = "50m"
 	DefaultMemoryRequest = "64Mi"
 	// The scratch space: /tmp (64Mi by default) and the root filesystem if
-	// a template makes it writable.
+	// a template makes it writable; raised to what the container's
+	// disk-backed /tmp and scratch directories hold (diskFloor).
 	DefaultEphemeralStorageLimit   = "256Mi"
 	DefaultEphemeralStorageRequest = "64Mi"
 )
@@ -157,6 +158,13 @@ func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (R
 	if err != nil {
 		return Rendered{}, err
 	}
+	limits, err := policy.LimitsFor(t.Limits, tmpl)
+	if err != nil {
+		return Rendered{}, err
+	}
+	if err := checkDisk(vals, limits.EphemeralStorage); err != nil {
+		return Rendered{}, err
+	}
 	if err := t.Admission.Admit(ctx, &c, tmpl); err != nil {
 		return Rendered{}, err
 	}
@@ -172,6 +180,7 @@ func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (R
 	if err != nil {
 		return Rendered{}, err
 	}
+
 	return Rendered{Values: vals, Expected: expected}, nil
 }
 
@@ -402,7 +411,7 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 		}
 	}
 	lowPortSysctl(vals)
-	vals["resources"] = withExtendedResources(resourceFloor(vals["resources"]), podSecurity.ExtendedResources)
+	vals["resources"] = withExtendedResources(diskFloor(vals), podSecurity.ExtendedResources)
 	return vals, nil
 }
 
