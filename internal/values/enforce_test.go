@@ -253,7 +253,9 @@ func TestResourceFloorEdges(t *testing.T) {
 // DefaultEphemeralStorageLimit; memory-backed ones and an image's own /tmp
 // do not count, and a limit the values set stays.
 func TestDiskFloor(t *testing.T) {
-	scratch := func(size, medium string) any { return map[string]any{"path": "/d", "sizeLimit": size, "medium": medium} }
+	scratch := func(size, medium string) any {
+		return map[string]any{"path": "/d", "sizeLimit": size, "medium": medium}
+	}
 	for _, tt := range []struct {
 		name string
 		ctr  map[string]any
