@@ -17,6 +17,21 @@ import (
 // Challenge claimed c, a pooled instance ("" for any other); shared are the
 // organiser's Services its template lets it reach, as read for its values.
 func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, base policy.Limits, claimant string, shared []SharedService) (policy.Instance, error) {
+	var vals map[string]any
+	if settings.NamespacePerInstance {
+		// The namespace's quota is the values': compose them as the
+		// translator does.
+		var err error
+		if vals, err = Compose(c, tmpl, settings); err != nil {
+			return policy.Instance{}, err
+		}
+	}
+	return expectation(c, tmpl, settings, base, claimant, shared, vals)
+}
+
+// expectation is Expectation for c's composed values vals, which the
+// translator has at hand (nil unless settings.NamespacePerInstance).
+func expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, base policy.Limits, claimant string, shared []SharedService, vals map[string]any) (policy.Instance, error) {
 	limits, err := policy.LimitsFor(base, tmpl)
 	if err != nil {
 		return policy.Instance{}, err
@@ -48,7 +63,7 @@ func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 	}
 	if settings.NamespacePerInstance {
 		in.Namespace = identity.Namespace(c)
-		if in.Quota, in.LimitRange, err = NamespaceBounds(components); err != nil {
+		if in.Quota, in.LimitRange, err = NamespaceBoundsOf(vals); err != nil {
 			return policy.Instance{}, err
 		}
 	}

@@ -176,7 +176,7 @@ func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (R
 			return Rendered{}, err
 		}
 	}
-	expected, err := Expectation(&c, tmpl, t.Settings, t.Limits, claimant, shared)
+	expected, err := expectation(&c, tmpl, t.Settings, t.Limits, claimant, shared, vals)
 	if err != nil {
 		return Rendered{}, err
 	}
@@ -412,6 +412,9 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 	}
 	lowPortSysctl(vals)
 	vals["resources"] = withExtendedResources(diskFloor(vals), podSecurity.ExtendedResources)
+	// From the resources as floored, of every workload: a quota for what the
+	// template asks.
+	vals["namespacePerInstance"].(map[string]any)["quota"] = toAnyMap(instanceQuota(vals, tmpl))
 	return vals, nil
 }
 
@@ -493,7 +496,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"expose": map[string]any{"host": identity.Host(c, settings.IngressDomain)},
 		"namespacePerInstance": map[string]any{
 			"enabled": settings.NamespacePerInstance, "name": identity.Namespace(c),
-			"quota": toAnyMap(namespaceQuota(1 + len(components))), "limitRange": namespaceLimitValues(),
+			"quota": map[string]any{}, "limitRange": namespaceLimitValues(), // quota: instanceQuota, once every workload's resources are known
 			"profile": string(widestProfile(podSecurity, components)),
 		},
 	})
