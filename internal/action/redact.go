@@ -39,17 +39,20 @@ func redacted(err error, vals map[string]any) error {
 	return &redactedError{msg: out, err: err}
 }
 
-// secretValues are the values an instance's Secret holds: its flag and its
-// secretEnv values.
+// secretValues are the values an instance's Secret holds: its flag, its
+// secretEnv values and the rest of its data (the components' secretEnv, the
+// secret files).
 func secretValues(vals map[string]any) []string {
 	f, _ := vals["flag"].(map[string]any)
 	value, _ := f["value"].(string)
 	out := []string{value}
-	env, _ := vals["secretEnv"].([]any)
-	for _, e := range env {
-		m, _ := e.(map[string]any)
-		if v, ok := m["value"].(string); ok {
-			out = append(out, v)
+	for _, list := range []string{"secretEnv", "secretData"} {
+		entries, _ := vals[list].([]any)
+		for _, e := range entries {
+			m, _ := e.(map[string]any)
+			if v, ok := m["value"].(string); ok {
+				out = append(out, v)
+			}
 		}
 	}
 	return out

@@ -48,3 +48,14 @@ func TestRedactedCutsSecretEnvOutOfErrors(t *testing.T) {
 	got := redacted(fmt.Errorf("secretEnv[1].value: %q is bad; also sk-live-123456 and CTF{x-flag}", "hunter2hunter2"), vals)
 	g.Expect(got.Error()).To(Equal(`secretEnv[1].value: "[redacted]" is bad; also [redacted] and [redacted]`))
 }
+
+// TestRedactedCutsSecretDataOutOfErrors: a component's secretEnv values and
+// the secret files live in the same Secret, and are cut out of errors too,
+// a file's lines as Go and JSON quote them.
+func TestRedactedCutsSecretDataOutOfErrors(t *testing.T) {
+	g := NewWithT(t)
+	key := "-----BEGIN KEY-----\nabc\n-----END KEY-----\n"
+	vals := map[string]any{"secretData": []any{map[string]any{"key": "db.env.PW", "value": "db-password"}, map[string]any{"key": "file.0", "value": key}}}
+	got := redacted(fmt.Errorf("secretData[1].value: %q is bad; secretData[0] db-password", key), vals)
+	g.Expect(got.Error()).To(Equal(`secretData[1].value: "[redacted]" is bad; secretData[0] [redacted]`))
+}

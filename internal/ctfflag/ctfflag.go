@@ -126,19 +126,61 @@ func problemOf(value string) string {
 // ResolveEnv reads the values of a template's secretEnv, in order, each
 // checked as a flag is: an error names the Secret and key, never the value.
 func ResolveEnv(ctx context.Context, reader client.Reader, tmpl *ctfv1alpha1.ChallengeTemplate) ([]string, error) {
-	out := make([]string, 0, len(tmpl.Spec.SecretEnv))
-	for _, e := range tmpl.Spec.SecretEnv {
+	return ResolveSecretEnv(ctx, reader, "secretEnv", tmpl.Spec.SecretEnv)
+}
+
+// ResolveSecretEnv reads the values of one container's secretEnv (what
+// names it in errors: "secretEnv", "component db's secretEnv"), in order,
+// each checked as a flag is: an error names the Secret and key, never the
+// value.
+func ResolveSecretEnv(ctx context.Context, reader client.Reader, what string, env []ctfv1alpha1.SecretEnvVar) ([]string, error) {
+	out := make([]string, 0, len(env))
+	for _, e := range env {
 		value, err := secretValue(ctx, reader, &e.Secret)
 		if err != nil {
 			return nil, err
 		}
 		if problem := problemOf(string(value)); problem != "" {
-			return nil, lifecycle.Errorf(lifecycle.ReasonSecretEnvInvalid, "secretEnv %s: Secret %s/%s key %q %s; the value is never shown",
-				e.Name, e.Secret.Namespace, e.Secret.Name, e.Secret.Key, problem)
+			return nil, lifecycle.Errorf(lifecycle.ReasonSecretEnvInvalid, "%s %s: Secret %s/%s key %q %s; the value is never shown",
+				what, e.Name, e.Secret.Namespace, e.Secret.Name, e.Secret.Key, problem)
 		}
 		out = append(out, string(value))
 	}
 	return out, nil
+}
+
+// MaxFileLength is the largest secret file the chart accepts.
+const MaxFileLength = 64 << 10
+
+// ResolveFile reads the content of a secret file (what names it in errors),
+// checked as the chart's schema would: UTF-8 text of at most MaxFileLength
+// bytes, with no control character but tab and line breaks. An error names
+// the field, the Secret and the key, never the value.
+func ResolveFile(ctx context.Context, reader client.Reader, what string, ref *ctfv1alpha1.SecretKeyRef) (string, error) {
+	value, err := secretValue(ctx, reader, ref)
+	if err != nil {
+		return "", err
+	}
+	problem := ""
+	switch s := string(value); {
+	case !utf8.ValidString(s):
+		problem = "is not UTF-8 text"
+	case len(s) > MaxFileLength:
+		problem = fmt.Sprintf("is longer than %d bytes", MaxFileLength)
+	case strings.IndexFunc(s, binary) >= 0:
+		problem = "has a control character other than a tab or a line break"
+	}
+	if problem != "" {
+		return "", lifecycle.Errorf(lifecycle.ReasonSecretFileInvalid, "%s: Secret %s/%s key %q %s; the value is never shown",
+			what, ref.Namespace, ref.Name, ref.Key, problem)
+	}
+	return string(value), nil
+}
+
+// binary is what the chart's schema refuses in a file: a C0 control
+// character other than a tab or a line break, and DEL.
+func binary(r rune) bool {
+	return (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f
 }
 
 // unprintable is what the chart's schema refuses in a flag: control

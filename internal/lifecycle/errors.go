@@ -24,6 +24,10 @@ const (
 	// ReasonSecretEnvInvalid means a value of the template's secretEnv cannot
 	// be rendered; the message names its Secret and key, never its value.
 	ReasonSecretEnvInvalid = "SecretEnvInvalid"
+	// ReasonSecretFileInvalid means a secret file's content cannot be
+	// rendered (not text, too long); the message names the field, its
+	// Secret and key, never the value.
+	ReasonSecretFileInvalid = "SecretFileInvalid"
 	// ReasonSharedServiceNotFound: a Service the template lets instances
 	// reach does not exist (yet); the operator retries until it does.
 	ReasonSharedServiceNotFound = "SharedServiceNotFound"
@@ -69,7 +73,7 @@ func IsReason(err error, reason string) bool {
 // that happens to start with a capitalised word is taken for one.
 var specReasons = map[string]bool{
 	ReasonTemplateNotFound: true, ReasonValueNotAllowed: true, ReasonLifetimeTooLong: true, ReasonQuotaExceeded: true,
-	ReasonPolicyViolation: true, ReasonFlagInvalid: true, ReasonSecretEnvInvalid: true, ReasonSharedServiceNotFound: true,
+	ReasonPolicyViolation: true, ReasonFlagInvalid: true, ReasonSecretEnvInvalid: true, ReasonSecretFileInvalid: true, ReasonSharedServiceNotFound: true,
 	ReasonQueued: true, ReasonClaimed: true, ReasonPooledInstanceGone: true,
 }
 

@@ -626,6 +626,14 @@ var breakings = []breaking{
 	{name: "a Secret with another data key", rule: "secret", apply: func(fx *fixture) {
 		fx.secret.Data = map[string][]byte{".dockerconfigjson": []byte("{}")}
 	}},
+	{name: "a secret file of another workload's by item", rule: "volume", apply: withSecretFile("db.file.0", "db.file.0")},
+	{name: "the flag by item", rule: "volume", apply: withSecretFile("flag", "flag")},
+	{name: "a secret file at another path", rule: "volume", apply: withSecretFile("file.0", "../file.0")},
+	{name: "a Secret key of a component's variable with a dot in its name", rule: "secret", apply: func(fx *fixture) {
+		fx.secret.StringData["db.env.A.B"] = "x"
+	}},
+	{name: "a Secret key of a component not a DNS label", rule: "secret", apply: func(fx *fixture) { fx.secret.StringData["Db.env.PW"] = "x" }},
+	{name: "a Secret key of a secret file past the ninth", rule: "secret", apply: func(fx *fixture) { fx.secret.StringData["file.10"] = "x" }},
 
 	// unjudged-field: fields the Go types know and no rule judges (issue 29)
 	{name: "topologySpreadConstraints", rule: "unjudged-field", apply: func(fx *fixture) {
@@ -775,6 +783,12 @@ var harmlessChanges = []harmless{
 		fx.in.Limits.AllowedRegistries = []string{"10.0.0.5:5000"}
 		fx.ctr().Image = "10.0.0.5:5000/ctf/web:1"
 	}},
+	{name: "a secret file of its own by item", apply: withSecretFile("file.0", "file.0")},
+	{name: "a Secret holding a component's secretEnv and secret files", apply: func(fx *fixture) {
+		fx.secret.StringData["db.env.POSTGRES_PASSWORD"] = "x"
+		fx.secret.StringData["db.file.0"] = "x"
+		fx.secret.StringData["file.7"] = "x"
+	}},
 	{name: "a termination grace of 30 seconds", apply: func(fx *fixture) { fx.pod().TerminationGracePeriodSeconds = ptr.To[int64](30) }},
 	{name: "the container's own non-root group", apply: func(fx *fixture) {
 		fx.pod().SecurityContext.RunAsGroup = nil
@@ -846,4 +860,15 @@ var harmlessChanges = []harmless{
 	{name: "empty documents and comments", apply: func(fx *fixture) {
 		fx.post = append(fx.post, func(s string) string { return "---\n# nothing here\n---\n" + s + "---\n\n" })
 	}},
+}
+
+// withSecretFile lets the primary workload mount its secret file file.0 and mounts the item key
+// of the flag Secret at path.
+func withSecretFile(key, path string) func(*fixture) {
+	return func(fx *fixture) {
+		fx.in.Workloads[0].SecretFiles = []string{"file.0"}
+		fx.pod().Volumes = append(fx.pod().Volumes, corev1.Volume{Name: "secrets", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: fx.in.FlagSecret, Items: []corev1.KeyToPath{{Key: key, Path: path, Mode: ptr.To[int32](0o400)}}}}})
+		fx.ctr().VolumeMounts = append(fx.ctr().VolumeMounts, corev1.VolumeMount{Name: "secrets", MountPath: "/etc/key.pem", SubPath: path, ReadOnly: true})
+	}
 }

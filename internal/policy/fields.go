@@ -48,6 +48,7 @@ var judgedPod = []string{
 	// volume: scratch space (sized by resources), the flag Secret and the files ConfigMap.
 	"volumes[].name", "volumes[].emptyDir.sizeLimit", "volumes[].emptyDir.medium",
 	"volumes[].secret.secretName", "volumes[].secret.defaultMode",
+	"volumes[].secret.items[].key", "volumes[].secret.items[].path", "volumes[].secret.items[].mode", // the workload's secret files
 	"volumes[].configMap.name", "volumes[].configMap.items[].key", "volumes[].configMap.items[].path",
 	"volumes[].configMap.items[].mode",
 }

@@ -147,6 +147,9 @@ type Workload struct {
 	// BareName is its pods' hostname when the instance has BareNames: the component's name, or
 	// the template's bareNames.primary.
 	BareName string
+	// SecretFiles are the keys of the instance's Secret its pod may mount file by file (its
+	// containers' secret files): the only items a volume of that Secret may list; none allows none.
+	SecretFiles []string
 }
 
 // Primary is the instance's primary workload, the first of Workloads; the zero Workload when
@@ -394,6 +397,8 @@ type part struct {
 	containers []string
 	bareName   string // its pods' hostname, with the instance's bare names
 	headless   bool   // the bare names' headless Service
+	// secretFiles are the keys of the instance's Secret its pods may mount by item.
+	secretFiles []string
 }
 
 // profile is the profile the part's pods meet: restricted without a context.
@@ -466,7 +471,7 @@ func workloadParts(in Instance) ([]*part, error) {
 			name, main = identity.ComponentObject(in.Release, w.Name), w.Name
 		}
 		parts = append(parts, &part{component: w.Name, name: name, exposed: w.Exposed, reachable: w.Exposed || len(w.PortHosts) > 0, host: w.Host, labels: w.Labels,
-			selector: w.Selector, security: w.Security, containers: append([]string{main}, w.Sidecars...), bareName: w.BareName})
+			selector: w.Selector, security: w.Security, containers: append([]string{main}, w.Sidecars...), bareName: w.BareName, secretFiles: w.SecretFiles})
 	}
 	return parts, nil
 }

@@ -74,24 +74,25 @@ func (c *checker) serviceAccount(o *object, sa *corev1.ServiceAccount) error {
 	return nil
 }
 
-// secret allows the instance's Secret to hold its flag and its secretEnv values only, as opaque
-// values.
+// secret allows the instance's Secret to hold its flag, its workloads' secretEnv values and its
+// secret files only, as opaque values.
 func (c *checker) secret(o *object, s *corev1.Secret) error {
 	if s.Type != "" && s.Type != corev1.SecretTypeOpaque {
 		return o.violation(ruleSecret, "type %q, want Opaque", s.Type)
 	}
 	for _, keys := range []map[string]bool{boolKeys(s.Data), boolKeys(s.StringData)} {
 		for _, k := range slices.Sorted(maps.Keys(keys)) {
-			if k != "flag" && !secretEnvKey.MatchString(k) {
-				return o.violation(ruleSecret, "key %q: only \"flag\" and env.<NAME>", k)
+			if k != "flag" && !secretDataKey.MatchString(k) {
+				return o.violation(ruleSecret, "key %q: only \"flag\", [<component>.]env.<NAME> and [<component>.]file.<i>", k)
 			}
 		}
 	}
 	return nil
 }
 
-// secretEnvKey is how the instance's Secret keys a secretEnv value.
-var secretEnvKey = regexp.MustCompile(`^env\.[A-Za-z_][A-Za-z0-9_]*$`)
+// secretDataKey is how the instance's Secret keys a secretEnv value (env.<NAME> for the
+// primary's, <component>.env.<NAME> for a component's) and a secret file ([<component>.]file.<i>).
+var secretDataKey = regexp.MustCompile(`^([a-z]([-a-z0-9]*[a-z0-9])?\.)*(env\.[A-Za-z_][A-Za-z0-9_]*|file\.[0-9])$`)
 
 func boolKeys[V any](m map[string]V) map[string]bool {
 	out := make(map[string]bool, len(m))

@@ -330,6 +330,23 @@ func (c *checker) volumes(o *object, p *corev1.PodSpec) error {
 		if rest != (corev1.VolumeSource{}) || sources != 1 || (v.Secret != nil && !flag) || (v.ConfigMap != nil && !files) {
 			return o.violation(ruleVolume, "volume %q: only emptyDir, the flag Secret %q and the files ConfigMap %q", v.Name, c.in.FlagSecret, identity.FilesConfigMap(c.in.Release))
 		}
+		if v.Secret != nil {
+			if err := c.secretItems(o, v.Name, v.Secret.Items); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// secretItems allows a volume of the instance's Secret to list the workload's own secret files
+// only, each at its key: another key would hand the pod a value meant for another workload.
+func (c *checker) secretItems(o *object, volume string, items []corev1.KeyToPath) error {
+	for _, it := range items {
+		if !slices.Contains(c.part.secretFiles, it.Key) || it.Path != it.Key {
+			return o.violation(ruleVolume, "volume %q: item %q at %q; only the workload's secret files (%s), each at its key",
+				volume, it.Key, it.Path, listOrNone(c.part.secretFiles))
+		}
 	}
 	return nil
 }

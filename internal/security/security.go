@@ -238,20 +238,36 @@ func ForTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) Context {
 	if tmpl == nil {
 		return For(nil, false)
 	}
-	return For(tmpl.Spec.Security, PrivateFlag(tmpl.Spec.Flag))
+	return For(tmpl.Spec.Security, PrivateFlag(tmpl.Spec.Flag) || PrivateFiles(tmpl.Spec.SecretFiles) || privateSidecars(tmpl.Spec.Sidecars))
+}
+
+// privateSidecars reports whether a sidecar's flag or secret file is root's
+// alone: its pod then gets no fsGroup either, as for its main container's.
+func privateSidecars(sidecars []ctfv1alpha1.Sidecar) bool {
+	return slices.ContainsFunc(sidecars, func(sc ctfv1alpha1.Sidecar) bool { return privateDelivery(sc.Flag) || PrivateFiles(sc.SecretFiles) })
 }
 
 // ForComponent is the Context of a template's component: its own section
-// (restricted when unset), never the template's. The flag is not mounted in
-// components.
+// (restricted when unset), never the template's; without an fsGroup when its
+// flag or a secret file of its is root's alone.
 func ForComponent(c *ctfv1alpha1.Component) Context {
-	return For(c.Security, false)
+	return For(c.Security, privateDelivery(c.Flag) || PrivateFiles(c.SecretFiles) || privateSidecars(c.Sidecars))
 }
 
 // PrivateFlag reports whether a flag file is root's alone: mounted as a
 // file whose mode gives its group no read bit.
 func PrivateFlag(f *ctfv1alpha1.FlagSpec) bool {
+	return f != nil && privateDelivery(&f.FlagDelivery)
+}
+
+func privateDelivery(f *ctfv1alpha1.FlagDelivery) bool {
 	return f != nil && f.Mount != ctfv1alpha1.FlagMountEnv && f.FileMode != nil && *f.FileMode&0o040 == 0
+}
+
+// PrivateFiles reports whether a secret file is root's alone, as a flag
+// file can be: its mode gives its group no read bit.
+func PrivateFiles(files []ctfv1alpha1.SecretFile) bool {
+	return slices.ContainsFunc(files, func(f ctfv1alpha1.SecretFile) bool { return f.Mode != nil && *f.Mode&0o040 == 0 })
 }
 
 // For is the Context of the instances of a template whose security section

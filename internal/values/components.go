@@ -45,6 +45,50 @@ type componentValues struct {
 	Expose                 map[string]any         `json:"expose"`
 	// ExposePorts are its other exposed ports (portExposureValues).
 	ExposePorts []any `json:"exposePorts"`
+	// Flag is how the component's container receives the instance's flag,
+	// as the primary's flag values say it: its secretName is the instance's
+	// Secret whenever the component reads a key of it.
+	Flag map[string]any `json:"flag"`
+	// SecretEnv are the component's variables read from the instance's
+	// Secret, each under a key of its own (componentEnvKey).
+	SecretEnv []secretEnvValues `json:"secretEnv"`
+}
+
+// secretEnvValues are one variable of a container read from a key of the
+// instance's Secret; the value is there, written by the translator.
+type secretEnvValues struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// componentEnvKey is the key of a component's secretEnv value in the
+// instance's Secret: "<component>.env.<NAME>", never one of the primary's
+// ("env.<NAME>", whose NAME has no dot) nor another component's.
+func componentEnvKey(component, name string) string {
+	return component + ".env." + name
+}
+
+// componentFlag is the flag values of a component's container: the
+// template's flag delivered as comp.Flag says, or none.
+func componentFlag(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, comp *ctfv1alpha1.Component) map[string]any {
+	return flagValuesFor(instanceSecret(c, tmpl), comp.Flag)
+}
+
+// instanceSecret is the name of the instance's Secret, "" when it has none.
+func instanceSecret(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) string {
+	if needsSecret(tmpl) {
+		return identity.FlagSecret(c.Name)
+	}
+	return ""
+}
+
+// componentSecretEnv are a component's secretEnv as its container reads them.
+func componentSecretEnv(comp *ctfv1alpha1.Component) []secretEnvValues {
+	out := make([]secretEnvValues, 0, len(comp.SecretEnv))
+	for _, e := range comp.SecretEnv {
+		out = append(out, secretEnvValues{Name: e.Name, Key: componentEnvKey(comp.Name, e.Name)})
+	}
+	return out
 }
 
 // hostValues are the <NAME>_HOST variables of an instance with components
@@ -65,8 +109,12 @@ func hostValues(release string, components []ctfv1alpha1.Component) []ctfv1alpha
 // componentsFor returns the values of the template's components: each its
 // own container (hosts first in its environment), security context,
 // resource floor, low-port sysctl and exposure.
-func componentsFor(c *ctfv1alpha1.Challenge, components []ctfv1alpha1.Component, hosts []ctfv1alpha1.EnvVar, settings Settings) ([]any, error) {
+func componentsFor(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, hosts []ctfv1alpha1.EnvVar, settings Settings) ([]any, error) {
 	release := c.Name
+	var components []ctfv1alpha1.Component
+	if tmpl != nil {
+		components = tmpl.Spec.Components
+	}
 	out := make([]any, 0, len(components))
 	for i := range components {
 		comp := &components[i]
@@ -84,17 +132,17 @@ func componentsFor(c *ctfv1alpha1.Challenge, components []ctfv1alpha1.Component,
 			Name:            comp.Name, ObjectName: identity.ComponentObject(release, comp.Name), Image: comp.Image, Replicas: componentReplicas(comp),
 			Ports: orEmptyList(comp.Ports), Hosts: hosts, Env: orEmptyList(comp.Env), Resources: comp.Resources,
 			ReadOnlyRootFilesystem: !comp.WritableRootFilesystem, InternetEgress: comp.InternetEgress, Security: securityValuesFor(sec),
-			Expose: expose, ExposePorts: exposePorts,
+			Expose: expose, ExposePorts: exposePorts, Flag: componentFlag(c, tmpl, comp), SecretEnv: componentSecretEnv(comp),
 		}
 		m, err := toMap(v)
 		if err != nil {
 			return nil, err
 		}
-		if m["sidecars"], err = sidecarsFor(comp.Name, comp.Sidecars, hosts, sec.ExtendedResources); err != nil {
+		if m["sidecars"], err = sidecarsFor(comp.Name, comp.Sidecars, hosts, sec.ExtendedResources, instanceSecret(c, tmpl)); err != nil {
 			return nil, err
 		}
 		lowPortSysctl(m)
-		m["resources"] = withExtendedResources(resourceFloor(m["resources"]), sec.ExtendedResources)
+		m["resources"] = withExtendedResources(diskFloor(m), sec.ExtendedResources)
 		out = append(out, m)
 	}
 	return out, nil

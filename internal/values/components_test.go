@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/security"
@@ -67,4 +68,74 @@ func TestOneComponentRendersAsBefore(t *testing.T) {
 	g.Expect(got["hosts"]).To(BeEmpty())
 	g.Expect(got["components"]).To(BeEmpty())
 	g.Expect(got["namespacePerInstance"]).To(HaveKeyWithValue("quota", HaveKeyWithValue("pods", "4")))
+}
+
+// secretsTemplate delivers the instance's flag to its primary (a file), a
+// flag service (a variable) and a database (a file of root's alone), and a
+// password to the database from the organiser's Secret.
+func secretsTemplate() *ctfv1alpha1.ChallengeTemplate {
+	key := ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "db", Key: "password"}
+	return &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "ghcr.io/x/web:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}},
+		Flag: &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "flag", Key: "flag"}},
+		Components: []ctfv1alpha1.Component{
+			{Name: "flagsvc", Image: "flagsvc:1", Flag: &ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"}},
+			{Name: "db", Image: "db:1", Flag: &ctfv1alpha1.FlagDelivery{Path: "/flag", FileMode: ptr.To[int32](0o400)},
+				SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "POSTGRES_PASSWORD", Secret: key}}},
+			{Name: "cache", Image: "redis:7"},
+		},
+	}}
+}
+
+// TestComponentSecrets: a component's flag is the instance's Secret's key
+// "flag", delivered as its own flag values say (File by default, at the
+// default path unless named, mode 0444 unless given); its secretEnv are keys
+// of its own, never the primary's env.<NAME>; a component reading neither
+// still names the instance's Secret, and one whose flag file is root's
+// alone gets no fsGroup.
+func TestComponentSecrets(t *testing.T) {
+	g := NewWithT(t)
+	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) {
+		*s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"}
+	})
+	got, err := Compose(c, secretsTemplate(), Settings{})
+	g.Expect(err).NotTo(HaveOccurred())
+	secret := c.Name + "-flag"
+	comps := got["components"].([]any)
+	flagsvc, db, cache := comps[0].(map[string]any), comps[1].(map[string]any), comps[2].(map[string]any)
+	g.Expect(flagsvc["flag"]).To(Equal(map[string]any{"enabled": true, "secretName": secret, "mount": "Env", "path": DefaultFlagPath,
+		"envName": "FLAG", "fileMode": float64(DefaultFlagFileMode)}))
+	g.Expect(db["flag"]).To(Equal(map[string]any{"enabled": true, "secretName": secret, "mount": "File", "path": "/flag",
+		"envName": "", "fileMode": float64(0o400)}))
+	g.Expect(cache["flag"]).To(HaveKeyWithValue("enabled", false))
+	g.Expect(db["secretEnv"]).To(Equal([]any{map[string]any{"name": "POSTGRES_PASSWORD", "key": "db.env.POSTGRES_PASSWORD"}}))
+	g.Expect(flagsvc["secretEnv"]).To(BeEmpty())
+	g.Expect(db["security"]).To(HaveKeyWithValue("pod", Not(HaveKey("fsGroup"))), "the flag file is root's alone")
+	g.Expect(cache["security"]).To(HaveKeyWithValue("pod", HaveKey("fsGroup")))
+	g.Expect(got["secretData"]).To(BeEmpty(), "the translator reads the values")
+}
+
+// TestNeedsSecret: an instance has a Secret of its own when any of its
+// workloads reads one of its keys, and only then.
+func TestNeedsSecret(t *testing.T) {
+	ref := ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "s", Key: "k"}
+	for _, tt := range []struct {
+		name string
+		spec ctfv1alpha1.ChallengeTemplateSpec
+		want bool
+	}{
+		{"nothing", ctfv1alpha1.ChallengeTemplateSpec{Components: []ctfv1alpha1.Component{{Name: "db"}}}, false},
+		{"a flag", ctfv1alpha1.ChallengeTemplateSpec{Flag: &ctfv1alpha1.FlagSpec{Static: &ref}}, true},
+		{"the primary's secretEnv", ctfv1alpha1.ChallengeTemplateSpec{SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "A", Secret: ref}}}, true},
+		{"the primary's secret file", ctfv1alpha1.ChallengeTemplateSpec{Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{{Path: "/k", Secret: ref}}}}, true},
+		{"a component's secretEnv", ctfv1alpha1.ChallengeTemplateSpec{Components: []ctfv1alpha1.Component{{Name: "db"},
+			{Name: "x", SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "A", Secret: ref}}}}}, true},
+		{"a component's secret file", ctfv1alpha1.ChallengeTemplateSpec{Components: []ctfv1alpha1.Component{
+			{Name: "x", Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{{Path: "/k", Secret: ref}}}}}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(needsSecret(&ctfv1alpha1.ChallengeTemplate{Spec: tt.spec})).To(Equal(tt.want))
+		})
+	}
+	NewWithT(t).Expect(needsSecret(nil)).To(BeFalse())
 }

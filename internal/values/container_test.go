@@ -174,7 +174,8 @@ func TestContainerValuesFor(t *testing.T) {
 	probes := probeValues{Liveness: &corev1.Probe{}}
 	got := containerValuesFor(&ctfv1alpha1.Container{}, "", probes)
 	g.Expect(got).To(Equal(containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{},
-		Scratch: []scratchValues{}, MountTmp: true, Probes: probes, Files: []fileValues{}}), "the image's own command line, /tmp mounted, lists never null")
+		Scratch: []scratchValues{}, MountTmp: true, Probes: probes, Files: []fileValues{}, SecretFiles: []secretFileValues{}}),
+		"the image's own command line, /tmp mounted, lists never null")
 	got = containerValuesFor(&ctfv1alpha1.Container{Command: []ctfv1alpha1.Argument{"/srv/run"}, Args: []ctfv1alpha1.Argument{"-v"}, WorkingDir: "/srv",
 		KeepImageTmp: true, Files: []ctfv1alpha1.File{{Path: "/srv/a", Content: "a"}}}, "bot.", probeValues{})
 	g.Expect(got.Command).To(Equal([]ctfv1alpha1.Argument{"/srv/run"}))
@@ -182,6 +183,23 @@ func TestContainerValuesFor(t *testing.T) {
 	g.Expect(got.WorkingDir).To(Equal("/srv"))
 	g.Expect(got.MountTmp).To(BeFalse(), "the image keeps its /tmp")
 	g.Expect(got.Files).To(ConsistOf(HaveField("Key", "bot.f0")), "files keyed after the prefix")
+	g.Expect(containerValuesFor(&ctfv1alpha1.Container{MemoryTmp: true}, "", probeValues{}).MemoryTmp).To(BeTrue(), "/tmp in memory")
+	g.Expect(containerValuesFor(&ctfv1alpha1.Container{}, "", probeValues{}).MemoryTmp).To(BeFalse(), "/tmp on disk by default")
+}
+
+// TestSecretFilesFor: each secret file is keyed by its index after the
+// container's prefix, a key no secretEnv takes, with its path and its mode
+// (0444 unless given).
+func TestSecretFilesFor(t *testing.T) {
+	g := NewWithT(t)
+	ref := ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "tls", Key: "key"}
+	files := []ctfv1alpha1.SecretFile{{Path: "/etc/tls/key.pem", Secret: ref, Mode: ptr.To[int32](0o400)}, {Path: "/etc/app.conf", Secret: ref}}
+	g.Expect(secretFilesFor("", files)).To(Equal([]secretFileValues{{Key: "file.0", Path: "/etc/tls/key.pem", Mode: 0o400},
+		{Key: "file.1", Path: "/etc/app.conf", Mode: DefaultFileMode}}))
+	g.Expect(secretFilesFor("db.", files[1:])).To(Equal([]secretFileValues{{Key: "db.file.0", Path: "/etc/app.conf", Mode: DefaultFileMode}}))
+	g.Expect(secretFilesFor("", nil)).To(Equal([]secretFileValues{}), "never null, for the chart's schema")
+	g.Expect(secretFileKey("env.", 0)).NotTo(Equal(primaryEnvKey("file")), "a component named env: its file is not the primary's variable FILE")
+	g.Expect(componentEnvKey("file", "A")).NotTo(Equal(secretFileKey("", 0)), "a component named file: its variable is not the primary's file")
 }
 
 func TestSecurityValuesFor(t *testing.T) {

@@ -74,6 +74,91 @@ func resourceFloor(v any) map[string]any {
 	return map[string]any{"requests": outRequests, "limits": outLimits}
 }
 
+// TmpSizeLimit is the size of a container's /tmp emptyDir: the chart's
+// tmpSizeLimit, which no value changes.
+const TmpSizeLimit = "64Mi"
+
+// diskNeed is what a container's disk-backed emptyDirs can hold: its /tmp
+// (unless it keeps the image's own or backs it with memory) and its scratch
+// directories not in memory; ctr is its values (the primary's top-level
+// values, or a component's).
+func diskNeed(ctr map[string]any) resource.Quantity {
+	need := resource.Quantity{}
+	if mount, _ := ctr["mountTmp"].(bool); mount {
+		if memory, _ := ctr["memoryTmp"].(bool); !memory {
+			need.Add(resource.MustParse(TmpSizeLimit))
+		}
+	}
+	scratch, _ := ctr["scratch"].([]any)
+	for _, s := range scratch {
+		m, _ := s.(map[string]any)
+		if medium, _ := m["medium"].(string); medium == "" {
+			need.Add(quantityOr(m["sizeLimit"], DefaultScratchSize))
+		}
+	}
+	return need
+}
+
+// diskFloor raises the container's default ephemeral-storage limit (when
+// its values set none) to what its disk-backed emptyDirs can hold, so that
+// a full scratch directory does not get its pod evicted; never below
+// DefaultEphemeralStorageLimit, so that a container within it renders as it
+// always did.
+func diskFloor(ctr map[string]any) map[string]any {
+	res := resourceFloor(ctr["resources"])
+	in, _ := ctr["resources"].(map[string]any)
+	limits, _ := in["limits"].(map[string]any)
+	if _, set := limits[ephemeralStorage]; set {
+		return res
+	}
+	if need := diskNeed(ctr); need.Cmp(resource.MustParse(DefaultEphemeralStorageLimit)) > 0 {
+		res["limits"].(map[string]any)[ephemeralStorage] = need.String()
+	}
+	return res
+}
+
+// ephemeralStorage is the resource a container's disk use counts against.
+const ephemeralStorage = "ephemeral-storage"
+
+// checkDisk refuses an instance one of whose containers' disk-backed
+// emptyDirs hold more than the ephemeral-storage ceiling (zero: none) while
+// its values set no limit: the default limit that holds them is above what
+// the gate allows, and a smaller one would evict the pod once they fill.
+func checkDisk(vals map[string]any, ceiling resource.Quantity) error {
+	if ceiling.IsZero() {
+		return nil
+	}
+	containers := []map[string]any{vals}
+	names := []string{"the primary container"}
+	addSidecars := func(workload map[string]any, of string) {
+		sidecars, _ := workload["sidecars"].([]any)
+		for _, sc := range sidecars {
+			m, _ := sc.(map[string]any)
+			containers = append(containers, m)
+			names = append(names, fmt.Sprintf("sidecar %v of %s", m["name"], of))
+		}
+	}
+	addSidecars(vals, "the primary workload")
+	comps, _ := vals["components"].([]any)
+	for _, c := range comps {
+		m, _ := c.(map[string]any)
+		containers = append(containers, m)
+		names = append(names, fmt.Sprintf("component %v", m["name"]))
+		addSidecars(m, fmt.Sprintf("component %v", m["name"]))
+	}
+	for i, ctr := range containers {
+		res, _ := ctr["resources"].(map[string]any)
+		limits, _ := res["limits"].(map[string]any)
+		limit := quantityOr(limits[ephemeralStorage], DefaultEphemeralStorageLimit)
+		if need := diskNeed(ctr); need.Cmp(ceiling) > 0 && limit.Cmp(need) == 0 {
+			return lifecycle.Errorf(lifecycle.ReasonPolicyViolation,
+				"ephemeral-storage: the /tmp and scratch directories of %s hold %s, above the ephemeral-storage ceiling %s (--max-ephemeral-storage, or the template's policy.maxEphemeralStorage): make them smaller, back some with memory, or set resources.limits.ephemeral-storage",
+				names[i], need.String(), ceiling.String())
+		}
+	}
+	return nil
+}
+
 // quantityOr parses v, or def when v is unset or unparsable (admission
 // refuses those; the chart's schema would refuse them again).
 func quantityOr(v any, def string) resource.Quantity {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -245,4 +246,72 @@ func TestResourceFloorEdges(t *testing.T) {
 	limits := map[string]any{"cpu": "2"}
 	resourceFloor(map[string]any{"limits": limits})
 	g.Expect(limits).To(Equal(map[string]any{"cpu": "2"}), "the values given are not written to")
+}
+
+// TestDiskFloor: the default ephemeral-storage limit holds the container's
+// disk-backed /tmp and scratch directories, never less than
+// DefaultEphemeralStorageLimit; memory-backed ones and an image's own /tmp
+// do not count, and a limit the values set stays.
+func TestDiskFloor(t *testing.T) {
+	scratch := func(size, medium string) any {
+		return map[string]any{"path": "/d", "sizeLimit": size, "medium": medium}
+	}
+	for _, tt := range []struct {
+		name string
+		ctr  map[string]any
+		want string
+	}{
+		{"/tmp only", map[string]any{"mountTmp": true}, DefaultEphemeralStorageLimit},
+		{"within the default", map[string]any{"mountTmp": true, "scratch": []any{scratch("192Mi", "")}}, DefaultEphemeralStorageLimit},
+		{"/tmp and a 1Gi scratch", map[string]any{"mountTmp": true, "scratch": []any{scratch("1Gi", "")}}, "1088Mi"},
+		{"/tmp in memory", map[string]any{"mountTmp": true, "memoryTmp": true, "scratch": []any{scratch("1Gi", "")}}, "1Gi"},
+		{"the image's /tmp", map[string]any{"mountTmp": false, "scratch": []any{scratch("300Mi", ""), scratch("200Mi", "")}}, "500Mi"},
+		{"scratch in memory", map[string]any{"mountTmp": true, "scratch": []any{scratch("1Gi", "Memory")}}, DefaultEphemeralStorageLimit},
+		{"a scratch of the default size", map[string]any{"mountTmp": true, "scratch": []any{map[string]any{"path": "/d"}, scratch("200Mi", "")}}, "328Mi"},
+		{"a limit the values set", map[string]any{"mountTmp": true, "scratch": []any{scratch("1Gi", "")},
+			"resources": map[string]any{"limits": map[string]any{"ephemeral-storage": "100Mi"}}}, "100Mi"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := diskFloor(tt.ctr)["limits"].(map[string]any)["ephemeral-storage"]
+			NewWithT(t).Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+// TestCheckDisk: an instance whose default ephemeral-storage limit would be
+// above the ceiling is refused, naming the container and the ceiling; one
+// within it, one whose values set the limit, and one without a ceiling pass.
+func TestCheckDisk(t *testing.T) {
+	big := func(name string) map[string]any {
+		ctr := map[string]any{"name": name, "mountTmp": true, "scratch": []any{map[string]any{"path": "/d", "sizeLimit": "1Gi"}}}
+		ctr["resources"] = diskFloor(ctr)
+		return ctr
+	}
+	small := map[string]any{"mountTmp": true, "resources": diskFloor(map[string]any{"mountTmp": true})}
+	oneGi := resource.MustParse("1Gi")
+	for _, tt := range []struct {
+		name    string
+		vals    map[string]any
+		ceiling resource.Quantity
+		want    string // "" passes
+	}{
+		{"within", small, oneGi, ""},
+		{"the primary above", big(""), oneGi, "the /tmp and scratch directories of the primary container hold 1088Mi, above the ephemeral-storage ceiling 1Gi"},
+		{"a component above", map[string]any{"mountTmp": true, "components": []any{big("db")}}, oneGi, "of component db hold 1088Mi"},
+		{"no ceiling", big(""), resource.Quantity{}, ""},
+		{"a higher ceiling", big(""), resource.MustParse("2Gi"), ""},
+		{"its own limit", map[string]any{"mountTmp": true, "scratch": []any{map[string]any{"path": "/d", "sizeLimit": "1Gi"}},
+			"resources": map[string]any{"limits": map[string]any{"ephemeral-storage": "1Gi"}}}, oneGi, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := checkDisk(tt.vals, tt.ceiling)
+			if tt.want == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), "%v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tt.want))
+		})
+	}
 }

@@ -17,6 +17,21 @@ import (
 // Challenge claimed c, a pooled instance ("" for any other); shared are the
 // organiser's Services its template lets it reach, as read for its values.
 func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, base policy.Limits, claimant string, shared []SharedService) (policy.Instance, error) {
+	var vals map[string]any
+	if settings.NamespacePerInstance {
+		// The namespace's quota is the values': compose them as the
+		// translator does.
+		var err error
+		if vals, err = Compose(c, tmpl, settings); err != nil {
+			return policy.Instance{}, err
+		}
+	}
+	return expectation(c, tmpl, settings, base, claimant, shared, vals)
+}
+
+// expectation is Expectation for c's composed values vals, which the
+// translator has at hand (nil unless settings.NamespacePerInstance).
+func expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, base policy.Limits, claimant string, shared []SharedService, vals map[string]any) (policy.Instance, error) {
 	limits, err := policy.LimitsFor(base, tmpl)
 	if err != nil {
 		return policy.Instance{}, err
@@ -45,13 +60,13 @@ func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 		for _, s := range shared {
 			in.SharedServices = append(in.SharedServices, policy.SharedPeer{Namespace: s.Namespace, Selector: s.Selector})
 		}
-		if tmpl.Spec.Flag != nil || len(tmpl.Spec.SecretEnv) > 0 {
+		if needsSecret(tmpl) {
 			in.FlagSecret = identity.FlagSecret(c.Name)
 		}
 	}
 	if settings.NamespacePerInstance {
 		in.Namespace = identity.Namespace(c)
-		if in.Quota, in.LimitRange, err = NamespaceBounds(components); err != nil {
+		if in.Quota, in.LimitRange, err = NamespaceBoundsOf(vals); err != nil {
 			return policy.Instance{}, err
 		}
 	}
@@ -81,12 +96,14 @@ func expectedWorkloads(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemp
 		return out
 	}
 	out[0].PortHosts = portHosts(c, "", tmpl.Spec.ExposePorts, domain)
+	out[0].SecretFiles = append(secretFileKeys("", tmpl.Spec.SecretFiles), sidecarSecretFileKeys(identity.PrimaryWorkload, tmpl.Spec.Sidecars)...)
 	for i := range tmpl.Spec.Components {
 		comp := &tmpl.Spec.Components[i]
 		sec := security.ForComponent(comp)
 		out = append(out, policy.Workload{Name: comp.Name, Labels: identity.ComponentLabels(c, tmpl, comp.Name),
 			Selector: identity.ComponentSelector(c, comp.Name), Security: &sec, Exposed: Exposed(comp), Host: identity.ComponentHost(c, comp.Name, domain),
-			PortHosts: portHosts(c, comp.Name, comp.ExposePorts, domain), Sidecars: sidecarNames(comp.Sidecars)})
+			PortHosts: portHosts(c, comp.Name, comp.ExposePorts, domain), Sidecars: sidecarNames(comp.Sidecars),
+			SecretFiles: append(secretFileKeys(comp.Name+".", comp.SecretFiles), sidecarSecretFileKeys(comp.Name, comp.Sidecars)...)})
 	}
 	return out
 }
@@ -104,6 +121,16 @@ func portHosts(c *ctfv1alpha1.Challenge, component string, exposures []ctfv1alph
 	return out
 }
 
+// secretFileKeys are the keys of a container's secret files, as
+// secretFilesFor keys them.
+func secretFileKeys(prefix string, files []ctfv1alpha1.SecretFile) []string {
+	out := make([]string, 0, len(files))
+	for _, f := range secretFilesFor(prefix, files) {
+		out = append(out, f.Key)
+	}
+	return out
+}
+
 // OwnerAnnotations are what helm-operator-plugins' owner post-renderer
 // writes on the instance's cluster-scoped objects (operator-lib's
 // annotation handler keys) to name c.
@@ -112,4 +139,13 @@ func OwnerAnnotations(c *ctfv1alpha1.Challenge) map[string]string {
 		sdkhandler.NamespacedNameAnnotation: c.Namespace + "/" + c.Name,
 		sdkhandler.TypeAnnotation:           "Challenge." + ctfv1alpha1.GroupVersion.Group,
 	}
+}
+
+// sidecarSecretFileKeys are the keys of a workload's sidecars' secret files.
+func sidecarSecretFileKeys(workload string, sidecars []ctfv1alpha1.Sidecar) []string {
+	out := make([]string, 0, len(sidecars))
+	for _, sc := range sidecars {
+		out = append(out, secretFileKeys(sidecarFilePrefix(workload, sc.Name), sc.SecretFiles)...)
+	}
+	return out
 }

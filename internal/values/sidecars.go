@@ -10,8 +10,7 @@ import (
 
 // sidecarValues are one sidecar as the chart's challenge.container renders
 // it: the keys a main container's values have, without those that are not
-// a sidecar's (a default readiness probe, a writable root filesystem, the
-// flag and secretEnv, which it is refused until rendered: checkBuilt).
+// a sidecar's (a default readiness probe, a writable root filesystem).
 type sidecarValues struct {
 	containerValues
 	Name  string                      `json:"name"`
@@ -25,27 +24,46 @@ type sidecarValues struct {
 	// ReadOnlyRootFilesystem is always true: a sidecar writes in /tmp and
 	// its scratch directories only.
 	ReadOnlyRootFilesystem bool `json:"readOnlyRootFilesystem"`
+	// Flag is how the sidecar receives the instance's flag, as a
+	// component's (flagValuesFor).
+	Flag map[string]any `json:"flag"`
+	// SecretEnv are its variables read from the instance's Secret, each
+	// under a key of its own (sidecarEnvKey).
+	SecretEnv []secretEnvValues `json:"secretEnv"`
+}
+
+// sidecarEnvKey is the key of a sidecar's secretEnv value in the instance's
+// Secret: "<workload>.<sidecar>.env.<NAME>", which no other container's key
+// can be (sidecarFilePrefix).
+func sidecarEnvKey(workload, sidecar, name string) string {
+	return sidecarFilePrefix(workload, sidecar) + "env." + name
 }
 
 // sidecarsFor are the values of a workload's sidecars (workload is
-// identity.PrimaryWorkload or a component's name), each with the instance's hosts,
+// identity.PrimaryWorkload or a component's name; secretName the instance's
+// Secret, "" without one), each with the instance's hosts, its flag and
+// secretEnv as a component's,
 // its files keyed sidecarFilePrefix, its probes as given (no default
 // readiness: its workload's main container has one) and the resource floor
 // and extended resources of any container of the workload. Never nil: the
 // chart's schema wants a list.
-func sidecarsFor(workload string, sidecars []ctfv1alpha1.Sidecar, hosts []ctfv1alpha1.EnvVar, extended corev1.ResourceList) ([]any, error) {
+func sidecarsFor(workload string, sidecars []ctfv1alpha1.Sidecar, hosts []ctfv1alpha1.EnvVar, extended corev1.ResourceList, secretName string) ([]any, error) {
 	out := make([]any, 0, len(sidecars))
 	for i := range sidecars {
 		s := &sidecars[i]
+		secretEnv := make([]secretEnvValues, 0, len(s.SecretEnv))
+		for _, e := range s.SecretEnv {
+			secretEnv = append(secretEnv, secretEnvValues{Name: e.Name, Key: sidecarEnvKey(workload, s.Name, e.Name)})
+		}
 		m, err := toMap(sidecarValues{
 			containerValues: containerValuesFor(&s.Container, sidecarFilePrefix(workload, s.Name), probesFor(s.Probes)),
 			Name:            s.Name, Image: s.Image, Ports: orEmptyList(s.Ports), Hosts: orEmptyList(hosts), Env: orEmptyList(s.Env),
-			Resources: s.Resources, ReadOnlyRootFilesystem: true,
+			Resources: s.Resources, ReadOnlyRootFilesystem: true, Flag: flagValuesFor(secretName, s.Flag), SecretEnv: secretEnv,
 		})
 		if err != nil {
 			return nil, err
 		}
-		m["resources"] = withExtendedResources(resourceFloor(m["resources"]), extended)
+		m["resources"] = withExtendedResources(diskFloor(m), extended)
 		out = append(out, m)
 	}
 	return out, nil

@@ -8,7 +8,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
@@ -68,7 +67,8 @@ func TestSidecarValues(t *testing.T) {
 			"limits":   map[string]any{"cpu": "500m", "memory": "64Mi", "ephemeral-storage": "256Mi", "devices.kubevirt.io/kvm": "1"},
 			"requests": map[string]any{"cpu": "50m", "memory": "64Mi", "ephemeral-storage": "64Mi", "devices.kubevirt.io/kvm": "1"},
 		},
-		"readOnlyRootFilesystem": true, "mountTmp": true,
+		"readOnlyRootFilesystem": true, "mountTmp": true, "memoryTmp": false, "secretFiles": []any{}, "secretEnv": []any{},
+		"flag":    map[string]any{"enabled": false, "secretName": "", "mount": "File", "path": DefaultFlagPath, "envName": "", "fileMode": float64(DefaultFlagFileMode)},
 		"scratch": []any{map[string]any{"path": "/var/cache/nginx", "sizeLimit": "64Mi", "medium": ""}},
 		"files":   []any{map[string]any{"key": "challenge.proxy.f0", "path": "/etc/nginx/nginx.conf", "content": "events {}", "mode": float64(0o444)}},
 	}}), "the primary's sidecar")
@@ -205,43 +205,6 @@ func TestSidecarHosts(t *testing.T) {
 
 // TestCheckBuiltSidecars: sidecars render, but not yet their secrets or a
 // memory-backed /tmp: a template using one is refused, naming the sidecar
-// and the field, rather than run without it.
-func TestCheckBuiltSidecars(t *testing.T) {
-	ref := ctfv1alpha1.SecretKeyRef{Namespace: "ctf", Name: "s", Key: "k"}
-	for _, tt := range []struct {
-		name    string
-		sidecar ctfv1alpha1.Sidecar
-		want    string // "" for accepted
-	}{
-		{"a plain sidecar", ctfv1alpha1.Sidecar{Name: "proxy", Image: "nginx:1"}, ""},
-		{"a sidecar's flag", ctfv1alpha1.Sidecar{Name: "proxy", Flag: &ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile}}, "sidecar proxy's flag"},
-		{"a sidecar's secretEnv", ctfv1alpha1.Sidecar{Name: "proxy", SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "K", Secret: ref}}}, "sidecar proxy's secretEnv"},
-		{"a sidecar's secretFiles", ctfv1alpha1.Sidecar{Name: "proxy", Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{{Path: "/k", Secret: ref}}}},
-			"sidecar proxy's secretFiles"},
-		{"a sidecar's memoryTmp", ctfv1alpha1.Sidecar{Name: "proxy", Container: ctfv1alpha1.Container{MemoryTmp: true}}, "sidecar proxy's memoryTmp"},
-	} {
-		for _, where := range []string{"spec.sidecars", "component db's sidecars"} {
-			t.Run(tt.name+" in "+where, func(t *testing.T) {
-				g := NewWithT(t)
-				tmpl := sidecarTemplate(func(s *ctfv1alpha1.ChallengeTemplateSpec) {
-					if where == "spec.sidecars" {
-						s.Sidecars = []ctfv1alpha1.Sidecar{tt.sidecar}
-						return
-					}
-					s.Components = []ctfv1alpha1.Component{{Name: "db", Image: "postgres:16", Sidecars: []ctfv1alpha1.Sidecar{tt.sidecar}}}
-				})
-				err := checkBuilt(tmpl)
-				if tt.want == "" {
-					g.Expect(err).NotTo(HaveOccurred())
-					return
-				}
-				g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), err)
-				g.Expect(err).To(MatchError(ContainSubstring(where + ": " + tt.want + " is not rendered")))
-			})
-		}
-	}
-}
-
 // TestSidecarsExpected: the gate expects each workload's sidecars, by
 // name, from the same template as its values; none without.
 func TestSidecarsExpected(t *testing.T) {

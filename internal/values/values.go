@@ -6,6 +6,7 @@
 package values
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,7 +81,8 @@ const (
 	DefaultCPURequest    = "50m"
 	DefaultMemoryRequest = "64Mi"
 	// The scratch space: /tmp (64Mi by default) and the root filesystem if
-	// a template makes it writable.
+	// a template makes it writable; raised to what the container's
+	// disk-backed /tmp and scratch directories hold (diskFloor).
 	DefaultEphemeralStorageLimit   = "256Mi"
 	DefaultEphemeralStorageRequest = "64Mi"
 )
@@ -159,6 +161,13 @@ func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (R
 	if err != nil {
 		return Rendered{}, err
 	}
+	limits, err := policy.LimitsFor(t.Limits, tmpl)
+	if err != nil {
+		return Rendered{}, err
+	}
+	if err := checkDisk(vals, limits.EphemeralStorage); err != nil {
+		return Rendered{}, err
+	}
 	if err := t.Admission.Admit(ctx, &c, tmpl); err != nil {
 		return Rendered{}, err
 	}
@@ -170,10 +179,11 @@ func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (R
 			return Rendered{}, err
 		}
 	}
-	expected, err := Expectation(&c, tmpl, t.Settings, t.Limits, claimant, shared)
+	expected, err := expectation(&c, tmpl, t.Settings, t.Limits, claimant, shared, vals)
 	if err != nil {
 		return Rendered{}, err
 	}
+
 	return Rendered{Values: vals, Expected: expected}, nil
 }
 
@@ -188,6 +198,9 @@ func (t Translator) readInputs(ctx context.Context, c *ctfv1alpha1.Challenge, tm
 		vals["participant"] = claimant
 	}
 	if err := t.secretEnv(ctx, tmpl, vals); err != nil {
+		return nil, err
+	}
+	if err := t.secretData(ctx, tmpl, vals); err != nil {
 		return nil, err
 	}
 	shared, err := t.sharedServices(ctx, tmpl, vals)
@@ -229,10 +242,115 @@ func (t Translator) secretEnv(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTe
 	}
 	env := make([]any, len(values))
 	for i, v := range values {
-		env[i] = envEntry(tmpl.Spec.SecretEnv[i].Name, v)
+		name := tmpl.Spec.SecretEnv[i].Name
+		e := envEntry(name, v)
+		e["key"] = primaryEnvKey(name)
+		env[i] = e
 	}
 	vals["secretEnv"] = env
 	return nil
+}
+
+// primaryEnvKey is the key of the primary's secretEnv value in the
+// instance's Secret, as it always was.
+func primaryEnvKey(name string) string { return "env." + name }
+
+// secretData writes into vals the values of the instance's Secret beside
+// its flag and the primary's secretEnv, each under the key its container
+// reads: every component's secretEnv (componentEnvKey) and every
+// container's secret files (secretFileKey). Each Secret comes from the
+// namespaces flags may come from only; an error names the field and the
+// Secret, never a value.
+func (t Translator) secretData(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, vals chartutil.Values) error {
+	data, err := t.secretFiles(ctx, tmpl, "spec.secretFiles", "", tmpl.Spec.SecretFiles)
+	if err != nil {
+		return err
+	}
+	sidecars, err := t.sidecarSecrets(ctx, tmpl, "spec.sidecars", identity.PrimaryWorkload, tmpl.Spec.Sidecars)
+	if err != nil {
+		return err
+	}
+	data = append(data, sidecars...)
+	for i := range tmpl.Spec.Components {
+		comp := &tmpl.Spec.Components[i]
+		what := fmt.Sprintf("component %s's secretEnv", comp.Name)
+		for _, e := range comp.SecretEnv {
+			if err := t.Settings.checkSecretNamespace(tmpl, what+" "+e.Name, e.Secret.Namespace); err != nil {
+				return err
+			}
+		}
+		values, err := ctfflag.ResolveSecretEnv(ctx, t.OrganiserReader, what, comp.SecretEnv)
+		if err != nil {
+			return err
+		}
+		for j, v := range values {
+			data = append(data, secretEntry(componentEnvKey(comp.Name, comp.SecretEnv[j].Name), v))
+		}
+		files, err := t.secretFiles(ctx, tmpl, fmt.Sprintf("spec.components[%d].secretFiles", i), comp.Name+".", comp.SecretFiles)
+		if err != nil {
+			return err
+		}
+		data = append(data, files...)
+		sidecars, err := t.sidecarSecrets(ctx, tmpl, fmt.Sprintf("spec.components[%d].sidecars", i), comp.Name, comp.Sidecars)
+		if err != nil {
+			return err
+		}
+		data = append(data, sidecars...)
+	}
+	vals["secretData"] = data
+	return nil
+}
+
+// sidecarSecrets reads the secretEnv values and secret files of a
+// workload's sidecars (field names them in errors), keyed as sidecarsFor
+// keys them.
+func (t Translator) sidecarSecrets(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, field, workload string, sidecars []ctfv1alpha1.Sidecar) ([]any, error) {
+	var data []any
+	for i := range sidecars {
+		sc := &sidecars[i]
+		what := fmt.Sprintf("%s[%d] (%s)'s secretEnv", field, i, sc.Name)
+		for _, e := range sc.SecretEnv {
+			if err := t.Settings.checkSecretNamespace(tmpl, what+" "+e.Name, e.Secret.Namespace); err != nil {
+				return nil, err
+			}
+		}
+		values, err := ctfflag.ResolveSecretEnv(ctx, t.OrganiserReader, what, sc.SecretEnv)
+		if err != nil {
+			return nil, err
+		}
+		for j, v := range values {
+			data = append(data, secretEntry(sidecarEnvKey(workload, sc.Name, sc.SecretEnv[j].Name), v))
+		}
+		files, err := t.secretFiles(ctx, tmpl, fmt.Sprintf("%s[%d].secretFiles", field, i), sidecarFilePrefix(workload, sc.Name), sc.SecretFiles)
+		if err != nil {
+			return nil, err
+		}
+		data = append(data, files...)
+	}
+	return data, nil
+}
+
+// secretFiles reads one container's secret files (field names them in
+// errors), keyed after prefix as secretFilesFor keys them.
+func (t Translator) secretFiles(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, field, prefix string, files []ctfv1alpha1.SecretFile) ([]any, error) {
+	out := make([]any, 0, len(files))
+	for i, f := range files {
+		what := fmt.Sprintf("%s[%d] (%s)", field, i, f.Path)
+		if err := t.Settings.checkSecretNamespace(tmpl, what, f.Secret.Namespace); err != nil {
+			return nil, err
+		}
+		value, err := ctfflag.ResolveFile(ctx, t.OrganiserReader, what, &f.Secret)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, secretEntry(secretFileKey(prefix, i), value))
+	}
+	return out, nil
+}
+
+// secretEntry is one value of the instance's Secret as secretData holds it.
+func secretEntry(key, value string) map[string]any {
+	return map[string]any{"key": key, "value": value}
 }
 
 // sharedServices writes the peers of the Services tmpl lets its instances
@@ -334,9 +452,6 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 		if err := settings.Security.CheckTemplate(tmpl); err != nil {
 			return nil, err
 		}
-		if err := checkBuilt(tmpl); err != nil {
-			return nil, err
-		}
 		if vals, err = toMap(tmpl.Spec.Values); err != nil {
 			return nil, fmt.Errorf("ChallengeTemplate %s: %w", tmpl.Name, err)
 		}
@@ -372,7 +487,10 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 		}
 	}
 	lowPortSysctl(vals)
-	vals["resources"] = withExtendedResources(resourceFloor(vals["resources"]), podSecurity.ExtendedResources)
+	vals["resources"] = withExtendedResources(diskFloor(vals), podSecurity.ExtendedResources)
+	// From the resources as floored, of every workload: a quota for what the
+	// template asks.
+	vals["namespacePerInstance"].(map[string]any)["quota"] = toAnyMap(instanceQuota(vals))
 	WithAddresses(vals)
 	return vals, nil
 }
@@ -393,23 +511,22 @@ func typedValues(spec *ctfv1alpha1.ChallengeSpec) (map[string]any, error) {
 // whatever the values and the operator's flags say: the instance's identity,
 // its flag, its namespace and its network boundaries.
 func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, podSecurity security.Context) (map[string]any, error) {
-	flagValues := map[string]any{"enabled": false, "secretName": "", "mount": "File", "path": "/flag/flag.txt", "envName": "", "fileMode": DefaultFlagFileMode}
+	flagValues := flagValuesFor("", nil)
 	egress := []any{}
 	internetEgress := false
 	var components []ctfv1alpha1.Component
 	container := containerValues{Command: []ctfv1alpha1.Argument{}, Args: []ctfv1alpha1.Argument{}, Scratch: []scratchValues{}, MountTmp: true,
-		Files: []fileValues{}}
+		Files: []fileValues{}, SecretFiles: []secretFileValues{}}
 	if tmpl != nil {
 		container = containerValuesFor(&tmpl.Spec.Container, "", probesFor(tmpl.Spec.Probes))
+		var delivery *ctfv1alpha1.FlagDelivery
 		if f := tmpl.Spec.Flag; f != nil {
-			flagValues = map[string]any{
-				"enabled": true, "secretName": identity.FlagSecret(c.Name), "mount": string(f.Mount), "path": f.Path, "envName": f.EnvName,
-				"fileMode": ptr.Deref(f.FileMode, DefaultFlagFileMode),
-			}
+			delivery = &f.FlagDelivery
 		}
-		if len(tmpl.Spec.SecretEnv) > 0 {
-			// The instance's one Secret holds its secretEnv values beside its flag.
-			flagValues["secretName"] = identity.FlagSecret(c.Name)
+		if needsSecret(tmpl) {
+			// The instance's one Secret holds its secretEnv values beside its
+			// flag, and its components' and its secret files'.
+			flagValues = flagValuesFor(identity.FlagSecret(c.Name), delivery)
 		}
 		for _, e := range tmpl.Spec.Egress {
 			rule, _ := toMap(e)
@@ -426,11 +543,11 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		}
 	}
 	hostVars := hostValues(c.Name, components)
-	componentValues, err := componentsFor(c, components, hostVars, settings)
+	componentValues, err := componentsFor(c, tmpl, hostVars, settings)
 	if err != nil {
 		return nil, err
 	}
-	sidecars, err := sidecarsFor(identity.PrimaryWorkload, templateSidecars(tmpl), hostVars, podSecurity.ExtendedResources)
+	sidecars, err := sidecarsFor(identity.PrimaryWorkload, templateSidecars(tmpl), hostVars, podSecurity.ExtendedResources, instanceSecret(c, tmpl))
 	if err != nil {
 		return nil, err
 	}
@@ -453,6 +570,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"challenge":      identity.Challenge(c, tmpl),
 		"flag":           flagValues,
 		"secretEnv":      []any{}, // the values come from the Translator, which reads Secrets
+		"secretData":     []any{}, // the components' secretEnv values and the secret files, the same way
 		"security":       securityValues,
 		"components":     componentValues,
 		"exposePorts":    exposePorts,
@@ -470,7 +588,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"expose": map[string]any{"host": identity.Host(c, settings.IngressDomain)},
 		"namespacePerInstance": map[string]any{
 			"enabled": settings.NamespacePerInstance, "name": identity.Namespace(c),
-			"quota": toAnyMap(namespaceQuota(1 + len(components))), "limitRange": namespaceLimitValues(),
+			"quota": map[string]any{}, "limitRange": namespaceLimitValues(), // quota: instanceQuota, once every workload's resources are known
 			"profile": string(widestProfile(podSecurity, components)),
 		},
 	})
@@ -534,15 +652,46 @@ type containerValues struct {
 	WorkingDir string                 `json:"workingDir"`
 	Scratch    []scratchValues        `json:"scratch"`
 	MountTmp   bool                   `json:"mountTmp"`
-	Probes     probeValues            `json:"probes"`
-	Files      []fileValues           `json:"files"`
+	// MemoryTmp backs the /tmp emptyDir with memory.
+	MemoryTmp bool         `json:"memoryTmp"`
+	Probes    probeValues  `json:"probes"`
+	Files     []fileValues `json:"files"`
+	// SecretFiles are the organiser's Secrets' keys the container reads as
+	// files, each copied into the instance's Secret under its key.
+	SecretFiles []secretFileValues `json:"secretFiles"`
 }
 
 // containerValuesFor are ctr's values, its files keyed after filePrefix
 // (filesFor) and probes as given.
 func containerValuesFor(ctr *ctfv1alpha1.Container, filePrefix string, probes probeValues) containerValues {
 	return containerValues{Command: orEmptyList(ctr.Command), Args: orEmptyList(ctr.Args), WorkingDir: ctr.WorkingDir,
-		Scratch: scratchFor(ctr.Scratch), MountTmp: !ctr.KeepImageTmp, Probes: probes, Files: filesFor(filePrefix, ctr.Files)}
+		Scratch: scratchFor(ctr.Scratch), MountTmp: !ctr.KeepImageTmp, MemoryTmp: ctr.MemoryTmp && !ctr.KeepImageTmp, Probes: probes, Files: filesFor(filePrefix, ctr.Files),
+		SecretFiles: secretFilesFor(filePrefix, ctr.SecretFiles)}
+}
+
+// secretFileValues are one secret file as the chart mounts it: the key of
+// the instance's Secret holding it, its path and its mode.
+type secretFileValues struct {
+	Key  string `json:"key"`
+	Path string `json:"path"`
+	Mode int32  `json:"mode"`
+}
+
+// secretFileKey is the key of a container's i-th secret file in the
+// instance's Secret: "file.<i>" after its prefix (a component's name and a
+// dot; none for the primary's), never a secretEnv's key (env.<NAME>,
+// <component>.env.<NAME>).
+func secretFileKey(prefix string, i int) string {
+	return fmt.Sprintf("%sfile.%d", prefix, i)
+}
+
+// secretFilesFor are a container's secret files, keyed after prefix.
+func secretFilesFor(prefix string, files []ctfv1alpha1.SecretFile) []secretFileValues {
+	out := make([]secretFileValues, 0, len(files))
+	for i, f := range files {
+		out = append(out, secretFileValues{Key: secretFileKey(prefix, i), Path: f.Path, Mode: ptr.Deref(f.Mode, DefaultFileMode)})
+	}
+	return out
 }
 
 // fileValues are one file the template carries, as the chart writes it into
@@ -613,6 +762,44 @@ type scratchValues struct {
 
 // DefaultFlagFileMode lets every user of the container read the flag file.
 const DefaultFlagFileMode int32 = 0o444
+
+// flagValuesFor are a container's flag values: the instance's Secret
+// (secretName, "" when it has none) and how the flag reaches the container,
+// f (nil: it does not).
+func flagValuesFor(secretName string, f *ctfv1alpha1.FlagDelivery) map[string]any {
+	enabled := f != nil
+	if f == nil {
+		f = &ctfv1alpha1.FlagDelivery{}
+	}
+	return map[string]any{"enabled": enabled, "secretName": secretName, "mount": string(cmp.Or(f.Mount, ctfv1alpha1.FlagMountFile)),
+		"path": cmp.Or(f.Path, DefaultFlagPath), "envName": f.EnvName, "fileMode": ptr.Deref(f.FileMode, DefaultFlagFileMode)}
+}
+
+// DefaultFlagPath is where a container finds the flag file when its
+// delivery names no path.
+const DefaultFlagPath = "/flag/flag.txt"
+
+// needsSecret reports whether an instance of tmpl has a Secret of its own:
+// for its flag, or a value read from the organiser's Secrets (a secretEnv of
+// any workload, a secret file of any container).
+func needsSecret(tmpl *ctfv1alpha1.ChallengeTemplate) bool {
+	if tmpl == nil {
+		return false
+	}
+	s := &tmpl.Spec
+	if s.Flag != nil || len(s.SecretEnv) > 0 || len(s.SecretFiles) > 0 || slices.ContainsFunc(s.Sidecars, sidecarReadsSecrets) {
+		return true
+	}
+	return slices.ContainsFunc(s.Components, func(c ctfv1alpha1.Component) bool {
+		return len(c.SecretEnv) > 0 || len(c.SecretFiles) > 0 || slices.ContainsFunc(c.Sidecars, sidecarReadsSecrets)
+	})
+}
+
+// sidecarReadsSecrets reports whether a sidecar reads a value of the
+// organiser's Secrets.
+func sidecarReadsSecrets(sc ctfv1alpha1.Sidecar) bool {
+	return len(sc.SecretEnv) > 0 || len(sc.SecretFiles) > 0
+}
 
 // DefaultScratchSize bounds a scratch directory whose template names no size.
 const DefaultScratchSize = "64Mi"

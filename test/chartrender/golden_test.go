@@ -86,7 +86,7 @@ var goldenCases = []goldenCase{
 		Egress: []ctfv1alpha1.EgressRule{{Name: "api", CIDR: "203.0.113.0/24", Ports: []ctfv1alpha1.ChallengePort{port("https", 443)}}},
 		Policy: &ctfv1alpha1.InstancePolicy{InternetEgress: true, MaxCPU: quantity("2"), MaxMemory: quantity("1Gi")},
 	}, inputs: func(vals map[string]any) {
-		vals["secretEnv"] = []any{map[string]any{"name": "API_KEY", "value": "k"}}
+		vals["secretEnv"] = []any{map[string]any{"name": "API_KEY", "key": "env.API_KEY", "value": "k"}}
 	}},
 	{name: "flag-env-image-tmp", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/env:1", Ports: []ctfv1alpha1.ChallengePort{port("nc", 9999)},
@@ -221,6 +221,36 @@ var goldenCases = []goldenCase{
 		Image: "registry.example/ctf/web:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
 		Policy:     &ctfv1alpha1.InstancePolicy{MaxReplicas: ptr.To[int32](3)},
 		Components: []ctfv1alpha1.Component{{Name: "worker", Image: "registry.example/ctf/worker:1", Replicas: ptr.To[int32](3)}},
+	}},
+	{name: "component-flag-secretenv", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
+		Flag: &ctfv1alpha1.FlagSpec{Static: &organiserKey, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag"}},
+		Components: []ctfv1alpha1.Component{
+			{Name: "flagsvc", Image: "registry.example/ctf/flagsvc:1", Ports: []ctfv1alpha1.ChallengePort{port("flag", 8081)},
+				Flag: &ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"}},
+			{Name: "db", Image: "registry.example/ctf/db:1", Ports: []ctfv1alpha1.ChallengePort{port("sql", 5432)},
+				Flag:      &ctfv1alpha1.FlagDelivery{Path: "/root/flag.txt", FileMode: ptr.To[int32](0o400)},
+				SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "POSTGRES_PASSWORD", Secret: ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "db", Key: "password"}}}},
+		},
+	}, inputs: func(vals map[string]any) {
+		vals["secretData"] = []any{map[string]any{"key": "db.env.POSTGRES_PASSWORD", "value": "pw"}}
+	}},
+	{name: "secret-files", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("https", 8443)},
+		Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{
+			{Path: "/etc/tls/key.pem", Secret: ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "tls", Key: "key"}, Mode: ptr.To[int32](0o400)},
+			{Path: "/etc/app/config.ini", Secret: ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "app", Key: "config"}}}},
+		Components: []ctfv1alpha1.Component{{Name: "bot", Image: "registry.example/ctf/bot:1",
+			Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{
+				{Path: "/home/bot/netrc", Secret: ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "bot", Key: "netrc"}}}}}},
+	}, inputs: func(vals map[string]any) {
+		vals["secretData"] = []any{map[string]any{"key": "file.0", "value": "-----BEGIN KEY-----\nk\n-----END KEY-----\n"},
+			map[string]any{"key": "file.1", "value": "[app]\n"}, map[string]any{"key": "bot.file.0", "value": "machine x\n"}}
+	}},
+	{name: "memory-tmp", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/nc:1", Ports: []ctfv1alpha1.ChallengePort{port("nc", 1337)},
+		Container:  ctfv1alpha1.Container{MemoryTmp: true},
+		Components: []ctfv1alpha1.Component{{Name: "bot", Image: "registry.example/ctf/bot:1", Container: ctfv1alpha1.Container{MemoryTmp: true}}},
 	}},
 	{name: "values-overrides", ch: func(c *ctfv1alpha1.Challenge) {
 		c.Spec.Values = &ctfv1alpha1.Values{Replicas: ptr.To[int32](2), ImagePullPolicy: "Always", ImagePullSecrets: []ctfv1alpha1.ObjectName{"pull"},

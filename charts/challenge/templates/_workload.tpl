@@ -16,6 +16,7 @@ values override them, since the platform addresses them there). Written into
   "ports" $v.ports "hosts" $v.hosts "env" $v.env "lateEnv" $v.lateEnv "addresses" $v.addresses "secretEnv" $v.secretEnv "flag" $v.flag
   "probes" $v.probes "readinessProbe" $v.readinessProbe "resources" $v.resources "security" $v.security
   "readOnlyRootFilesystem" $v.readOnlyRootFilesystem "mountTmp" $v.mountTmp "scratch" $v.scratch "files" $v.files
+  "secretFiles" $v.secretFiles "memoryTmp" $v.memoryTmp
   "expose" $v.expose "exposePorts" $v.exposePorts "internetEgress" $v.networkPolicy.allowInternetEgress "sidecars" $v.sidecars "bareName" $v.bareNames.primary }}
 {{- $_ := set .into "list" (prepend $v.components $primary) }}
 {{- end }}
@@ -129,7 +130,7 @@ spec:
         {{- end }}
       {{- $flag := dig "flag" dict $w }}
       {{- $flagFile := and $flag.enabled (ne $flag.mount "Env") }}
-      {{- if or $w.primary $w.mountTmp $w.scratch $w.files $flagFile (dig "sidecars" list $w) }}
+      {{- if or $w.primary $w.mountTmp $w.scratch $w.files $flagFile $w.secretFiles (dig "sidecars" list $w) }}
       volumes:
         {{- with include "challenge.containerVolumes" (dict "root" $root "c" $w "prefix" "") | trim }}
         {{- . | nindent 8 }}
@@ -204,7 +205,7 @@ container), as an item of the pod's containers. */}}
       valueFrom:
         secretKeyRef:
           name: {{ $flag.secretName | quote }}
-          key: {{ printf "env.%s" .name | quote }}
+          key: {{ required "every secretEnv entry needs its Secret key" .key | quote }}
     {{- end }}
     {{- if $hostEnv }}
     {{- include "challenge.hostEnv" $root | nindent 4 }}
@@ -252,7 +253,7 @@ container), as an item of the pod's containers. */}}
     {{- toYaml $w.security.container | nindent 4 }}
     readOnlyRootFilesystem: {{ $c.readOnlyRootFilesystem | toYaml }}
   {{- $flagFile := and $flag.enabled (ne $flag.mount "Env") }}
-  {{- if or $c.primary $c.mountTmp $c.scratch $c.files $flagFile }}
+  {{- if or $c.primary $c.mountTmp $c.scratch $c.files $flagFile $c.secretFiles }}
   volumeMounts:
     {{- if $c.mountTmp }}
     - name: {{ include "challenge.volumeName" (list $prefix "tmp") }}
@@ -274,6 +275,12 @@ container), as an item of the pod's containers. */}}
       subPath: flag
       readOnly: true
     {{- end }}
+    {{- range $c.secretFiles }}
+    - name: {{ include "challenge.volumeName" (list $prefix "secrets") }}
+      mountPath: {{ .path | quote }}
+      subPath: {{ .key | quote }}
+      readOnly: true
+    {{- end }}
   {{- end }}
 {{- end }}
 
@@ -287,6 +294,9 @@ of the pod's volumes. */}}
 - name: {{ include "challenge.volumeName" (list $prefix "tmp") }}
   emptyDir:
     sizeLimit: {{ $root.Values.tmpSizeLimit | quote }}
+    {{- if $c.memoryTmp }}
+    medium: "Memory"
+    {{- end }}
 {{- end }}
 {{- range $i, $s := $c.scratch }}
 - name: {{ printf "%sscratch-%d" $prefix $i | quote }}
@@ -312,6 +322,17 @@ of the pod's volumes. */}}
   secret:
     secretName: {{ $flag.secretName | quote }}
     defaultMode: {{ int $flag.fileMode }}
+{{- end }}
+{{- with $c.secretFiles }}
+- name: {{ include "challenge.volumeName" (list $prefix "secrets") }}
+  secret:
+    secretName: {{ required "secret files need the instance's Secret" $flag.secretName | quote }}
+    items:
+      {{- range . }}
+      - key: {{ .key | quote }}
+        path: {{ .key | quote }}
+        mode: {{ int .mode }}
+      {{- end }}
 {{- end }}
 {{- end }}
 

@@ -1,0 +1,110 @@
+package values
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// quotaResources are the ResourceQuota's keys a workload's containers
+// count against, and the resource and side ("limits", "requests") each
+// sums.
+var quotaResources = []struct {
+	key, side string
+	resource  corev1.ResourceName
+}{
+	{"requests.cpu", "requests", corev1.ResourceCPU}, {"requests.memory", "requests", corev1.ResourceMemory},
+	{"limits.cpu", "limits", corev1.ResourceCPU}, {"limits.memory", "limits", corev1.ResourceMemory},
+}
+
+// instanceQuota is the ResourceQuota of an instance's namespace of its own,
+// from its composed values (each workload's containers, sidecars included,
+// resources floored, and replicas): for each workload, the larger of
+// NamespaceQuota and what its pods ask (every container's, times its
+// replicas and the quarter more a rolling update starts beside them), so
+// that a template with larger resources runs there too and an instance
+// within NamespaceQuota keeps the quota it always had.
+func instanceQuota(vals map[string]any) map[string]string {
+	total := map[string]resource.Quantity{}
+	comps, _ := vals["components"].([]any)
+	workloads := make([]map[string]any, 0, 1+len(comps))
+	workloads = append(workloads, vals)
+	for _, c := range comps {
+		m, _ := c.(map[string]any)
+		workloads = append(workloads, m)
+	}
+	for _, w := range workloads {
+		for k, q := range workloadQuota(w) {
+			sum := total[k]
+			sum.Add(q)
+			total[k] = sum
+		}
+	}
+	out := make(map[string]string, len(total))
+	for k, q := range total {
+		out[k] = q.String()
+	}
+	return out
+}
+
+// workloadQuota is one workload's share of the quota: NamespaceQuota, or
+// what its pods ask where that is more. w is its values: its main
+// container's resources, its sidecars', its replicas.
+func workloadQuota(w map[string]any) map[string]resource.Quantity {
+	sidecars, _ := w["sidecars"].([]any)
+	containers := make([]any, 0, 1+len(sidecars))
+	containers = append(containers, w["resources"])
+	for _, sc := range sidecars {
+		m, _ := sc.(map[string]any)
+		containers = append(containers, m["resources"])
+	}
+	replicas := int64(1)
+	if n, ok := w["replicas"].(float64); ok && n > 1 {
+		replicas = int64(n)
+	}
+	// A rolling update starts a quarter of the replicas (rounded up) more
+	// before it stops the old ones.
+	pods := replicas + (replicas+3)/4
+	out := map[string]resource.Quantity{}
+	for k, v := range NamespaceQuota {
+		out[k] = resource.MustParse(v)
+	}
+	if q := *resource.NewQuantity(pods, resource.DecimalSI); q.Cmp(out["pods"]) > 0 {
+		out["pods"] = q
+	}
+	for _, r := range quotaResources {
+		need := resource.Quantity{}
+		for _, c := range containers {
+			res, _ := c.(map[string]any)
+			side, _ := res[r.side].(map[string]any)
+			need.Add(quantityOr(side[string(r.resource)], "0"))
+		}
+		need.Mul(pods)
+		if need.Cmp(out[r.key]) > 0 {
+			out[r.key] = need
+		}
+	}
+	return out
+}
+
+// NamespaceBoundsOf are the ResourceQuota hard limits and the LimitRange
+// items of an instance's namespace of its own, as the gate compares them,
+// read from its composed values: the quota instanceQuota computed for them.
+func NamespaceBoundsOf(vals map[string]any) (corev1.ResourceList, []corev1.LimitRangeItem, error) {
+	ns, _ := vals["namespacePerInstance"].(map[string]any)
+	quota, _ := ns["quota"].(map[string]any)
+	hard := make(map[string]string, len(quota))
+	for k, v := range quota {
+		hard[k] = fmt.Sprint(v)
+	}
+	_, limitRange, err := NamespaceBounds(0)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := resourceList(hard)
+	if err != nil {
+		return nil, nil, fmt.Errorf("namespace quota: %w", err)
+	}
+	return list, limitRange, nil
+}

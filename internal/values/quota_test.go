@@ -1,0 +1,75 @@
+package values
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
+)
+
+func quantityOf(s string) *ctfv1alpha1.Quantity { q := ctfv1alpha1.Quantity(s); return &q }
+
+// TestInstanceQuota: the quota of a namespace of the instance's own is, for
+// each workload, NamespaceQuota or what its pods ask (its containers',
+// sidecars included, times its replicas and a rolling update's one more),
+// whichever is more: an instance within NamespaceQuota keeps the quota it
+// always had.
+func TestInstanceQuota(t *testing.T) {
+	big := &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{CPU: quantityOf("3"), Memory: quantityOf("3Gi")},
+		Requests: &ctfv1alpha1.ResourceAmounts{CPU: quantityOf("2"), Memory: quantityOf("1Gi")}}
+	for _, tt := range []struct {
+		name string
+		spec ctfv1alpha1.ChallengeTemplateSpec
+		want map[string]string
+	}{
+		{"the default resources", ctfv1alpha1.ChallengeTemplateSpec{}, NamespaceQuota},
+		{"two default workloads", ctfv1alpha1.ChallengeTemplateSpec{Components: []ctfv1alpha1.Component{{Name: "db", Image: "db:1"}}},
+			namespaceQuota(2)},
+		{"3 CPU and 3Gi", ctfv1alpha1.ChallengeTemplateSpec{Resources: big},
+			map[string]string{"pods": "4", "services": "2", "requests.cpu": "4", "requests.memory": "2Gi", "limits.cpu": "6", "limits.memory": "6Gi"}},
+		{"a large component beside a default primary", ctfv1alpha1.ChallengeTemplateSpec{Components: []ctfv1alpha1.Component{{Name: "db", Image: "db:1", Resources: big}}},
+			map[string]string{"pods": "8", "services": "4", "requests.cpu": "5", "requests.memory": "3Gi", "limits.cpu": "8", "limits.memory": "8Gi"}},
+		{"a sidecar's resources", ctfv1alpha1.ChallengeTemplateSpec{Resources: big, Sidecars: []ctfv1alpha1.Sidecar{{Name: "proxy", Image: "proxy:1",
+			Resources: &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{CPU: quantityOf("1")}}}}},
+			map[string]string{"pods": "4", "services": "2", "requests.cpu": "4100m", "requests.memory": "2176Mi", "limits.cpu": "8", "limits.memory": "6656Mi"}},
+		{"a component's sidecar", ctfv1alpha1.ChallengeTemplateSpec{Components: []ctfv1alpha1.Component{{Name: "db", Image: "db:1",
+			Sidecars: []ctfv1alpha1.Sidecar{{Name: "backup", Image: "b:1", Resources: big}}}}},
+			map[string]string{"pods": "8", "services": "4", "requests.cpu": "5100m", "requests.memory": "3200Mi", "limits.cpu": "9", "limits.memory": "8704Mi"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			spec := tt.spec
+			spec.Image, spec.Ports = "web:1", []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}
+			tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: spec}
+			c := challenge(func(s *ctfv1alpha1.ChallengeSpec) {
+				*s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"}
+			})
+			vals, err := Compose(c, tmpl, Settings{NamespacePerInstance: true})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(instanceQuota(vals)).To(Equal(tt.want))
+			g.Expect(vals["namespacePerInstance"]).To(HaveKeyWithValue("quota", toAnyMap(tt.want)), "what the chart renders")
+			in, err := Expectation(c, tmpl, Settings{NamespacePerInstance: true}, policy.Limits{}, "", nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			want, err := resourceList(tt.want)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(in.Quota).To(Equal(want), "the gate expects the values' quota")
+		})
+	}
+}
+
+// TestWorkloadQuotaReplicas: replicas and a rolling update's surge (a
+// quarter of them, rounded up) count as pods.
+func TestWorkloadQuotaReplicas(t *testing.T) {
+	res := resourceFloor(map[string]any{"limits": map[string]any{"cpu": "1"}})
+	for replicas, pods := range map[float64]string{1: "4", 3: "4", 4: "5", 10: "13"} {
+		got := workloadQuota(map[string]any{"resources": res, "replicas": replicas})
+		q := got["pods"]
+		NewWithT(t).Expect(q.String()).To(Equal(pods), "%v replicas", replicas)
+	}
+	got := workloadQuota(map[string]any{"resources": res, "replicas": float64(10)})
+	q := got["limits.cpu"]
+	NewWithT(t).Expect(q.String()).To(Equal("13"))
+}
