@@ -35,10 +35,13 @@ const maxFileSize = 64 << 10
 // DNS label of at most 8 characters. A service's host name in another's
 // environment becomes $(<NAME>_HOST) (PRIMARY_HOST for the primary one).
 //
+// A service's secrets become secret files from the organiser's Secret named
+// after the template in opts.SecretNamespace (reported, never read).
+//
 // It reads nothing outside the compose file's directory, links resolved: an
 // extends or include file there is an error naming it; an env_file, a bind
 // mount or a config there is reported refused, and not read.
-func FromCompose(ctx context.Context, name, path string) (Result, error) {
+func FromCompose(ctx context.Context, name, path string, opts Options) (Result, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return Result{}, err
@@ -70,7 +73,7 @@ func FromCompose(ctx context.Context, name, path string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("loading %s: %w", path, err)
 	}
-	c := composeImport{project: project, folder: f, names: map[string]string{}}
+	c := composeImport{project: project, folder: f, names: map[string]string{}, opts: opts}
 	if err := c.confineEnvFiles(f); err != nil {
 		return Result{}, fmt.Errorf("loading %s: %w", path, err)
 	}
@@ -83,15 +86,22 @@ type composeImport struct {
 	folder folder
 	report Report
 	// names maps each service to its component's name ("" for the primary).
-	names   map[string]string
-	primary string
+	names    map[string]string
+	primary  string
+	opts     Options
+	template string
+	// sidecarOf maps each service that shares another's network
+	// (network_mode: service:X) to X: it becomes a sidecar in X's pod.
+	sidecarOf map[string]string
 }
 
 func (c *composeImport) run(name string) (Result, error) {
-	services := slices.Sorted(maps.Keys(c.project.Services))
-	if len(services) == 0 {
+	all := slices.Sorted(maps.Keys(c.project.Services))
+	if len(all) == 0 {
 		return Result{}, fmt.Errorf("the compose file has no service")
 	}
+	c.sidecarOf = sidecars(c.project)
+	services := slices.DeleteFunc(slices.Clone(all), func(s string) bool { return c.sidecarOf[s] != "" })
 	c.primary = services[0]
 	for _, s := range services {
 		if len(c.project.Services[s].Ports) > 0 {
@@ -115,6 +125,7 @@ func (c *composeImport) run(name string) (Result, error) {
 		}
 	}
 	tmpl := newTemplate(name)
+	c.template = tmpl.Name
 	spec := &tmpl.Spec
 	for _, s := range services {
 		svc := c.project.Services[s]
@@ -127,6 +138,22 @@ func (c *composeImport) run(name string) (Result, error) {
 	if len(spec.Components) > 7 {
 		c.report.notCarried("services %d and beyond: a template has at most 7 components besides its primary one", 8)
 		spec.Components = spec.Components[:7]
+	}
+	for _, comp := range spec.Components {
+		if comp.Replicas != nil && (spec.Policy == nil || spec.Policy.MaxReplicas == nil || *spec.Policy.MaxReplicas < *comp.Replicas) {
+			if spec.Policy == nil {
+				spec.Policy = &ctfv1alpha1.InstancePolicy{}
+			}
+			spec.Policy.MaxReplicas = ptr.To(*comp.Replicas)
+		}
+	}
+	if spec.Policy != nil && spec.Policy.MaxReplicas != nil {
+		c.report.changed("deploy.replicas: a component's replicas, and policy.maxReplicas %d for them", *spec.Policy.MaxReplicas)
+	}
+	c.attachSidecars(spec)
+	if len(all) > 1 {
+		spec.BareNames = &ctfv1alpha1.BareNames{Primary: c.bareName(c.primary)}
+		c.report.changed("services reach each other by their names (bareNames; the primary, %s, answers to %s)", c.primary, spec.BareNames.Primary)
 	}
 	for n, nw := range c.project.Networks {
 		if n != "default" || nw.Internal || nw.Driver != "" {
@@ -148,7 +175,9 @@ type container struct {
 	resources      *ctfv1alpha1.Resources
 	security       *ctfv1alpha1.Security
 	writableRootFS bool
+	// published are its published ports ("8080->80"), publishedPorts their names, in order.
 	published      []string
+	publishedPorts []string
 }
 
 func (c *composeImport) primaryService(spec *ctfv1alpha1.ChallengeTemplateSpec, svc types.ServiceConfig) {
@@ -163,19 +192,124 @@ func (c *composeImport) primaryService(spec *ctfv1alpha1.ChallengeTemplateSpec, 
 		c.report.changed("service %s: no port: a template's primary component needs one; 8080 assumed", svc.Name)
 	}
 	if len(ctr.published) > 0 {
+		spec.Ports = firstPort(spec.Ports, ctr.publishedPorts[0])
 		c.report.changed("service %s: published ports %s: choose how teams reach them (expose.type Ingress, TLSRoute, NodePort; ClusterIP until then)",
-			svc.Name, strings.Join(ctr.published, ", "))
+			svc.Name, ctr.published[0])
+		spec.ExposePorts = c.exposePorts(svc.Name, spec.Ports, ctr)
 	}
+}
+
+// firstPort moves the port named name to the front: the one a workload's
+// exposure exposes.
+func firstPort(ports []ctfv1alpha1.ChallengePort, name string) []ctfv1alpha1.ChallengePort {
+	i := slices.IndexFunc(ports, func(p ctfv1alpha1.ChallengePort) bool { return p.Name == name })
+	if i <= 0 {
+		return ports
+	}
+	return append([]ctfv1alpha1.ChallengePort{ports[i]}, slices.Delete(slices.Clone(ports), i, i+1)...)
+}
+
+// httpPorts are the ports a published port is taken to serve plain HTTP on.
+var httpPorts = []int32{80, 3000, 4000, 5000, 8000, 8080, 8081, 8888}
+
+// exposePorts exposes each published port of a workload but its first (its
+// exposure's) on a host of its own: by an HTTPRoute on a port HTTP usually
+// runs on, by a TLSRoute otherwise, a UDP port not at all.
+func (c *composeImport) exposePorts(service string, ports []ctfv1alpha1.ChallengePort, ctr container) []ctfv1alpha1.PortExposure {
+	var out []ctfv1alpha1.PortExposure
+	for i, name := range ctr.publishedPorts {
+		p := ports[slices.IndexFunc(ports, func(p ctfv1alpha1.ChallengePort) bool { return p.Name == name })]
+		if name == ports[0].Name || slices.ContainsFunc(out, func(e ctfv1alpha1.PortExposure) bool { return e.Port == name }) {
+			continue
+		}
+		if p.Protocol == ctfv1alpha1.ProtocolUDP {
+			c.report.notCarried("service %s: published port %s: UDP is reached inside the cluster only", service, ctr.published[i])
+			continue
+		}
+		e := ctfv1alpha1.PortExposure{Port: name, Type: ctfv1alpha1.ExposeTLSRoute}
+		what := "raw TCP inside TLS, by a TLSRoute"
+		if slices.Contains(httpPorts, p.Port) {
+			e.Type, what = ctfv1alpha1.ExposeHTTPRoute, "HTTP, by an HTTPRoute"
+		}
+		out = append(out, e)
+		c.report.changed("service %s: published port %s: on a host of its own as %s (exposePorts; change its type if it serves otherwise)", service, ctr.published[i], what)
+	}
+	return out
 }
 
 func (c *composeImport) component(svc types.ServiceConfig) ctfv1alpha1.Component {
 	ctr := c.container(svc)
+	var exposePorts []ctfv1alpha1.PortExposure
 	if len(ctr.published) > 0 {
-		c.report.notCarried("service %s: published ports %s: only the primary component (%s) is exposed; the others are reached inside the instance",
-			svc.Name, strings.Join(ctr.published, ", "), c.primary)
+		ctr.ports = firstPort(ctr.ports, ctr.publishedPorts[0])
+		c.report.changed("service %s: published ports %s: choose how teams reach it (the component's expose.type Ingress, TLSRoute, NodePort; internal until then)",
+			svc.Name, ctr.published[0])
+		exposePorts = c.exposePorts(svc.Name, ctr.ports, ctr)
 	}
-	return ctfv1alpha1.Component{Name: c.names[svc.Name], Image: ctr.image, Ports: ctr.ports, Env: ctr.env, Resources: ctr.resources,
+	comp := ctfv1alpha1.Component{ExposePorts: exposePorts, Name: c.names[svc.Name], Image: ctr.image, Ports: ctr.ports, Env: ctr.env, Resources: ctr.resources,
 		Container: ctr.Container, WritableRootFilesystem: ctr.writableRootFS, Security: ctr.security}
+	if d := svc.Deploy; d != nil && d.Replicas != nil && *d.Replicas > 1 && *d.Replicas <= 10 {
+		comp.Replicas = ptr.To(int32(*d.Replicas))
+	}
+	return comp
+}
+
+// sidecars maps every service that shares another's network (network_mode:
+// service:X, X a service that shares none) to X.
+func sidecars(p *types.Project) map[string]string {
+	out := map[string]string{}
+	for name, svc := range p.Services {
+		host, ok := strings.CutPrefix(svc.NetworkMode, "service:")
+		if hostSvc, exists := p.Services[host]; ok && exists && !strings.HasPrefix(hostSvc.NetworkMode, "service:") {
+			out[name] = host
+		}
+	}
+	return out
+}
+
+// bareName is the name a service answers to inside an instance: a
+// component's, or the primary's (a DNS label of at most 15 characters).
+func (c *composeImport) bareName(service string) string {
+	if c.sidecarOf[service] != "" {
+		return ""
+	}
+	if service == c.primary {
+		return dnsLabel(service, 15)
+	}
+	return c.names[service]
+}
+
+// attachSidecars makes each service that shares another's network a
+// sidecar in that service's pod, on its localhost: the same network, the
+// same security.
+func (c *composeImport) attachSidecars(spec *ctfv1alpha1.ChallengeTemplateSpec) {
+	for _, s := range slices.Sorted(maps.Keys(c.sidecarOf)) {
+		host := c.sidecarOf[s]
+		svc := c.project.Services[s]
+		ctr := c.container(svc)
+		sidecars, container := &spec.Sidecars, "challenge"
+		if host != c.primary {
+			i := slices.IndexFunc(spec.Components, func(comp ctfv1alpha1.Component) bool { return comp.Name == c.names[host] })
+			if i < 0 {
+				c.report.notCarried("service %s: network_mode service:%s: %s is not carried", s, host, host)
+				continue
+			}
+			sidecars, container = &spec.Components[i].Sidecars, spec.Components[i].Name
+		}
+		name := dnsLabel(s, 15)
+		for i := 2; name == "" || name == "challenge" || name == container || slices.ContainsFunc(*sidecars, func(x ctfv1alpha1.Sidecar) bool { return x.Name == name }); i++ {
+			name = dnsLabel(fmt.Sprintf("%s%d", dnsLabel(s, 13), i), 15)
+		}
+		if len(*sidecars) == 3 {
+			c.report.notCarried("service %s: network_mode service:%s: a pod has at most 3 sidecars", s, host)
+			continue
+		}
+		if ctr.security != nil || !svc.ReadOnly {
+			c.report.changed("service %s: runs with %s's security and a read-only root filesystem (a sidecar shares its pod's)", s, host)
+		}
+		c.report.changed("service %s: network_mode service:%s: a sidecar in %s's pod, on its localhost", s, host, host)
+		*sidecars = append(*sidecars, ctfv1alpha1.Sidecar{Name: name, Image: ctr.image, Ports: ctr.ports, Env: ctr.env, Resources: ctr.resources, Container: ctr.Container})
+	}
 }
 
 func (c *composeImport) container(svc types.ServiceConfig) container {
@@ -189,12 +323,12 @@ func (c *composeImport) container(svc types.ServiceConfig) container {
 		}
 		c.report.notCarried("%s: build context %s: build and push the image, then set its image (%s for now)", who, c.relative(svc.Build.Context), ctr.image)
 	}
-	ctr.ports, ctr.published = c.ports(svc)
+	ctr.ports, ctr.published, ctr.publishedPorts = c.ports(svc)
 	ctr.env = c.env(svc)
 	ctr.Command, ctr.Args = arguments(svc.Entrypoint), arguments(svc.Command)
 	ctr.resources = resources(svc)
 	ctr.Probes = c.probes(svc)
-	ctr.Files, ctr.Scratch = c.mounts(svc)
+	ctr.Files, ctr.Scratch, ctr.MemoryTmp, ctr.SecretFiles = c.mounts(svc)
 	if svc.ShmSize > 0 && !slices.ContainsFunc(ctr.Scratch, func(m ctfv1alpha1.ScratchMount) bool { return m.Path == "/dev/shm" }) && len(ctr.Scratch) < 8 {
 		size := ctfv1alpha1.Quantity(resource.NewQuantity(int64(svc.ShmSize), resource.BinarySI).String())
 		ctr.Scratch = append(ctr.Scratch, ctfv1alpha1.ScratchMount{Path: "/dev/shm", Memory: true, SizeLimit: &size})
@@ -205,27 +339,27 @@ func (c *composeImport) container(svc types.ServiceConfig) container {
 	return ctr
 }
 
-func (c *composeImport) ports(svc types.ServiceConfig) ([]ctfv1alpha1.ChallengePort, []string) {
-	var out []ctfv1alpha1.ChallengePort
-	var published []string
-	add := func(name string, port uint32, proto string) {
+func (c *composeImport) ports(svc types.ServiceConfig) (out []ctfv1alpha1.ChallengePort, published, publishedPorts []string) {
+	add := func(name string, port uint32, proto string) string {
 		p := ctfv1alpha1.ChallengePort{Port: int32(port), Protocol: ctfv1alpha1.ProtocolTCP}
 		if strings.EqualFold(proto, "udp") {
 			p.Protocol = ctfv1alpha1.ProtocolUDP
 		}
-		if slices.ContainsFunc(out, func(q ctfv1alpha1.ChallengePort) bool { return q.Port == p.Port && q.Protocol == p.Protocol }) {
-			return
+		if i := slices.IndexFunc(out, func(q ctfv1alpha1.ChallengePort) bool { return q.Port == p.Port && q.Protocol == p.Protocol }); i >= 0 {
+			return out[i].Name
 		}
 		p.Name = dnsLabel(name, 15)
 		if p.Name == "" || slices.ContainsFunc(out, func(q ctfv1alpha1.ChallengePort) bool { return q.Name == p.Name }) {
 			p.Name = fmt.Sprintf("%s-%d", strings.ToLower(string(p.Protocol)), port)
 		}
 		out = append(out, p)
+		return p.Name
 	}
 	for _, p := range svc.Ports {
-		add(p.Name, p.Target, p.Protocol)
+		name := add(p.Name, p.Target, p.Protocol)
 		if p.Published != "" {
 			published = append(published, p.Published+"->"+strconv.Itoa(int(p.Target)))
+			publishedPorts = append(publishedPorts, name)
 		}
 		if p.HostIP != "" {
 			c.report.notCarried("service %s: host_ip %s of port %d", svc.Name, p.HostIP, p.Target)
@@ -239,7 +373,7 @@ func (c *composeImport) ports(svc types.ServiceConfig) ([]ctfv1alpha1.ChallengeP
 			c.report.notCarried("service %s: expose %s: not a single port", svc.Name, e)
 		}
 	}
-	return out, published
+	return out, published, publishedPorts
 }
 
 // env carries the environment, another service's host name rewritten as the
@@ -270,12 +404,14 @@ func (c *composeImport) env(svc types.ServiceConfig) []ctfv1alpha1.EnvVar {
 // scheme), with the variable holding that component's host name.
 func (c *composeImport) rewriteHosts(service, key, value string) string {
 	for _, other := range slices.Sorted(maps.Keys(c.project.Services)) {
-		if other == service {
+		workload := cmp.Or(c.sidecarOf[other], other)
+		if other == service || workload == cmp.Or(c.sidecarOf[service], service) || c.bareName(other) == other {
+			// Itself, its own pod (localhost), or a name that resolves as it is.
 			continue
 		}
 		variable := values.PrimaryHostVariable
-		if other != c.primary {
-			variable = values.HostVariable(c.names[other])
+		if workload != c.primary {
+			variable = values.HostVariable(c.names[workload])
 		}
 		if rewritten, ok := replaceHost(value, other, "$("+variable+")"); ok {
 			value = rewritten
@@ -381,11 +517,13 @@ func (c *composeImport) probes(svc types.ServiceConfig) *ctfv1alpha1.Probes {
 
 // mounts carries tmpfs and volumes as scratch directories, a bind-mounted
 // text file as a file of the template, and reports every other bind mount.
-func (c *composeImport) mounts(svc types.ServiceConfig) ([]ctfv1alpha1.File, []ctfv1alpha1.ScratchMount) {
-	var files []ctfv1alpha1.File
-	var scratch []ctfv1alpha1.ScratchMount
+func (c *composeImport) mounts(svc types.ServiceConfig) (files []ctfv1alpha1.File, scratch []ctfv1alpha1.ScratchMount, memoryTmp bool, secretFiles []ctfv1alpha1.SecretFile) {
 	addScratch := func(path string, memory bool) {
-		if path == "/tmp" || slices.ContainsFunc(scratch, func(m ctfv1alpha1.ScratchMount) bool { return m.Path == path }) {
+		if path == "/tmp" {
+			memoryTmp = memoryTmp || memory
+			return
+		}
+		if slices.ContainsFunc(scratch, func(m ctfv1alpha1.ScratchMount) bool { return m.Path == path }) {
 			return
 		}
 		scratch = append(scratch, ctfv1alpha1.ScratchMount{Path: path, Memory: memory})
@@ -431,9 +569,7 @@ func (c *composeImport) mounts(svc types.ServiceConfig) ([]ctfv1alpha1.File, []c
 		}
 		c.report.notCarried("service %s: config %s", svc.Name, cfg.Source)
 	}
-	for _, s := range svc.Secrets {
-		c.report.notCarried("service %s: secret %s: use the template's flag or secretEnv", svc.Name, s.Source)
-	}
+	secretFiles = c.secretFiles(svc)
 	if len(files) > 8 {
 		c.report.notCarried("service %s: files beyond the eighth", svc.Name)
 		files = files[:8]
@@ -442,7 +578,44 @@ func (c *composeImport) mounts(svc types.ServiceConfig) ([]ctfv1alpha1.File, []c
 		c.report.notCarried("service %s: writable directories beyond the eighth", svc.Name)
 		scratch = scratch[:8]
 	}
-	return files, scratch
+	return files, scratch, memoryTmp, secretFiles
+}
+
+// secretKey is a compose secret's name as a Secret's key can hold it.
+var secretKey = regexp.MustCompile(`^[-._a-zA-Z0-9]{1,253}$`)
+
+// secretFiles mounts each secret of svc as a file (compose's /run/secrets/<name>
+// unless it names a target) from the key of its name in the organiser's
+// Secret named after the template, which the organiser creates from the
+// secret's file: the import never reads it.
+func (c *composeImport) secretFiles(svc types.ServiceConfig) []ctfv1alpha1.SecretFile {
+	var out []ctfv1alpha1.SecretFile
+	for _, s := range svc.Secrets {
+		if c.opts.SecretNamespace == "" {
+			c.report.notCarried("service %s: secret %s: give --secret-namespace to mount it from the organiser's Secret %s", svc.Name, s.Source, c.template)
+			continue
+		}
+		if !secretKey.MatchString(s.Source) || len(out) == 8 {
+			c.report.notCarried("service %s: secret %s: not a Secret's key, or beyond the eighth", svc.Name, s.Source)
+			continue
+		}
+		f := ctfv1alpha1.SecretFile{Path: cmp.Or(s.Target, "/run/secrets/"+s.Source),
+			Secret: ctfv1alpha1.SecretKeyRef{Namespace: c.opts.SecretNamespace, Name: c.template, Key: s.Source}}
+		if !strings.HasPrefix(f.Path, "/") {
+			f.Path = "/run/secrets/" + f.Path
+		}
+		if s.Mode != nil {
+			f.Mode = ptr.To(int32(*s.Mode & 0o777))
+		}
+		from := "its value"
+		if def, ok := c.project.Secrets[s.Source]; ok && def.File != "" {
+			from = c.relative(def.File)
+		}
+		c.report.changed("service %s: secret %s: the file %s, from key %s of Secret %s/%s: create it from %s, labelled %s=true",
+			svc.Name, s.Source, f.Path, s.Source, c.opts.SecretNamespace, c.template, from, ctfv1alpha1.OrganiserSecretLabel)
+		out = append(out, f)
+	}
+	return out
 }
 
 // relative writes a path of the compose file's directory as the file does.
@@ -499,7 +672,7 @@ func (c *composeImport) user(svc types.ServiceConfig) (root bool, user, group *i
 // unsupported reports every setting of svc a template has no counterpart for.
 func (c *composeImport) unsupported(svc types.ServiceConfig) {
 	set := map[string]bool{
-		"network_mode " + svc.NetworkMode: svc.NetworkMode != "",
+		"network_mode " + svc.NetworkMode: svc.NetworkMode != "" && c.sidecarOf[svc.Name] == "",
 		"pid " + svc.Pid:                  svc.Pid != "",
 		"ipc " + svc.Ipc:                  svc.Ipc != "",
 		"uts " + svc.Uts:                  svc.Uts != "",
@@ -521,11 +694,11 @@ func (c *composeImport) unsupported(svc types.ServiceConfig) {
 	if len(svc.CapDrop) > 0 {
 		c.report.changed("service %s: cap_drop: every capability is dropped already", svc.Name)
 	}
-	if len(svc.DependsOn) > 0 {
+	if slices.ContainsFunc(slices.Collect(maps.Keys(svc.DependsOn)), func(d string) bool { return d != c.sidecarOf[svc.Name] }) {
 		c.report.changed("service %s: depends_on: components start together; readiness probes decide when the instance is Running", svc.Name)
 	}
-	if d := svc.Deploy; d != nil && d.Replicas != nil && *d.Replicas != 1 {
-		set["deploy.replicas (one pod per component)"] = true
+	if d := svc.Deploy; d != nil && d.Replicas != nil && *d.Replicas != 1 && (svc.Name == c.primary || c.sidecarOf[svc.Name] != "" || *d.Replicas > 10) {
+		set["deploy.replicas (a component's, up to 10; the primary's and a sidecar's pod is one)"] = true
 	}
 	var keys []string
 	for k, on := range set {

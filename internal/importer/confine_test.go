@@ -107,7 +107,7 @@ include:
 			compose := filepath.Join(dir, "docker-compose.yml")
 			g.Expect(os.WriteFile(compose, []byte(strings.ReplaceAll(tt.compose, "{{out}}", out)), 0o644)).To(Succeed())
 
-			res, err := importer.FromCompose(context.Background(), "chal", compose)
+			res, err := importer.FromCompose(context.Background(), "chal", compose, importer.Options{})
 			written := ""
 			if err != nil {
 				written = err.Error()
@@ -161,7 +161,7 @@ services:
 	g.Expect(os.Symlink("conf/app.env", filepath.Join(dir, "app.env"))).To(Succeed())
 	g.Expect(os.Symlink(filepath.Join(dir, "conf", "nginx.conf"), filepath.Join(dir, "nginx.conf"))).To(Succeed())
 
-	res, err := importer.FromCompose(context.Background(), "chal", filepath.Join(dir, "docker-compose.yml"))
+	res, err := importer.FromCompose(context.Background(), "chal", filepath.Join(dir, "docker-compose.yml"), importer.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Report.Lines()).NotTo(ContainElement(HavePrefix("refused: ")))
 	spec := res.Template.Spec

@@ -26,14 +26,20 @@ var h *harness.Harness
 // sandbox is the runtime class the admin allows privileged templates in.
 const sandbox = "gvisor"
 
+// gateway is the Gateway of --gateways the routes of imported templates attach to.
+var gateway = ctfv1alpha1.GatewayRef{Namespace: "gateways", Name: "ctf"}
+
 func TestMain(m *testing.M) {
-	os.Exit(harness.Run(m, harness.Options{AsServiceAccount: true, Operator: operator.Options{
+	os.Exit(harness.Run(m, harness.Options{AsServiceAccount: true, GatewayAPI: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
-		Values: values.Settings{Security: security.Bounds{MaxProfile: ctfv1alpha1.ProfilePrivileged,
-			SandboxRuntimeClasses: []string{sandbox}, AllowedCapabilities: []string{"SYS_ADMIN"}}},
+		Values: values.Settings{Gateways: []ctfv1alpha1.GatewayRef{gateway}, IngressFromNamespaces: []string{gateway.Namespace},
+			Security: security.Bounds{MaxProfile: ctfv1alpha1.ProfilePrivileged, SandboxRuntimeClasses: []string{sandbox}, AllowedCapabilities: []string{"SYS_ADMIN"}}},
 	}}, &h, func() {
 		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: sandbox}, Handler: "runsc"}
 		if err := h.Client.Create(context.Background(), rc); err != nil {
+			panic(err)
+		}
+		if err := harness.CreateGateway(context.Background(), h.Client, gateway); err != nil {
 			panic(err)
 		}
 	}))
@@ -57,15 +63,16 @@ func TestImportAndRun(t *testing.T) {
 			check: func(g Gomega, tmpl *ctfv1alpha1.ChallengeTemplate) {
 				g.Expect(tmpl.Spec.Image).To(Equal("ghcr.io/example/notes:1"))
 				g.Expect(tmpl.Spec.Ports).To(Equal([]ctfv1alpha1.ChallengePort{{Name: "tcp-5000", Port: 5000, Protocol: "TCP"}}), "the container's port")
-				g.Expect(tmpl.Spec.Env).To(ContainElement(ctfv1alpha1.EnvVar{Name: "REDIS_URL", Value: "redis://$(REDIS_HOST):6379/0"}))
+				g.Expect(tmpl.Spec.Env).To(ContainElement(ctfv1alpha1.EnvVar{Name: "REDIS_URL", Value: "redis://redis:6379/0"}), "redis answers to its name")
+				g.Expect(tmpl.Spec.BareNames).To(Equal(&ctfv1alpha1.BareNames{Primary: "web"}))
 				g.Expect(tmpl.Spec.Components).To(HaveExactElements(And(HaveField("Name", "redis"), HaveField("Image", "docker.io/library/redis:7-alpine"),
 					HaveField("Scratch", []ctfv1alpha1.ScratchMount{{Path: "/data"}}))))
 				g.Expect(tmpl.Spec.Security).To(BeNil(), "restricted")
 			},
 			report: importer.Report{Changed: []string{
-				"service web: environment REDIS_URL names service redis: $(REDIS_HOST) now",
 				"service web: depends_on: components start together; readiness probes decide when the instance is Running",
 				"service web: published ports 8080->5000: choose how teams reach them (expose.type Ingress, TLSRoute, NodePort; ClusterIP until then)",
+				"services reach each other by their names (bareNames; the primary, web, answers to web)",
 				"volume redis-data: an emptyDir of the instance's own, gone with it",
 			}},
 		},
@@ -73,7 +80,7 @@ func TestImportAndRun(t *testing.T) {
 			file: "web-postgres/docker-compose.yml",
 			check: func(g Gomega, tmpl *ctfv1alpha1.ChallengeTemplate) {
 				g.Expect(tmpl.Spec.Image).To(Equal("web-postgres-app"), "the name docker compose gives the image it builds")
-				g.Expect(tmpl.Spec.Env).To(ContainElement(ctfv1alpha1.EnvVar{Name: "DATABASE_URL", Value: "postgres://ctf:ctf@$(DB_HOST):5432/ctf"}))
+				g.Expect(tmpl.Spec.Env).To(ContainElement(ctfv1alpha1.EnvVar{Name: "DATABASE_URL", Value: "postgres://ctf:ctf@db:5432/ctf"}))
 				g.Expect(*tmpl.Spec.Security.RunAsUser).To(BeEquivalentTo(1000))
 				db := tmpl.Spec.Components[0]
 				sql, err := os.ReadFile(filepath.Join("testdata", "web-postgres", "init.sql"))
@@ -89,10 +96,10 @@ func TestImportAndRun(t *testing.T) {
 					"service db: host path ./data at /var/lib/postgresql/data: use files for configuration and scratch for writable space",
 				},
 				Changed: []string{
-					"service app: environment DATABASE_URL names service db: $(DB_HOST) now",
 					"service app: published ports 80->8000: choose how teams reach them (expose.type Ingress, TLSRoute, NodePort; ClusterIP until then)",
 					"service db: healthcheck: the readiness probe",
 					"service db: /docker-entrypoint-initdb.d/init.sql: a file of the template, read-only",
+					"services reach each other by their names (bareNames; the primary, app, answers to app)",
 				},
 			},
 			follow: func(tmpl *ctfv1alpha1.ChallengeTemplate) {
@@ -107,7 +114,7 @@ func TestImportAndRun(t *testing.T) {
 				g.Expect(tmpl.Spec.Components).To(HaveLen(2))
 				bot := tmpl.Spec.Components[0]
 				g.Expect(bot.Name).To(Equal("admin-bo"))
-				g.Expect(bot.Env).To(Equal([]ctfv1alpha1.EnvVar{{Name: "TARGET", Value: "http://$(PRIMARY_HOST):3000/"}}))
+				g.Expect(bot.Env).To(Equal([]ctfv1alpha1.EnvVar{{Name: "TARGET", Value: "http://web:3000/"}}), "the primary answers to its name")
 				g.Expect(bot.Security.Profile).To(Equal(ctfv1alpha1.ProfilePrivileged))
 				g.Expect(bot.Security.Capabilities.Add).To(Equal([]ctfv1alpha1.Capability{"SYS_ADMIN"}))
 				g.Expect(bot.Scratch).To(HaveExactElements(And(HaveField("Path", "/dev/shm"), HaveField("Memory", true))))
@@ -119,16 +126,45 @@ func TestImportAndRun(t *testing.T) {
 				},
 				Changed: []string{
 					"service admin-bot: component admin-bo (a DNS label of at most 8 characters)",
-					"service admin-bot: environment TARGET names service web: $(PRIMARY_HOST) now",
 					"service admin-bot: runs privileged: set security.runtimeClassName to one of the operator's --sandbox-runtime-classes (--max-pod-security=privileged)",
 					"service sniffer: runs privileged: set security.runtimeClassName to one of the operator's --sandbox-runtime-classes (--max-pod-security=privileged)",
 					"service web: published ports 3000->3000: choose how teams reach them (expose.type Ingress, TLSRoute, NodePort; ClusterIP until then)",
+					"services reach each other by their names (bareNames; the primary, web, answers to web)",
 				},
 			},
 			follow: func(tmpl *ctfv1alpha1.ChallengeTemplate) {
 				for i := range tmpl.Spec.Components {
 					tmpl.Spec.Components[i].Security.RuntimeClassName = sandbox
 				}
+			},
+		},
+		{
+			file: "ssrf-proxy/docker-compose.yml",
+			check: func(g Gomega, tmpl *ctfv1alpha1.ChallengeTemplate) {
+				g.Expect(tmpl.Spec.BareNames).To(Equal(&ctfv1alpha1.BareNames{Primary: "app"}))
+				g.Expect(tmpl.Spec.Ports).To(Equal([]ctfv1alpha1.ChallengePort{{Name: "tcp-8080", Port: 8080, Protocol: "TCP"}, {Name: "tcp-1337", Port: 1337, Protocol: "TCP"}}))
+				g.Expect(tmpl.Spec.ExposePorts).To(Equal([]ctfv1alpha1.PortExposure{{Port: "tcp-1337", Type: ctfv1alpha1.ExposeTLSRoute}}), "the second published port, on a host of its own")
+				g.Expect(tmpl.Spec.Env).To(Equal([]ctfv1alpha1.EnvVar{{Name: "FLAG_SERVICE", Value: "http://flag:8081/"}, {Name: "WORKERS", Value: "worker:9000"}}),
+					"names in a participant's payload resolve as they are")
+				g.Expect(tmpl.Spec.Sidecars).To(HaveExactElements(ctfv1alpha1.Sidecar{Name: "proxy", Image: "docker.io/library/nginx:1.27",
+					Container: ctfv1alpha1.Container{MemoryTmp: true, Scratch: []ctfv1alpha1.ScratchMount{{Path: "/var/cache/nginx", Memory: true}}}}))
+				g.Expect(tmpl.Spec.Components[0].SecretFiles).To(Equal([]ctfv1alpha1.SecretFile{{Path: "/run/secrets/flag",
+					Secret: ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: "ssrf-proxy", Key: "flag"}}}))
+				g.Expect(tmpl.Spec.Components).To(HaveExactElements(HaveField("Name", "flag"),
+					And(HaveField("Name", "worker"), HaveField("Replicas", HaveValue(BeEquivalentTo(3))))))
+				g.Expect(*tmpl.Spec.Policy.MaxReplicas).To(BeEquivalentTo(3), "the template allows what its worker asks")
+			},
+			report: importer.Report{Changed: []string{
+				"service app: published ports 80->8080: choose how teams reach them (expose.type Ingress, TLSRoute, NodePort; ClusterIP until then)",
+				"service app: published port 31337->1337: on a host of its own as raw TCP inside TLS, by a TLSRoute (exposePorts; change its type if it serves otherwise)",
+				"service flag: secret flag: the file /run/secrets/flag, from key flag of Secret ctf-organiser/ssrf-proxy: create it from ./flag.txt, labelled ctf.challenge-operator.io/organiser-secret=true",
+				"deploy.replicas: a component's replicas, and policy.maxReplicas 3 for them",
+				"service proxy: network_mode service:app: a sidecar in app's pod, on its localhost",
+				"services reach each other by their names (bareNames; the primary, app, answers to app)",
+			}},
+			follow: func(*ctfv1alpha1.ChallengeTemplate) {
+				secret := harness.OrganiserSecret("ssrf-proxy", map[string][]byte{"flag": []byte("CTF{never-in-a-template}")})
+				_ = h.Client.Create(context.Background(), secret) // follow runs until the update lands
 			},
 		},
 		{
@@ -227,5 +263,5 @@ func importFile(ctx context.Context, path string) (importer.Result, error) {
 		}
 		return importer.FromKCTF(data)
 	}
-	return importer.FromCompose(ctx, "", path)
+	return importer.FromCompose(ctx, "", path, importer.Options{SecretNamespace: harness.OrganiserNamespace})
 }

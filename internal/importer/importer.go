@@ -17,6 +17,14 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
+// Options are what an import needs to know of the cluster it is for.
+type Options struct {
+	// SecretNamespace is where the organiser keeps the Secrets a compose
+	// file's secrets become (one of the operator's --flag-secret-namespaces);
+	// "" reports them not carried.
+	SecretNamespace string
+}
+
 // Result is an imported template and what the import could not carry as it was.
 type Result struct {
 	Template *ctfv1alpha1.ChallengeTemplate

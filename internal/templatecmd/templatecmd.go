@@ -21,18 +21,19 @@ import (
 // carried differently) to report, one line each.
 func Run(ctx context.Context, args []string, out, report io.Writer) error {
 	if len(args) == 0 || args[0] != "import" {
-		return errors.New("usage: challenge-operator template import [--name NAME] FILE (a docker-compose file or a kCTF challenge.yaml)")
+		return errors.New("usage: challenge-operator template import [--name NAME] [--secret-namespace NS] FILE (a docker-compose file or a kCTF challenge.yaml)")
 	}
 	fs := flag.NewFlagSet("template import", flag.ContinueOnError)
 	fs.SetOutput(report)
 	name := fs.String("name", "", "Name of the ChallengeTemplate (a compose file's: its directory's name when unset; a kCTF challenge's: its own).")
+	secretNamespace := fs.String("secret-namespace", "", "Namespace of the organiser's Secrets (one of the operator's --flag-secret-namespaces): a compose file's secrets become files from the Secret named after the template there.")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return errors.New("template import needs exactly one file")
 	}
-	res, err := importFile(ctx, *name, fs.Arg(0))
+	res, err := importFile(ctx, *name, fs.Arg(0), importer.Options{SecretNamespace: *secretNamespace})
 	if err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func Run(ctx context.Context, args []string, out, report io.Writer) error {
 }
 
 // importFile reads a kCTF challenge by its apiVersion, anything else as a compose file.
-func importFile(ctx context.Context, name, path string) (importer.Result, error) {
+func importFile(ctx context.Context, name, path string, opts importer.Options) (importer.Result, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return importer.Result{}, err
@@ -65,5 +66,5 @@ func importFile(ctx context.Context, name, path string) (importer.Result, error)
 		}
 		return res, err
 	}
-	return importer.FromCompose(ctx, name, path)
+	return importer.FromCompose(ctx, name, path, opts)
 }

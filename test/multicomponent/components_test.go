@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 		if err := h.Client.Create(context.Background(), rc); err != nil {
 			panic(err)
 		}
-		if err := createGateway(context.Background()); err != nil {
+		if err := harness.CreateGateway(context.Background(), h.Client, gateway); err != nil {
 			panic(err)
 		}
 	}))

@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -20,26 +19,6 @@ import (
 // gateway is the Gateway the admin lets instances attach to: TCP inside TLS
 // on 443, passed through by SNI; HTTP on 80; HTTPS on 8443.
 var gateway = ctfv1alpha1.GatewayRef{Namespace: "gateways", Name: "ctf"}
-
-func createGateway(ctx context.Context) error {
-	if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gateway.Namespace}}); err != nil {
-		return err
-	}
-	wildcard := ptr.To(gatewayv1.Hostname("*." + harness.IngressDomain))
-	all := &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromAll)}}
-	gw := &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: gateway.Namespace, Name: gateway.Name},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: "ctf", Listeners: []gatewayv1.Listener{
-			{Name: "tls", Port: 443, Protocol: gatewayv1.TLSProtocolType, Hostname: wildcard, AllowedRoutes: all,
-				TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModePassthrough)}},
-			{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType, Hostname: wildcard, AllowedRoutes: all},
-			{Name: "https", Port: 8443, Protocol: gatewayv1.HTTPSProtocolType, Hostname: wildcard, AllowedRoutes: all,
-				TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate),
-					CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "wildcard-tls"}}}},
-		}},
-	}
-	return h.Client.Create(ctx, gw)
-}
 
 // TestTCPOverTLSByName: a netcat challenge exposed by a TLSRoute is reached
 // as "ncat --ssl <its own host> 443" on the Gateway's shared port: no node
