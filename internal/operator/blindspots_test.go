@@ -92,7 +92,7 @@ var blindSpots = []blindSpot{
 				"whenUnsatisfiable": "DoNotSchedule", "labelSelector": map[string]any{"matchLabels": map[string]any{"app": "x"}}}}
 		})
 	}},
-	{name: "a subdomain", kind: "Deployment", rule: "unjudged-field", mutate: func(obj map[string]any) {
+	{name: "a subdomain", kind: "Deployment", rule: "bare-names", mutate: func(obj map[string]any) {
 		setPod(obj, func(spec map[string]any) { spec["subdomain"] = "victim" })
 	}},
 	{name: "a readiness gate", kind: "Deployment", rule: "unjudged-field", mutate: func(obj map[string]any) {
@@ -103,7 +103,7 @@ var blindSpots = []blindSpot{
 	{name: "a preemption policy", kind: "Deployment", rule: "unjudged-field", mutate: func(obj map[string]any) {
 		setPod(obj, func(spec map[string]any) { spec["preemptionPolicy"] = "PreemptLowerPriority" })
 	}},
-	{name: "publishNotReadyAddresses", kind: "Service", rule: "unjudged-field", mutate: func(obj map[string]any) {
+	{name: "publishNotReadyAddresses", kind: "Service", rule: "service", mutate: func(obj map[string]any) {
 		_ = unstructured.SetNestedField(obj, true, "spec", "publishNotReadyAddresses")
 	}},
 	{name: "an IP family policy", kind: "Service", rule: "unjudged-field", mutate: func(obj map[string]any) {

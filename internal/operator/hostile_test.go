@@ -85,7 +85,7 @@ func hostileChallenges() []hostileChallenge {
 		}, want: refused, field: `unknown field "spec.expose.host"`},
 		{name: "the instance's address forged in env", mutate: func(c *ctfv1alpha1.Challenge) {
 			c.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "CHALLENGE_URL", Value: "http://victim.ctf.example/"}}
-		}, want: refused, field: "CHALLENGE_HOST and CHALLENGE_URL are set by the operator"},
+		}, want: refused, field: "are set by the operator to the instance's and its components' addresses"},
 		{name: "values host injection", raw: setValue("expose", map[string]any{"host": injection}), want: refused, field: `unknown field "spec.values.expose.host"`},
 		{name: "image injection", mutate: func(c *ctfv1alpha1.Challenge) { c.Spec.Image = "nginx" + injection }, want: refused, field: "spec.image"},
 		{name: "values image injection", raw: setValue("image", "nginx"+injection), want: refused, field: "spec.values.image"},

@@ -98,7 +98,7 @@ func TestInvalidChallengeIsRefusedAtAdmission(t *testing.T) {
 		{"participant not a DNS label", func(c *ctfv1alpha1.Challenge) { c.Spec.Participant = "Team_1" }, "spec.participant"},
 		{"an env variable named as the instance's address", func(c *ctfv1alpha1.Challenge) {
 			c.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "CHALLENGE_HOST", Value: "victim.ctf.example"}}
-		}, "CHALLENGE_HOST and CHALLENGE_URL are set by the operator"},
+		}, "are set by the operator to the instance's and its components' addresses"},
 		{"name too long for a release", func(c *ctfv1alpha1.Challenge) { c.Name = strings.Repeat("a", 54) }, "metadata.name must be a DNS label of at most 53"},
 	}
 	for _, tt := range tests {

@@ -44,7 +44,7 @@ func newComponentFixture(own bool) *componentFixture {
 	labels[ctfv1alpha1.ComponentLabel] = redis
 	selector := map[string]string{ctfv1alpha1.NameLabel: redis, ctfv1alpha1.AppInstanceLabel: release}
 	restricted := security.For(nil, false)
-	fx.in.Workloads = append(fx.in.Workloads, Workload{Name: redis, Labels: labels, Selector: selector, Security: &restricted})
+	fx.in.Workloads = append(fx.in.Workloads, Workload{Name: redis, Labels: labels, Selector: selector, Security: &restricted, SecretEnv: []string{"flag"}})
 	fx.in.InstancePods = instancePods
 	name := identity.ComponentObject(release, redis)
 	objMeta := func() metav1.ObjectMeta {
@@ -118,6 +118,16 @@ func TestComponentsRefused(t *testing.T) {
 		}},
 		{"a component admitting an organiser's namespace", ruleNetworkIngress, false, func(cf *componentFixture) {
 			cf.np.Spec.Ingress[0].From = []networkingv1.NetworkPolicyPeer{nsPeer(map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"})}
+		}},
+		{"a component reading the primary's secretEnv value", ruleSecretRef, false, func(cf *componentFixture) {
+			cf.in.Workloads[0].SecretEnv = append(cf.in.Workloads[0].SecretEnv, "env.API_KEY")
+			cf.deploy.Spec.Template.Spec.Containers[0].Env[1].ValueFrom.SecretKeyRef.Key = "env.API_KEY"
+		}},
+		{"a component reading the flag it is not delivered", ruleSecretRef, false, func(cf *componentFixture) {
+			cf.in.Workloads[1].SecretEnv = []string{"redis.env.PASSWORD"}
+		}},
+		{"a component reading another's key", ruleSecretRef, false, func(cf *componentFixture) {
+			cf.deploy.Spec.Template.Spec.Containers[0].Env[1].ValueFrom.SecretKeyRef.Key = "bot.env.PASSWORD"
 		}},
 		{"a component's Deployment left out", ruleRequired, false, func(cf *componentFixture) { cf.deploy = nil }},
 		{"a component's NetworkPolicy left out", ruleRequired, false, func(cf *componentFixture) { cf.np = nil }},

@@ -60,7 +60,7 @@ func testInstance() Instance {
 		Release:    release,
 		Namespace:  namespace,
 		Labels:     testLabels(),
-		Workloads:  []Workload{{Labels: testLabels(), Selector: testSelector(), Exposed: true, Host: host}},
+		Workloads:  []Workload{{Labels: testLabels(), Selector: testSelector(), Exposed: true, Host: host, SecretEnv: []string{"flag"}}},
 		FlagSecret: flagSecret,
 		Limits: Limits{
 			CPU:                   resource.MustParse("1"),

@@ -150,6 +150,9 @@ type Workload struct {
 	// SecretFiles are the keys of the instance's Secret its pod may mount file by file (its
 	// containers' secret files): the only items a volume of that Secret may list; none allows none.
 	SecretFiles []string
+	// SecretEnv are the keys of the instance's Secret its containers' environment may read (the
+	// flag, its secretEnv values): the only keys an env secretKeyRef may name; none allows none.
+	SecretEnv []string
 }
 
 // Primary is the instance's primary workload, the first of Workloads; the zero Workload when
@@ -399,6 +402,8 @@ type part struct {
 	headless   bool   // the bare names' headless Service
 	// secretFiles are the keys of the instance's Secret its pods may mount by item.
 	secretFiles []string
+	// secretEnv are the keys of the instance's Secret its pods' environment may read.
+	secretEnv []string
 }
 
 // profile is the profile the part's pods meet: restricted without a context.
@@ -471,7 +476,7 @@ func workloadParts(in Instance) ([]*part, error) {
 			name, main = identity.ComponentObject(in.Release, w.Name), w.Name
 		}
 		parts = append(parts, &part{component: w.Name, name: name, exposed: w.Exposed, reachable: w.Exposed || len(w.PortHosts) > 0, host: w.Host, labels: w.Labels,
-			selector: w.Selector, security: w.Security, containers: append([]string{main}, w.Sidecars...), bareName: w.BareName, secretFiles: w.SecretFiles})
+			selector: w.Selector, security: w.Security, containers: append([]string{main}, w.Sidecars...), bareName: w.BareName, secretFiles: w.SecretFiles, secretEnv: w.SecretEnv})
 	}
 	return parts, nil
 }

@@ -351,16 +351,25 @@ func (c *checker) secretItems(o *object, volume string, items []corev1.KeyToPath
 	return nil
 }
 
-// secretRefs allows the environment to read the flag Secret only, and nothing else by reference.
+// secretRefs allows the environment to read the flag Secret only, at the keys the workload's
+// containers read (its flag, its secretEnv values), and nothing else by reference: another key
+// would hand the pod a value meant for another workload.
 func (c *checker) secretRefs(o *object, p *corev1.PodSpec) error {
 	for _, ctr := range p.Containers {
 		if len(ctr.EnvFrom) > 0 {
 			return o.violation(ruleSecretRef, "container %q uses envFrom", ctr.Name)
 		}
 		for _, e := range ctr.Env {
-			if e.ValueFrom != nil && !c.flagRef(e.ValueFrom) {
+			if e.ValueFrom == nil {
+				continue
+			}
+			if !c.flagRef(e.ValueFrom) {
 				return o.violation(ruleSecretRef, "container %q: env %s may only read the flag Secret %q",
 					ctr.Name, e.Name, c.in.FlagSecret)
+			}
+			if key := e.ValueFrom.SecretKeyRef.Key; !slices.Contains(c.part.secretEnv, key) {
+				return o.violation(ruleSecretRef, "container %q: env %s reads key %q of the flag Secret; the workload's are %s",
+					ctr.Name, e.Name, key, listOrNone(c.part.secretEnv))
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package values
 
 import (
+	"slices"
+
 	sdkhandler "github.com/operator-framework/operator-lib/handler"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -97,13 +99,19 @@ func expectedWorkloads(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemp
 	}
 	out[0].PortHosts = portHosts(c, "", tmpl.Spec.ExposePorts, domain)
 	out[0].SecretFiles = append(secretFileKeys("", tmpl.Spec.SecretFiles), sidecarSecretFileKeys(identity.PrimaryWorkload, tmpl.Spec.Sidecars)...)
+	var primaryFlag *ctfv1alpha1.FlagDelivery
+	if tmpl.Spec.Flag != nil {
+		primaryFlag = &tmpl.Spec.Flag.FlagDelivery
+	}
+	out[0].SecretEnv = secretEnvKeys(primaryFlag, tmpl.Spec.SecretEnv, primaryEnvKey, identity.PrimaryWorkload, tmpl.Spec.Sidecars)
 	for i := range tmpl.Spec.Components {
 		comp := &tmpl.Spec.Components[i]
 		sec := security.ForComponent(comp)
 		out = append(out, policy.Workload{Name: comp.Name, Labels: identity.ComponentLabels(c, tmpl, comp.Name),
 			Selector: identity.ComponentSelector(c, comp.Name), Security: &sec, Exposed: Exposed(comp), Host: identity.ComponentHost(c, comp.Name, domain),
 			PortHosts: portHosts(c, comp.Name, comp.ExposePorts, domain), Sidecars: sidecarNames(comp.Sidecars),
-			SecretFiles: append(secretFileKeys(comp.Name+".", comp.SecretFiles), sidecarSecretFileKeys(comp.Name, comp.Sidecars)...)})
+			SecretFiles: append(secretFileKeys(comp.Name+".", comp.SecretFiles), sidecarSecretFileKeys(comp.Name, comp.Sidecars)...),
+			SecretEnv:   secretEnvKeys(comp.Flag, comp.SecretEnv, func(name string) string { return componentEnvKey(comp.Name, name) }, comp.Name, comp.Sidecars)})
 	}
 	return out
 }
@@ -146,6 +154,27 @@ func sidecarSecretFileKeys(workload string, sidecars []ctfv1alpha1.Sidecar) []st
 	out := make([]string, 0, len(sidecars))
 	for _, sc := range sidecars {
 		out = append(out, secretFileKeys(sidecarFilePrefix(workload, sc.Name), sc.SecretFiles)...)
+	}
+	return out
+}
+
+// secretEnvKeys are the keys of the instance's Secret a workload's
+// environment reads: "flag" when its main container (flag) or a sidecar
+// takes the flag in a variable, its main container's secretEnv (keyed by
+// key) and its sidecars' (sidecarEnvKey).
+func secretEnvKeys(flag *ctfv1alpha1.FlagDelivery, env []ctfv1alpha1.SecretEnvVar, key func(string) string, workload string, sidecars []ctfv1alpha1.Sidecar) []string {
+	var out []string
+	flagEnv := func(f *ctfv1alpha1.FlagDelivery) bool { return f != nil && f.Mount == ctfv1alpha1.FlagMountEnv }
+	if flagEnv(flag) || slices.ContainsFunc(sidecars, func(sc ctfv1alpha1.Sidecar) bool { return flagEnv(sc.Flag) }) {
+		out = append(out, "flag")
+	}
+	for _, e := range env {
+		out = append(out, key(e.Name))
+	}
+	for _, sc := range sidecars {
+		for _, e := range sc.SecretEnv {
+			out = append(out, sidecarEnvKey(workload, sc.Name, e.Name))
+		}
 	}
 	return out
 }
