@@ -29,7 +29,7 @@ import (
 
 // previousRelease is the operator an upgrade starts from: the last commit
 // before the change that brought this test. Move it forward at each release.
-const previousRelease = "83099c4a"
+const previousRelease = "83099c478a97fa1b06a0665aafd6d9bdce0e7edc"
 
 // TestUpgradeIsSeamless upgrades the operator under Running instances, as a
 // rollout on a Saturday night would: the previous release, built from the
@@ -59,7 +59,10 @@ func TestUpgradeIsSeamless(t *testing.T) {
 	g.Expect(k8s.Create(ctx, lasting)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(ctx, lasting) })
 
-	old := startOperatorBinary(t, previous, "upgrade-from", "--leader-elect")
+	// The previous release runs with the chart it shipped with, as its image does.
+	previousWatches, err := harness.WatchesFileFor(filepath.Join(previousCRDs, "..", "..", ".."))
+	g.Expect(err).NotTo(HaveOccurred())
+	old := startOperatorBinary(t, previous, "upgrade-from", "--leader-elect", "--watches-file="+previousWatches)
 	chs := make([]*ctfv1alpha1.Challenge, 0, sc.Upgrade)
 	for i := range sc.Upgrade {
 		ch := challenge(ns, i)

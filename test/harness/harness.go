@@ -335,7 +335,12 @@ func ServiceAccountUser() string {
 // WatchesFile writes the project's watches.yaml with the chart path made
 // absolute, since tests run in their package directory, and returns its path.
 func WatchesFile() (string, error) {
-	root := controlplane.RepoRoot()
+	return WatchesFileFor(controlplane.RepoRoot())
+}
+
+// WatchesFileFor is WatchesFile for the chart of the source tree at root:
+// an operator of an earlier release runs with the chart it shipped with.
+func WatchesFileFor(root string) (string, error) {
 	f, err := os.CreateTemp("", "watches-*.yaml")
 	if err != nil {
 		return "", err
