@@ -23,35 +23,42 @@ func HostVariable(component string) string {
 	return strings.ToUpper(strings.ReplaceAll(component, "-", "_")) + "_HOST"
 }
 
-// componentValues are one component as charts/challenge renders it: a
-// workload of the same keys as the primary one's (the chart's
-// challenge.workloads), so one template renders both and lowPortSysctl reads
-// both alike.
-type componentValues struct {
+// containerRunValues are one container of a pod as the chart's
+// challenge.container renders it: a workload's main container's, or a
+// sidecar's.
+type containerRunValues struct {
 	containerValues
-	Name       string                      `json:"name"`
-	ObjectName string                      `json:"objectName"`
-	Image      string                      `json:"image"`
-	Replicas   int32                       `json:"replicas"`
-	Ports      []ctfv1alpha1.ChallengePort `json:"ports"`
+	Name  string                      `json:"name"`
+	Image string                      `json:"image"`
+	Ports []ctfv1alpha1.ChallengePort `json:"ports"`
 	// Hosts are the instance's <NAME>_HOST variables, first in the
 	// container's environment so that Env may use them.
 	Hosts                  []ctfv1alpha1.EnvVar   `json:"hosts"`
 	Env                    []ctfv1alpha1.EnvVar   `json:"env"`
 	Resources              *ctfv1alpha1.Resources `json:"resources,omitempty"`
 	ReadOnlyRootFilesystem bool                   `json:"readOnlyRootFilesystem"`
-	InternetEgress         bool                   `json:"internetEgress"`
-	Security               securityValues         `json:"security"`
-	Expose                 map[string]any         `json:"expose"`
+	// Flag is how the container receives the instance's flag, as the
+	// primary's flag values say it: its secretName is the instance's Secret
+	// whenever the container reads a key of it.
+	Flag map[string]any `json:"flag"`
+	// SecretEnv are the container's variables read from the instance's
+	// Secret, each under a key of its own (componentEnvKey, sidecarEnvKey).
+	SecretEnv []secretEnvValues `json:"secretEnv"`
+}
+
+// componentValues are one component as charts/challenge renders it: a
+// workload of the same keys as the primary one's (the chart's
+// challenge.workloads), so one template renders both and lowPortSysctl reads
+// both alike.
+type componentValues struct {
+	containerRunValues
+	ObjectName     string         `json:"objectName"`
+	Replicas       int32          `json:"replicas"`
+	InternetEgress bool           `json:"internetEgress"`
+	Security       securityValues `json:"security"`
+	Expose         map[string]any `json:"expose"`
 	// ExposePorts are its other exposed ports (portExposureValues).
 	ExposePorts []any `json:"exposePorts"`
-	// Flag is how the component's container receives the instance's flag,
-	// as the primary's flag values say it: its secretName is the instance's
-	// Secret whenever the component reads a key of it.
-	Flag map[string]any `json:"flag"`
-	// SecretEnv are the component's variables read from the instance's
-	// Secret, each under a key of its own (componentEnvKey).
-	SecretEnv []secretEnvValues `json:"secretEnv"`
 }
 
 // secretEnvValues are one variable of a container read from a key of the
@@ -128,11 +135,14 @@ func componentsFor(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate
 			return nil, fmt.Errorf("component %s: %w", comp.Name, err)
 		}
 		v := componentValues{
-			containerValues: containerValuesFor(&comp.Container, comp.Name+".", componentProbes(comp)),
-			Name:            comp.Name, ObjectName: identity.ComponentObject(release, comp.Name), Image: comp.Image, Replicas: componentReplicas(comp),
-			Ports: orEmptyList(comp.Ports), Hosts: hosts, Env: orEmptyList(comp.Env), Resources: comp.Resources,
-			ReadOnlyRootFilesystem: !comp.WritableRootFilesystem, InternetEgress: comp.InternetEgress, Security: securityValuesFor(sec),
-			Expose: expose, ExposePorts: exposePorts, Flag: componentFlag(c, tmpl, comp), SecretEnv: componentSecretEnv(comp),
+			containerRunValues: containerRunValues{
+				containerValues: containerValuesFor(&comp.Container, comp.Name+".", componentProbes(comp)),
+				Name:            comp.Name, Image: comp.Image, Ports: orEmptyList(comp.Ports), Hosts: hosts, Env: orEmptyList(comp.Env),
+				Resources: comp.Resources, ReadOnlyRootFilesystem: !comp.WritableRootFilesystem,
+				Flag: componentFlag(c, tmpl, comp), SecretEnv: componentSecretEnv(comp),
+			},
+			ObjectName: identity.ComponentObject(release, comp.Name), Replicas: componentReplicas(comp),
+			InternetEgress: comp.InternetEgress, Security: securityValuesFor(sec), Expose: expose, ExposePorts: exposePorts,
 		}
 		m, err := toMap(v)
 		if err != nil {

@@ -8,30 +8,6 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
-// sidecarValues are one sidecar as the chart's challenge.container renders
-// it: the keys a main container's values have, without those that are not
-// a sidecar's (a default readiness probe, a writable root filesystem).
-type sidecarValues struct {
-	containerValues
-	Name  string                      `json:"name"`
-	Image string                      `json:"image"`
-	Ports []ctfv1alpha1.ChallengePort `json:"ports"`
-	// Hosts are the instance's <NAME>_HOST variables, first in the
-	// sidecar's environment as in its workload's main container's.
-	Hosts     []ctfv1alpha1.EnvVar   `json:"hosts"`
-	Env       []ctfv1alpha1.EnvVar   `json:"env"`
-	Resources *ctfv1alpha1.Resources `json:"resources,omitempty"`
-	// ReadOnlyRootFilesystem is always true: a sidecar writes in /tmp and
-	// its scratch directories only.
-	ReadOnlyRootFilesystem bool `json:"readOnlyRootFilesystem"`
-	// Flag is how the sidecar receives the instance's flag, as a
-	// component's (flagValuesFor).
-	Flag map[string]any `json:"flag"`
-	// SecretEnv are its variables read from the instance's Secret, each
-	// under a key of its own (sidecarEnvKey).
-	SecretEnv []secretEnvValues `json:"secretEnv"`
-}
-
 // sidecarEnvKey is the key of a sidecar's secretEnv value in the instance's
 // Secret: "<workload>.<sidecar>.env.<NAME>", which no other container's key
 // can be (sidecarFilePrefix).
@@ -55,7 +31,9 @@ func sidecarsFor(workload string, sidecars []ctfv1alpha1.Sidecar, hosts []ctfv1a
 		for _, e := range s.SecretEnv {
 			secretEnv = append(secretEnv, secretEnvValues{Name: e.Name, Key: sidecarEnvKey(workload, s.Name, e.Name)})
 		}
-		m, err := toMap(sidecarValues{
+		// A sidecar writes in /tmp and its scratch directories only, and
+		// has no default readiness probe: its port is not its workload's.
+		m, err := toMap(containerRunValues{
 			containerValues: containerValuesFor(&s.Container, sidecarFilePrefix(workload, s.Name), probesFor(s.Probes)),
 			Name:            s.Name, Image: s.Image, Ports: orEmptyList(s.Ports), Hosts: orEmptyList(hosts), Env: orEmptyList(s.Env),
 			Resources: s.Resources, ReadOnlyRootFilesystem: true, Flag: flagValuesFor(secretName, s.Flag), SecretEnv: secretEnv,
