@@ -595,6 +595,19 @@ func hostileTemplates() []struct {
 			t.Spec.Components = []ctfv1alpha1.Component{{Name: "shell", Image: "a.example/shell:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "ssh", Port: 22}},
 				ExposePorts: []ctfv1alpha1.PortExposure{{Port: "ssh", Type: ctfv1alpha1.ExposeTLSRoute}}}}
 		}, "exposePorts names the component's TCP ports but its first"},
+		{"two sidecars on one port", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Sidecars = []ctfv1alpha1.Sidecar{{Name: "proxy", Image: "a.example/proxy:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "web", Port: 80}}},
+				{Name: "admin", Image: "a.example/admin:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "admin", Port: 80}}}}
+		}, "two sidecars of a pod must not share a port name or number"},
+		{"a component's two sidecars of one port name", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Components = []ctfv1alpha1.Component{{Name: "db", Image: "a.example/db:1", Sidecars: []ctfv1alpha1.Sidecar{
+				{Name: "a", Image: "a.example/a:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "metrics", Port: 9100}}},
+				{Name: "b", Image: "a.example/b:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "metrics", Port: 9101}}}}}}
+		}, "two sidecars of a pod must not share a port name or number"},
+		{"a sidecar repeating a port", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Sidecars = []ctfv1alpha1.Sidecar{{Name: "proxy", Image: "a.example/proxy:1",
+				Ports: []ctfv1alpha1.ChallengePort{{Name: "web", Port: 80}, {Name: "web2", Port: 80}}}}
+		}, "a sidecar must not repeat a port and protocol"},
 		{"a component of eleven replicas", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Components = []ctfv1alpha1.Component{{Name: "worker", Image: "a.example/w:1", Replicas: ptr.To[int32](11)}}
 		}, "spec.components[0].replicas"},
