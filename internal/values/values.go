@@ -212,7 +212,7 @@ func (t Translator) readInputs(ctx context.Context, c *ctfv1alpha1.Challenge, tm
 	}
 	WithAddresses(vals) // with the listeners' ports
 	if tmpl.Spec.Flag == nil {
-		return shared, nil
+		return shared, checkSecretSize(vals)
 	}
 	if err := t.Settings.checkFlagSecret(tmpl); err != nil {
 		return nil, err
@@ -222,7 +222,37 @@ func (t Translator) readInputs(ctx context.Context, c *ctfv1alpha1.Challenge, tm
 		return nil, err
 	}
 	vals["flag"].(map[string]any)["value"] = value
-	return shared, nil
+	return shared, checkSecretSize(vals)
+}
+
+// MaxSecretBytes bounds what the instance's Secret holds (its flag, every
+// secretEnv value and secret file): the rendered manifest carries it in
+// base64, four bytes for three, inside Helm's release record, itself a
+// Secret of at most 1 MiB.
+const MaxSecretBytes = 512 << 10
+
+// checkSecretSize refuses an instance whose Secret would hold more than
+// MaxSecretBytes, before anything is installed: Helm would fail to store
+// its release record. The error names sizes, never a value.
+func checkSecretSize(vals map[string]any) error {
+	total := 0
+	if flag, ok := vals["flag"].(map[string]any); ok {
+		v, _ := flag["value"].(string)
+		total += len(v)
+	}
+	for _, key := range []string{"secretEnv", "secretData"} {
+		entries, _ := vals[key].([]any)
+		for _, e := range entries {
+			m, _ := e.(map[string]any)
+			v, _ := m["value"].(string)
+			total += len(v)
+		}
+	}
+	if total > MaxSecretBytes {
+		return lifecycle.Errorf(lifecycle.ReasonSecretFileInvalid, "the instance's Secret would hold %d bytes of flag, secretEnv and secret files, above the %d it may (Helm stores it in its release record, a Secret of at most 1 MiB): make the secret files smaller or fewer",
+			total, MaxSecretBytes)
+	}
+	return nil
 }
 
 // secretEnv copies the template's secretEnv values into vals, from the
