@@ -68,6 +68,7 @@ var placed = map[string]string{
 	"internal/lifecycle": coreLayer,
 	"internal/security":  coreLayer,
 	"internal/ctfflag":   coreLayer,
+	"internal/flagtag":   coreLayer,
 	"internal/endpoint":  coreLayer,
 	"internal/policy":    coreLayer,
 
