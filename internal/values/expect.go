@@ -19,21 +19,6 @@ import (
 // Challenge claimed c, a pooled instance ("" for any other); shared are the
 // organiser's Services its template lets it reach, as read for its values.
 func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, base policy.Limits, claimant string, shared []SharedService) (policy.Instance, error) {
-	var vals map[string]any
-	if settings.NamespacePerInstance {
-		// The namespace's quota is the values': compose them as the
-		// translator does.
-		var err error
-		if vals, err = Compose(c, tmpl, settings); err != nil {
-			return policy.Instance{}, err
-		}
-	}
-	return expectation(c, tmpl, settings, base, claimant, shared, vals)
-}
-
-// expectation is Expectation for c's composed values vals, which the
-// translator has at hand (nil unless settings.NamespacePerInstance).
-func expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, base policy.Limits, claimant string, shared []SharedService, vals map[string]any) (policy.Instance, error) {
 	limits, err := policy.LimitsFor(base, tmpl)
 	if err != nil {
 		return policy.Instance{}, err
@@ -41,6 +26,22 @@ func expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 	if err := checkComponentReplicas(tmpl, limits); err != nil {
 		return policy.Instance{}, err
 	}
+	var vals map[string]any
+	if settings.NamespacePerInstance {
+		// The namespace's quota is the values': compose them as the
+		// translator does.
+		if vals, err = Compose(c, tmpl, settings); err != nil {
+			return policy.Instance{}, err
+		}
+	}
+	return expectation(c, tmpl, settings, limits, claimant, shared, vals)
+}
+
+// expectation is Expectation for c's composed values vals, which the
+// translator has at hand (nil unless settings.NamespacePerInstance), under
+// limits, the ceilings of c's template (policy.LimitsFor), which the
+// translator has checked the values against.
+func expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, limits policy.Limits, claimant string, shared []SharedService, vals map[string]any) (policy.Instance, error) {
 	in := policy.Instance{
 		Release:          c.Name,
 		Namespace:        c.Namespace,
@@ -68,6 +69,7 @@ func expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 	}
 	if settings.NamespacePerInstance {
 		in.Namespace = identity.Namespace(c)
+		var err error
 		if in.Quota, in.LimitRange, err = NamespaceBoundsOf(vals); err != nil {
 			return policy.Instance{}, err
 		}

@@ -168,6 +168,9 @@ func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (R
 	if err := checkDisk(vals, limits.EphemeralStorage); err != nil {
 		return Rendered{}, err
 	}
+	if err := checkComponentReplicas(tmpl, limits); err != nil {
+		return Rendered{}, err
+	}
 	if err := t.Admission.Admit(ctx, &c, tmpl); err != nil {
 		return Rendered{}, err
 	}
@@ -179,7 +182,7 @@ func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (R
 			return Rendered{}, err
 		}
 	}
-	expected, err := expectation(&c, tmpl, t.Settings, t.Limits, claimant, shared, vals)
+	expected, err := expectation(&c, tmpl, t.Settings, limits, claimant, shared, vals)
 	if err != nil {
 		return Rendered{}, err
 	}
