@@ -34,9 +34,7 @@ func addressVariables(vals map[string]any) map[string]string {
 	if exp, ok := vals["expose"].(map[string]any); ok {
 		addExposure(out, exp, InstanceHostVariable, InstanceURLVariable, InstancePortVariable)
 	}
-	comps, _ := vals["components"].([]any)
-	for _, c := range comps {
-		comp, _ := c.(map[string]any)
+	for _, comp := range workloadsOf(vals)[1:] {
 		exp, _ := comp["expose"].(map[string]any)
 		name, _ := comp["name"].(string)
 		if exp == nil || name == "" {
@@ -108,20 +106,10 @@ func exposePort(exp map[string]any) int64 {
 func WithAddresses(vals map[string]any) {
 	vars := addressVariables(vals)
 	hostEnv := vars[InstanceHostVariable] != ""
-	workloads := []map[string]any{vals}
-	comps, _ := vals["components"].([]any)
-	for _, c := range comps {
-		if comp, ok := c.(map[string]any); ok {
-			workloads = append(workloads, comp)
-		}
-	}
-	for _, w := range workloads {
+	for _, w := range workloadsOf(vals) {
 		containerAddresses(w, vars, hostEnv)
-		sidecars, _ := w["sidecars"].([]any)
-		for _, sc := range sidecars {
-			if sidecar, ok := sc.(map[string]any); ok {
-				containerAddresses(sidecar, vars, hostEnv)
-			}
+		for _, sidecar := range sidecarsOf(w) {
+			containerAddresses(sidecar, vars, hostEnv)
 		}
 	}
 }

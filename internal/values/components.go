@@ -23,6 +23,32 @@ func HostVariable(component string) string {
 	return strings.ToUpper(strings.ReplaceAll(component, "-", "_")) + "_HOST"
 }
 
+// workloadsOf are the values of an instance's workloads: its primary one's
+// (vals itself, whose keys are the primary's) first, then each component's.
+func workloadsOf(vals map[string]any) []map[string]any {
+	comps, _ := vals["components"].([]any)
+	out := make([]map[string]any, 0, 1+len(comps))
+	out = append(out, vals)
+	for _, c := range comps {
+		if comp, ok := c.(map[string]any); ok {
+			out = append(out, comp)
+		}
+	}
+	return out
+}
+
+// sidecarsOf are the values of a workload's sidecars.
+func sidecarsOf(w map[string]any) []map[string]any {
+	sidecars, _ := w["sidecars"].([]any)
+	out := make([]map[string]any, 0, len(sidecars))
+	for _, sc := range sidecars {
+		if m, ok := sc.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // containerRunValues are one container of a pod as the chart's
 // challenge.container renders it: a workload's main container's, or a
 // sidecar's.

@@ -128,23 +128,18 @@ func checkDisk(vals map[string]any, ceiling resource.Quantity) error {
 	if ceiling.IsZero() {
 		return nil
 	}
-	containers := []map[string]any{vals}
-	names := []string{"the primary container"}
-	addSidecars := func(workload map[string]any, of string) {
-		sidecars, _ := workload["sidecars"].([]any)
-		for _, sc := range sidecars {
-			m, _ := sc.(map[string]any)
-			containers = append(containers, m)
-			names = append(names, fmt.Sprintf("sidecar %v of %s", m["name"], of))
+	var containers []map[string]any
+	var names []string
+	for i, w := range workloadsOf(vals) {
+		name, of := "the primary container", "the primary workload"
+		if i > 0 {
+			name = fmt.Sprintf("component %v", w["name"])
+			of = name
 		}
-	}
-	addSidecars(vals, "the primary workload")
-	comps, _ := vals["components"].([]any)
-	for _, c := range comps {
-		m, _ := c.(map[string]any)
-		containers = append(containers, m)
-		names = append(names, fmt.Sprintf("component %v", m["name"]))
-		addSidecars(m, fmt.Sprintf("component %v", m["name"]))
+		containers, names = append(containers, w), append(names, name)
+		for _, sc := range sidecarsOf(w) {
+			containers, names = append(containers, sc), append(names, fmt.Sprintf("sidecar %v of %s", sc["name"], of))
+		}
 	}
 	for i, ctr := range containers {
 		res, _ := ctr["resources"].(map[string]any)

@@ -27,14 +27,7 @@ var quotaResources = []struct {
 // within NamespaceQuota keeps the quota it always had.
 func instanceQuota(vals map[string]any) map[string]string {
 	total := map[string]resource.Quantity{}
-	comps, _ := vals["components"].([]any)
-	workloads := make([]map[string]any, 0, 1+len(comps))
-	workloads = append(workloads, vals)
-	for _, c := range comps {
-		m, _ := c.(map[string]any)
-		workloads = append(workloads, m)
-	}
-	for _, w := range workloads {
+	for _, w := range workloadsOf(vals) {
 		for k, q := range workloadQuota(w) {
 			sum := total[k]
 			sum.Add(q)
@@ -52,12 +45,11 @@ func instanceQuota(vals map[string]any) map[string]string {
 // what its pods ask where that is more. w is its values: its main
 // container's resources, its sidecars', its replicas.
 func workloadQuota(w map[string]any) map[string]resource.Quantity {
-	sidecars, _ := w["sidecars"].([]any)
+	sidecars := sidecarsOf(w)
 	containers := make([]any, 0, 1+len(sidecars))
 	containers = append(containers, w["resources"])
 	for _, sc := range sidecars {
-		m, _ := sc.(map[string]any)
-		containers = append(containers, m["resources"])
+		containers = append(containers, sc["resources"])
 	}
 	replicas := int64(1)
 	if n, ok := w["replicas"].(float64); ok && n > 1 {

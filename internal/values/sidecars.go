@@ -69,14 +69,13 @@ func templateSidecars(tmpl *ctfv1alpha1.ChallengeTemplate) []ctfv1alpha1.Sidecar
 // its network namespace and so its unprivileged-port sysctl.
 func podPorts(vals map[string]any) []any {
 	ports, _ := vals["ports"].([]any)
-	sidecars, _ := vals["sidecars"].([]any)
+	sidecars := sidecarsOf(vals)
 	if len(sidecars) == 0 {
 		return ports
 	}
 	out := slices.Clone(ports)
-	for _, s := range sidecars {
-		m, _ := s.(map[string]any)
-		p, _ := m["ports"].([]any)
+	for _, sc := range sidecars {
+		p, _ := sc["ports"].([]any)
 		out = append(out, p...)
 	}
 	return out

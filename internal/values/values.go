@@ -410,18 +410,11 @@ func (t Translator) sharedServices(ctx context.Context, tmpl *ctfv1alpha1.Challe
 // the cache the status reads Gateways from: a render costs no request to
 // the API server.
 func (t Translator) routePorts(ctx context.Context, vals chartutil.Values) error {
-	exposes := []map[string]any{}
-	if exp, ok := vals["expose"].(map[string]any); ok {
-		exposes = append(exposes, exp)
-	}
-	comps, _ := vals["components"].([]any)
-	for _, c := range comps {
-		comp, _ := c.(map[string]any)
-		if exp, ok := comp["expose"].(map[string]any); ok {
-			exposes = append(exposes, exp)
+	for _, w := range workloadsOf(vals) {
+		exp, ok := w["expose"].(map[string]any)
+		if !ok {
+			continue
 		}
-	}
-	for _, exp := range exposes {
 		if err := t.routePort(ctx, exp); err != nil {
 			return err
 		}
