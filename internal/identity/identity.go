@@ -46,11 +46,25 @@ func Host(c *ctfv1alpha1.Challenge, domain string) string {
 // hostUnder is the host named hostLabel(prefix) under domain, as DNS reads
 // it (lower case, no trailing dot); "" without a domain.
 func hostUnder(c *ctfv1alpha1.Challenge, prefix, domain string) string {
-	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	domain = dnsDomain(domain)
 	if domain == "" {
 		return ""
 	}
 	return hostLabel(c, prefix, domain) + "." + domain
+}
+
+// dnsDomain is domain as DNS reads it: lower case, no trailing dot.
+func dnsDomain(domain string) string {
+	return strings.ToLower(strings.TrimSuffix(domain, "."))
+}
+
+// suffixed is name, cut to leave room, then "-" and suffix whole: the
+// readable part of a host label, which hashedLabel keeps to 52 characters.
+func suffixed(name, suffix string) string {
+	if room := 52 - len(suffix) - 1; len(name) > room {
+		name = strings.TrimRight(name[:room], "-")
+	}
+	return name + "-" + suffix
 }
 
 // hostLabel is the first label of an instance's host (or a component's):
@@ -118,11 +132,7 @@ func MayBeNamespace(name string, challengeNamespaces []string) bool {
 // ("" without one): "<name>-<component>-<hash>.<domain>", one DNS label, the
 // component's name kept whole however long the instance's is.
 func ComponentHost(c *ctfv1alpha1.Challenge, component, domain string) string {
-	name := c.Name
-	if room := 52 - len(component) - 1; len(name) > room {
-		name = strings.TrimRight(name[:room], "-")
-	}
-	return hostUnder(c, name+"-"+component, domain)
+	return hostUnder(c, suffixed(c.Name, component), domain)
 }
 
 // PortHost is the host of one more exposed port of a workload (its
@@ -131,7 +141,7 @@ func ComponentHost(c *ctfv1alpha1.Challenge, component, domain string) string {
 // covers the workload and the port besides the instance's identity, so it
 // never equals the instance's host or a component's, whatever the names.
 func PortHost(c *ctfv1alpha1.Challenge, component, port, domain string) string {
-	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	domain = dnsDomain(domain)
 	if domain == "" {
 		return ""
 	}
@@ -139,10 +149,7 @@ func PortHost(c *ctfv1alpha1.Challenge, component, port, domain string) string {
 	if component != "" {
 		readable += "-" + component
 	}
-	if room := 52 - len(port) - 1; len(readable) > room {
-		readable = strings.TrimRight(readable[:room], "-")
-	}
-	return hashedLabel(readable+"-"+port, c.Namespace+"/"+c.Name+"/"+string(c.UID)+"/"+component+"/"+port) + "." + domain
+	return hashedLabel(suffixed(readable, port), c.Namespace+"/"+c.Name+"/"+string(c.UID)+"/"+component+"/"+port) + "." + domain
 }
 
 // PortObject names the Ingress or route of one more exposed port of a

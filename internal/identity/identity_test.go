@@ -108,6 +108,24 @@ func TestComponentHost(t *testing.T) {
 	}
 }
 
+// TestPortHost: one more exposed port's host is a DNS label of its own,
+// never the instance's or a component's, even where the readable parts
+// coincide (a port named as a component), and fits a long name whole.
+func TestPortHost(t *testing.T) {
+	g := NewWithT(t)
+	c := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: "ctf", Name: "web", UID: "u1"}}
+	g.Expect(PortHost(c, "", "nc", "CTF.example.")).To(MatchRegexp(`^web-nc-[0-9a-f]{10}\.ctf\.example$`), "the domain as DNS reads it")
+	g.Expect(PortHost(c, "shell", "ssh", "ctf.example")).To(MatchRegexp(`^web-shell-ssh-[0-9a-f]{10}\.ctf\.example$`))
+	g.Expect(PortHost(c, "", "shell", "ctf.example")).NotTo(Equal(ComponentHost(c, "shell", "ctf.example")), "a port named as a component")
+	g.Expect(PortHost(c, "", "nc", "ctf.example")).NotTo(Equal(Host(c, "ctf.example")))
+	g.Expect(PortHost(c, "", "nc", "")).To(BeEmpty())
+	long := c.DeepCopy()
+	long.Name = "a-challenge-name-that-is-exactly-fifty-three-chars-x"
+	label, _, _ := strings.Cut(PortHost(long, "shell", "a-fifteen-chars", "ctf.example"), ".")
+	g.Expect(len(label)).To(BeNumerically("<=", 63))
+	g.Expect(label).To(MatchRegexp(`-a-fifteen-chars-[0-9a-f]{10}$`), "the port's name kept whole")
+}
+
 // TestBareNamesService: the headless Service of an instance's bare names is
 // a DNS-1035 label however long the release, and never the name of one of
 // its components' objects nor of another instance's.
