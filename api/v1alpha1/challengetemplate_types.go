@@ -87,6 +87,85 @@ type FlagDelivery struct {
 	EnvName string `json:"envName,omitempty"`
 }
 
+// NamedFlag is one of an instance's flags: one value for every team
+// (static) or each team's own (perTeam), delivered to one container as a
+// file or an environment variable.
+// +kubebuilder:validation:XValidation:rule="has(self.static) != has(self.perTeam)",message="set exactly one of static and perTeam"
+// +kubebuilder:validation:XValidation:rule="self.mount != 'Env' || has(self.envName)",message="envName is required when mount is Env"
+type NamedFlag struct {
+	// Name of the flag, which the platform names when it verifies a
+	// submission: a DNS label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Static is one flag for every team, read from an organiser's Secret.
+	// +optional
+	Static *SecretKeyRef `json:"static,omitempty"`
+
+	// PerTeam makes each team's own flag, which says whose it is: the
+	// platform's verification tells a team's flag from another team's.
+	// +optional
+	PerTeam *PerTeamFlag `json:"perTeam,omitempty"`
+
+	// Component receives the flag: one of spec.components by name; the
+	// primary workload when unset.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Component string `json:"component,omitempty"`
+
+	// Sidecar receives the flag instead of its workload's main container:
+	// one of that workload's sidecars by name.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Sidecar string `json:"sidecar,omitempty"`
+
+	// FlagDelivery is how that container receives it.
+	FlagDelivery `json:",inline"`
+}
+
+// PerTeamFlag makes each team's own flag: Format with its %s replaced by the
+// team's id sealed under the operator's flag key (--flag-key-file), bound to
+// the template and the flag's name. Nothing of the key or of another team's
+// flag can be read from one.
+type PerTeamFlag struct {
+	// Format is the flag with one %s where the sealed body goes (lower-case
+	// letters and digits), no other % and no control characters.
+	// +kubebuilder:default="flag{%s}"
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^%\\\\p{Cc}\\\\p{Zl}\\\\p{Zp}]*%s[^%\\\\p{Cc}\\\\p{Zl}\\\\p{Zp}]*$')",message="perTeam.format must contain %s exactly once, no other %, and no control characters"
+	// +optional
+	Format string `json:"format,omitempty"`
+}
+
+// SharedFlagAnswer is what verification answers for another team's flag.
+// +kubebuilder:validation:Enum=Wrong;CorrectFlagged
+type SharedFlagAnswer string
+
+const (
+	// SharedFlagWrong answers another team's flag as wrong.
+	SharedFlagWrong SharedFlagAnswer = "Wrong"
+	// SharedFlagCorrectFlagged accepts it, flagged as shared with its owner.
+	SharedFlagCorrectFlagged SharedFlagAnswer = "CorrectFlagged"
+)
+
+// Submissions says how the platform's flag verification answers for a
+// template. Either way, a shared flag is an Event on both teams' Challenges
+// and counted in a metric.
+type Submissions struct {
+	// SharedFlag is the answer to another team's flag: Wrong (default) or
+	// CorrectFlagged.
+	// +kubebuilder:default=Wrong
+	// +optional
+	SharedFlag SharedFlagAnswer `json:"sharedFlag,omitempty"`
+
+	// DestroyOnSolve stops the team's instance when the platform verifies
+	// its correct flag or says it solved the challenge, as a stop does.
+	// +optional
+	DestroyOnSolve bool `json:"destroyOnSolve,omitempty"`
+}
+
 // DynamicFlag derives per-instance flags.
 type DynamicFlag struct {
 	// SecretKey holds the HMAC key; keep it out of participants' reach.
@@ -179,6 +258,12 @@ type ServiceRef struct {
 // +kubebuilder:validation:XValidation:rule="has(self.flag) || ((!has(self.sidecars) || self.sidecars.all(s, !has(s.flag))) && (!has(self.components) || self.components.all(c, !has(c.flag) && (!has(c.sidecars) || c.sidecars.all(s, !has(s.flag))))))",message="a component's or sidecar's flag delivers the template's flag: set spec.flag"
 // +kubebuilder:validation:XValidation:rule="!has(self.memoryTmp) || !self.memoryTmp || !has(self.keepImageTmp) || !self.keepImageTmp",message="memoryTmp needs the operator's /tmp: not with keepImageTmp"
 // +kubebuilder:validation:XValidation:rule="!has(self.pool) || !has(self.flag) || !has(self.flag.dynamic)",message="spec.pool cannot be used with flag.dynamic: a pooled instance starts before its team is known, and a flag reaches a container only when it starts; use a static flag, or no pool"
+// +kubebuilder:validation:XValidation:rule="!has(self.flag) || !has(self.flags)",message="set spec.flag or spec.flags, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.flags) || self.flags.all(f, !has(f.component) || (has(self.components) && self.components.exists(c, c.name == f.component)))",message="a flag's component must be one of spec.components"
+// +kubebuilder:validation:XValidation:rule="!has(self.flags) || self.flags.all(f, !has(f.sidecar) || (has(f.component) ? (has(self.components) && self.components.exists(c, c.name == f.component && has(c.sidecars) && c.sidecars.exists(s, s.name == f.sidecar))) : (has(self.sidecars) && self.sidecars.exists(s, s.name == f.sidecar))))",message="a flag's sidecar must be one of its workload's sidecars"
+// +kubebuilder:validation:XValidation:rule="!has(self.flags) || self.flags.all(a, self.flags.exists_one(b, (has(b.component) ? b.component : '') == (has(a.component) ? a.component : '') && (has(b.sidecar) ? b.sidecar : '') == (has(a.sidecar) ? a.sidecar : '') && (a.mount == 'Env') == (b.mount == 'Env') && (a.mount == 'Env' ? a.envName == b.envName : a.path == b.path)))",message="two flags are delivered to the same path or variable of one container: give each its own"
+// +kubebuilder:validation:XValidation:rule="!has(self.pool) || !has(self.flags) || self.flags.all(f, !has(f.perTeam))",message="spec.pool cannot be used with a perTeam flag: a pooled instance starts before its team is known; use static flags, or no pool"
+// +kubebuilder:validation:XValidation:rule="has(self.flags) || !has(self.submissions)",message="spec.submissions needs spec.flags, the flags the platform verifies"
 type ChallengeTemplateSpec struct {
 	// Image is the challenge container image.
 	// +kubebuilder:validation:MinLength=1
@@ -281,6 +366,19 @@ type ChallengeTemplateSpec struct {
 	// Flag is the instance's flag.
 	// +optional
 	Flag *FlagSpec `json:"flag,omitempty"`
+
+	// Flags are the instance's named flags, each static or the team's own,
+	// each delivered to the container the template names. Not with flag.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Flags []NamedFlag `json:"flags,omitempty"`
+
+	// Submissions says how the platform's flag verification answers for
+	// this template, and whether a solve stops the team's instance.
+	// +optional
+	Submissions *Submissions `json:"submissions,omitempty"`
 
 	// Egress lists destinations instances may reach besides DNS.
 	// +kubebuilder:validation:MaxItems=32

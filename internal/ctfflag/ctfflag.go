@@ -4,6 +4,7 @@
 package ctfflag
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
@@ -188,3 +190,44 @@ func binary(r rune) bool {
 func unprintable(r rune) bool {
 	return unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r)
 }
+
+// PerTeam is team's flag name of template, in format: its one %s replaced,
+// as text, by the body codec seals for the team (never through a format
+// verb, whatever the format holds).
+func PerTeam(codec *flagtag.Codec, template, name, team, format string) string {
+	return strings.Replace(format, "%s", codec.Body(template, name, team), 1)
+}
+
+// BodyOf is the flag body of submission in format: what stands where the
+// format's %s does, if the submission has the format's text around it.
+func BodyOf(format, submission string) (string, bool) {
+	prefix, suffix, ok := strings.Cut(format, "%s")
+	if !ok || len(submission) < len(prefix)+len(suffix) || !strings.HasPrefix(submission, prefix) || !strings.HasSuffix(submission, suffix) {
+		return "", false
+	}
+	return submission[len(prefix) : len(submission)-len(suffix)], true
+}
+
+// ErrNoFlagKey refuses a per-team flag when the operator has no flag key.
+var ErrNoFlagKey = lifecycle.Errorf(lifecycle.ReasonFlagInvalid,
+	"the template has a perTeam flag, but the operator has no flag key: the cluster admin creates the Secret challenge-operator-flag-key (see --flag-key-file)")
+
+// ResolveNamed returns the value of the named flag f of tmpl for team:
+// its static Secret's value (checked as a flag is) or the team's own
+// (PerTeam, with codec; nil when the operator has no flag key).
+func ResolveNamed(ctx context.Context, reader client.Reader, codec *flagtag.Codec, tmpl *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag, team string) (string, error) {
+	if f.Static != nil {
+		value, err := secretValue(ctx, reader, f.Static)
+		if err != nil {
+			return "", err
+		}
+		return string(value), Check(string(value), f.Static)
+	}
+	if codec == nil {
+		return "", ErrNoFlagKey
+	}
+	return PerTeam(codec, tmpl.Name, f.Name, team, cmp.Or(f.PerTeam.Format, DefaultFormat)), nil
+}
+
+// DefaultFormat is a flag's format when its template names none.
+const DefaultFormat = "flag{%s}"

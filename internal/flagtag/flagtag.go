@@ -22,6 +22,9 @@ import (
 	"crypto/subtle"
 	"encoding/base32"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 )
 
 // Verdict is what a submission is.
@@ -148,4 +151,24 @@ func (c *Codec) nonce(challenge, name, team string) []byte {
 // in either, so no two pairs give the same bytes.
 func associated(challenge, name string) []byte {
 	return []byte(challenge + "\x00" + name)
+}
+
+// DefaultKeyFile is where the operator and the instancer read the flag key:
+// the cluster admin's Secret challenge-operator-flag-key, key "key",
+// mounted as a volume.
+const DefaultKeyFile = "/etc/challenge-operator/flag-key/key"
+
+// LoadKeyFile is the Codec of the key in the file at path, nil when there is
+// no such file (per-team flags are then refused, with a reason naming the
+// Secret). The bytes are the key as they are: a trailing newline is part
+// of it, for both readers alike.
+func LoadKeyFile(path string) (*Codec, error) {
+	key, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the flag key: %w", err)
+	}
+	return New(key)
 }

@@ -611,7 +611,44 @@ func hostileTemplates() []struct {
 		{"a component of eleven replicas", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Components = []ctfv1alpha1.Component{{Name: "worker", Image: "a.example/w:1", Replicas: ptr.To[int32](11)}}
 		}, "spec.components[0].replicas"},
+		// Issue 32's named flags: nothing a format, a name or a target says
+		// reaches the flag key, another team's flag or another container.
+		{"a per-team format reading another argument (the key's place)", named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}%[1]x"}}), "perTeam.format must contain %s exactly once"},
+		{"a per-team format of two bodies", named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s%s}"}}), "perTeam.format must contain %s exactly once"},
+		{"a per-team format printing a value verbatim", named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%v}"}}), "perTeam.format must contain %s exactly once"},
+		{"a per-team format with a line break", named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}\nX"}}), "perTeam.format must contain %s exactly once"},
+		{"a flag both static and per team", named(ctfv1alpha1.NamedFlag{Name: "main", Static: organiserSecret(), PerTeam: &ctfv1alpha1.PerTeamFlag{}}), "set exactly one of static and perTeam"},
+		{"a flag named as a Secret key path", named(ctfv1alpha1.NamedFlag{Name: "../env.API", PerTeam: &ctfv1alpha1.PerTeamFlag{}}), "spec.flags[0].name"},
+		{"a named flag's path injection", named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}, FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/flag\n      hostPath: /"}}), "spec.flags[0].path"},
+		{"flag and flags at once", func(t *ctfv1alpha1.ChallengeTemplate) {
+			named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}})(t)
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Static: organiserSecret()}
+		}, "set spec.flag or spec.flags, not both"},
+		{"a flag for a component that is not there", named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}, Component: "db"}), "a flag's component must be one of spec.components"},
+		{"a flag for a sidecar that is not there", named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}, Sidecar: "proxy"}), "a flag's sidecar must be one of its workload's sidecars"},
+		{"two flags at one path", named(
+			ctfv1alpha1.NamedFlag{Name: "a", PerTeam: &ctfv1alpha1.PerTeamFlag{}},
+			ctfv1alpha1.NamedFlag{Name: "b", Static: organiserSecret()}), "two flags are delivered to the same path or variable"},
+		{"two flags in one variable", named(
+			ctfv1alpha1.NamedFlag{Name: "a", PerTeam: &ctfv1alpha1.PerTeamFlag{}, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"}},
+			ctfv1alpha1.NamedFlag{Name: "b", Static: organiserSecret(), FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"}}), "two flags are delivered to the same path or variable"},
+		{"a per-team flag on a pooled instance", func(t *ctfv1alpha1.ChallengeTemplate) {
+			named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}})(t)
+			t.Spec.Pool = &ctfv1alpha1.PoolSpec{Max: 2}
+		}, "spec.pool cannot be used with a perTeam flag"},
+		{"submissions without flags to verify", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Submissions = &ctfv1alpha1.Submissions{DestroyOnSolve: true}
+		}, "spec.submissions needs spec.flags"},
+		{"an unknown answer to a shared flag", func(t *ctfv1alpha1.ChallengeTemplate) {
+			named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}})(t)
+			t.Spec.Submissions = &ctfv1alpha1.Submissions{SharedFlag: "Correct"}
+		}, "spec.submissions.sharedFlag"},
 	}
+}
+
+// named gives a template the named flags fs.
+func named(fs ...ctfv1alpha1.NamedFlag) func(*ctfv1alpha1.ChallengeTemplate) {
+	return func(t *ctfv1alpha1.ChallengeTemplate) { t.Spec.Flags = fs }
 }
 
 var hostileCount atomic.Int32

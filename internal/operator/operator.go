@@ -27,6 +27,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/gate"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
@@ -61,6 +62,8 @@ type Options struct {
 	// PoolNamespace is where templates' warm pools keep their instances;
 	// empty means no pools.
 	PoolNamespace string
+	// FlagCodec seals the teams' perTeam flags; nil refuses them.
+	FlagCodec *flagtag.Codec
 }
 
 // Features are the operator's optional parts, decided once from its
@@ -149,6 +152,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Admission:       admission.Admission{Quota: quota, Queue: queue, Pools: pools},
 			Settings:        opts.Values,
 			Limits:          limits,
+			FlagCodec:       opts.FlagCodec,
 		}},
 		extraWatches: controller.HelmWatches(mgr, actions.InstallFailing, pools),
 		recorder:     mgr.GetEventRecorderFor(controller.HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 	"github.com/challenge-operator/challenge-operator/internal/serving"
@@ -33,7 +34,9 @@ type Options struct {
 	KubeAPIQPS       float64
 	KubeAPIBurst     int
 	Operator         operator.Options
-	Zap              zap.Options
+	// FlagKeyFile holds the key of the teams' perTeam flags.
+	FlagKeyFile string
+	Zap         zap.Options
 }
 
 // NewFlagSet returns the operator's flags bound to fresh options, for reading
@@ -74,6 +77,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	o.Operator.Values.ClusterDomain = "cluster.local"
 	fs.Var(domainValue{&o.Operator.Values.ClusterDomain}, "cluster-domain", "The cluster's DNS domain (the kubelet's clusterDomain): the search domain through which an instance's workloads reach each other by bare name (spec.bareNames).")
 	fs.Var(listValue{&o.Operator.Values.FlagSecretNamespaces}, "flag-secret-namespaces", "Comma-separated namespaces templates may read flag and secretEnv Secrets from (default: the operator's own, from POD_NAMESPACE); only Opaque Secrets labelled ctf.challenge-operator.io/organiser-secret=true, and never an instance's.")
+	fs.StringVar(&o.FlagKeyFile, "flag-key-file", flagtag.DefaultKeyFile, "File holding the flag key (the Secret challenge-operator-flag-key, key \"key\", at least 16 bytes, mounted as a volume) that seals each team's perTeam flags; the instancer verifies submissions with the same file. Absent: perTeam flags are refused.")
 	fs.Var(listValue{&o.Operator.Values.Keys.Allowed}, "allow-metadata-keys", "Comma-separated prefixed label/annotation keys, or prefixes ending in '/', that instances may carry (e.g. service.beta.kubernetes.io/, or io.kubernetes.cri-o.userns-mode); plain words (no prefix, no dot) need no listing, and helm.sh/, meta.helm.sh/ and ctf.challenge-operator.io/ keys are never allowed.")
 	fs.StringVar(&o.Operator.Values.IngressDomain, "ingress-domain", "", "Domain under which every Ingress-exposed instance gets a host of its own (<name>-<hash>.<domain>); empty refuses Ingress exposure.")
 	fs.Var(listValue{&o.Operator.Limits.IngressClasses}, "ingress-classes", "Comma-separated ingress classes instances may name; empty: only the cluster's default class.")

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/selfmonitor"
 )
@@ -110,6 +111,12 @@ func run(ctx context.Context, opts Options) error {
 	}
 	if err := operator.CheckIngressFrom(opts.Operator, WatchNamespaces()); err != nil {
 		return err
+	}
+	if opts.Operator.FlagCodec, err = flagtag.LoadKeyFile(opts.FlagKeyFile); err != nil {
+		return err
+	}
+	if opts.Operator.FlagCodec == nil {
+		ctrl.Log.Info("no flag key: templates' perTeam flags are refused until the Secret challenge-operator-flag-key is mounted", "file", opts.FlagKeyFile)
 	}
 	if err := operator.Setup(mgr, opts.Operator); err != nil {
 		return err

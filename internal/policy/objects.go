@@ -83,7 +83,7 @@ func (c *checker) secret(o *object, s *corev1.Secret) error {
 	for _, keys := range []map[string]bool{boolKeys(s.Data), boolKeys(s.StringData)} {
 		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			if k != "flag" && !secretDataKey.MatchString(k) {
-				return o.violation(ruleSecret, "key %q: only \"flag\", [<component>.]env.<NAME> and [<component>.]file.<i>", k)
+				return o.violation(ruleSecret, "key %q: only \"flag\", flag.<name>, [<component>.]env.<NAME> and [<component>.]file.<i>", k)
 			}
 		}
 	}
@@ -91,8 +91,9 @@ func (c *checker) secret(o *object, s *corev1.Secret) error {
 }
 
 // secretDataKey is how the instance's Secret keys a secretEnv value (env.<NAME> for the
-// primary's, <component>.env.<NAME> for a component's) and a secret file ([<component>.]file.<i>).
-var secretDataKey = regexp.MustCompile(`^([a-z]([-a-z0-9]*[a-z0-9])?\.)*(env\.[A-Za-z_][A-Za-z0-9_]*|file\.[0-9])$`)
+// primary's, <component>.env.<NAME> for a component's), a secret file ([<component>.]file.<i>)
+// and a named flag (flag.<name>).
+var secretDataKey = regexp.MustCompile(`^(([a-z]([-a-z0-9]*[a-z0-9])?\.)*(env\.[A-Za-z_][A-Za-z0-9_]*|file\.[0-9])|flag\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`)
 
 func boolKeys[V any](m map[string]V) map[string]bool {
 	out := make(map[string]bool, len(m))

@@ -238,7 +238,16 @@ func ForTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) Context {
 	if tmpl == nil {
 		return For(nil, false)
 	}
-	return For(tmpl.Spec.Security, PrivateFlag(tmpl.Spec.Flag) || PrivateFiles(tmpl.Spec.SecretFiles) || privateSidecars(tmpl.Spec.Sidecars))
+	return For(tmpl.Spec.Security, PrivateFlag(tmpl.Spec.Flag) || PrivateFiles(tmpl.Spec.SecretFiles) || privateSidecars(tmpl.Spec.Sidecars) ||
+		privateNamedFlags(tmpl.Spec.Flags, ""))
+}
+
+// privateNamedFlags reports whether a named flag delivered to a container
+// of component's workload ("" the primary's) is a file root's alone.
+func privateNamedFlags(flags []ctfv1alpha1.NamedFlag, component string) bool {
+	return slices.ContainsFunc(flags, func(f ctfv1alpha1.NamedFlag) bool {
+		return f.Component == component && privateDelivery(&f.FlagDelivery)
+	})
 }
 
 // privateSidecars reports whether a sidecar's flag or secret file is root's
@@ -249,9 +258,10 @@ func privateSidecars(sidecars []ctfv1alpha1.Sidecar) bool {
 
 // ForComponent is the Context of a template's component: its own section
 // (restricted when unset), never the template's; without an fsGroup when its
-// flag or a secret file of its is root's alone.
-func ForComponent(c *ctfv1alpha1.Component) Context {
-	return For(c.Security, privateDelivery(c.Flag) || PrivateFiles(c.SecretFiles) || privateSidecars(c.Sidecars))
+// flag, a secret file of its or one of the template's flags (named flags
+// names them) delivered to it is root's alone.
+func ForComponent(c *ctfv1alpha1.Component, named []ctfv1alpha1.NamedFlag) Context {
+	return For(c.Security, privateDelivery(c.Flag) || PrivateFiles(c.SecretFiles) || privateSidecars(c.Sidecars) || privateNamedFlags(named, c.Name))
 }
 
 // PrivateFlag reports whether a flag file is root's alone: mounted as a

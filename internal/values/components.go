@@ -151,7 +151,7 @@ func componentsFor(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate
 	out := make([]any, 0, len(components))
 	for i := range components {
 		comp := &components[i]
-		sec := security.ForComponent(comp)
+		sec := security.ForComponent(comp, tmpl.Spec.Flags)
 		expose, err := componentExpose(c, comp, settings)
 		if err != nil {
 			return nil, err

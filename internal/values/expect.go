@@ -100,20 +100,24 @@ func expectedWorkloads(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemp
 		return out
 	}
 	out[0].PortHosts = portHosts(c, "", tmpl.Spec.ExposePorts, domain)
-	out[0].SecretFiles = append(secretFileKeys("", tmpl.Spec.SecretFiles), sidecarSecretFileKeys(identity.PrimaryWorkload, tmpl.Spec.Sidecars)...)
+	out[0].SecretFiles = slices.Concat(secretFileKeys("", tmpl.Spec.SecretFiles), sidecarSecretFileKeys(identity.PrimaryWorkload, tmpl.Spec.Sidecars),
+		namedFlagKeys(tmpl.Spec.Flags, "", false))
 	var primaryFlag *ctfv1alpha1.FlagDelivery
 	if tmpl.Spec.Flag != nil {
 		primaryFlag = &tmpl.Spec.Flag.FlagDelivery
 	}
-	out[0].SecretEnv = secretEnvKeys(primaryFlag, tmpl.Spec.SecretEnv, primaryEnvKey, identity.PrimaryWorkload, tmpl.Spec.Sidecars)
+	out[0].SecretEnv = append(secretEnvKeys(primaryFlag, tmpl.Spec.SecretEnv, primaryEnvKey, identity.PrimaryWorkload, tmpl.Spec.Sidecars),
+		namedFlagKeys(tmpl.Spec.Flags, "", true)...)
 	for i := range tmpl.Spec.Components {
 		comp := &tmpl.Spec.Components[i]
-		sec := security.ForComponent(comp)
+		sec := security.ForComponent(comp, tmpl.Spec.Flags)
 		out = append(out, policy.Workload{Name: comp.Name, Labels: identity.ComponentLabels(c, tmpl, comp.Name),
 			Selector: identity.ComponentSelector(c, comp.Name), Security: &sec, Exposed: Exposed(comp), Host: identity.ComponentHost(c, comp.Name, domain),
 			PortHosts: portHosts(c, comp.Name, comp.ExposePorts, domain), Sidecars: sidecarNames(comp.Sidecars),
-			SecretFiles: append(secretFileKeys(comp.Name+".", comp.SecretFiles), sidecarSecretFileKeys(comp.Name, comp.Sidecars)...),
-			SecretEnv:   secretEnvKeys(comp.Flag, comp.SecretEnv, func(name string) string { return componentEnvKey(comp.Name, name) }, comp.Name, comp.Sidecars)})
+			SecretFiles: slices.Concat(secretFileKeys(comp.Name+".", comp.SecretFiles), sidecarSecretFileKeys(comp.Name, comp.Sidecars),
+				namedFlagKeys(tmpl.Spec.Flags, comp.Name, false)),
+			SecretEnv: append(secretEnvKeys(comp.Flag, comp.SecretEnv, func(name string) string { return componentEnvKey(comp.Name, name) }, comp.Name, comp.Sidecars),
+				namedFlagKeys(tmpl.Spec.Flags, comp.Name, true)...)})
 	}
 	return out
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
+	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
@@ -104,6 +105,9 @@ type Translator struct {
 	// Limits are the operator's ceilings the policy gate holds every
 	// release to, unless a template's policy says otherwise.
 	Limits policy.Limits
+	// FlagCodec makes the teams' perTeam flags under the operator's flag
+	// key; nil without one (--flag-key-file), which refuses them.
+	FlagCodec *flagtag.Codec
 }
 
 // Rendered is one render of a Challenge, from one computation: its chart
@@ -214,6 +218,9 @@ func (t Translator) readInputs(ctx context.Context, c *ctfv1alpha1.Challenge, tm
 		return nil, err
 	}
 	WithAddresses(vals) // with the listeners' ports
+	if err := t.namedFlags(ctx, tmpl, c.Spec.Participant, vals); err != nil {
+		return nil, err
+	}
 	if tmpl.Spec.Flag == nil {
 		return shared, checkSecretSize(vals)
 	}
@@ -813,7 +820,7 @@ func needsSecret(tmpl *ctfv1alpha1.ChallengeTemplate) bool {
 		return false
 	}
 	s := &tmpl.Spec
-	if s.Flag != nil || len(s.SecretEnv) > 0 || len(s.SecretFiles) > 0 || slices.ContainsFunc(s.Sidecars, sidecarReadsSecrets) {
+	if s.Flag != nil || len(s.Flags) > 0 || len(s.SecretEnv) > 0 || len(s.SecretFiles) > 0 || slices.ContainsFunc(s.Sidecars, sidecarReadsSecrets) {
 		return true
 	}
 	return slices.ContainsFunc(s.Components, func(c ctfv1alpha1.Component) bool {

@@ -252,6 +252,19 @@ var goldenCases = []goldenCase{
 		Container:  ctfv1alpha1.Container{MemoryTmp: true},
 		Components: []ctfv1alpha1.Component{{Name: "bot", Image: "registry.example/ctf/bot:1", Container: ctfv1alpha1.Container{MemoryTmp: true}}},
 	}},
+	{name: "named-flags", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
+		Flags: []ctfv1alpha1.NamedFlag{
+			{Name: "web", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"}, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag/web.txt"}},
+			{Name: "env", Static: &organiserKey, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"}},
+			{Name: "root", PerTeam: &ctfv1alpha1.PerTeamFlag{}, Component: "db", FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/root/flag.txt", FileMode: ptr.To[int32](0o400)}},
+			{Name: "bot", PerTeam: &ctfv1alpha1.PerTeamFlag{}, Component: "bot", Sidecar: "browser", FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "COOKIE"}},
+		},
+		Components: []ctfv1alpha1.Component{
+			{Name: "db", Image: "registry.example/ctf/db:1", Ports: []ctfv1alpha1.ChallengePort{port("sql", 5432)}},
+			{Name: "bot", Image: "registry.example/ctf/bot:1", Sidecars: []ctfv1alpha1.Sidecar{{Name: "browser", Image: "registry.example/ctf/chrome:1"}}},
+		},
+	}},
 	{name: "values-overrides", ch: func(c *ctfv1alpha1.Challenge) {
 		c.Spec.Values = &ctfv1alpha1.Values{Replicas: ptr.To[int32](2), ImagePullPolicy: "Always", ImagePullSecrets: []ctfv1alpha1.ObjectName{"pull"},
 			Env: []ctfv1alpha1.EnvVar{{Name: "FROM_VALUES", Value: "1"}}}
@@ -313,6 +326,15 @@ func renderCase(t *testing.T, tc goldenCase) []byte {
 	}
 	if tmpl != nil && tmpl.Spec.Flag != nil {
 		vals["flag"].(map[string]any)["value"] = "CTF{golden}"
+	}
+	if tmpl != nil && len(tmpl.Spec.Flags) > 0 {
+		flags := map[string]string{}
+		for _, f := range tmpl.Spec.Flags {
+			flags[f.Name] = "CTF{golden-" + f.Name + "}"
+		}
+		if err := values.DeliverNamedFlags(vals, tmpl, flags); err != nil {
+			t.Fatalf("delivering %s's flags: %v", tc.name, err)
+		}
 	}
 	if tc.inputs != nil {
 		tc.inputs(vals)

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
@@ -435,4 +436,17 @@ func Values(s string) *ctfv1alpha1.Values {
 		panic(fmt.Sprintf("test values %s: %v", s, err))
 	}
 	return v
+}
+
+// FlagKey is the flag key the tests' operator and instancer share (the
+// Secret challenge-operator-flag-key of an install).
+var FlagKey = []byte("the tests' flag key, 32 bytes at least")
+
+// FlagCodec seals and opens the tests' perTeam flags under FlagKey.
+func FlagCodec() *flagtag.Codec {
+	c, err := flagtag.New(FlagKey)
+	if err != nil {
+		panic(err) // FlagKey is long enough
+	}
+	return c
 }

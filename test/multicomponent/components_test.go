@@ -37,6 +37,7 @@ const sandbox = "gvisor"
 func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{AsServiceAccount: true, GatewayAPI: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
+		FlagCodec:               harness.FlagCodec(),
 		Values: values.Settings{Gateways: []ctfv1alpha1.GatewayRef{gateway}, IngressFromNamespaces: []string{gateway.Namespace}, Security: security.Bounds{
 			MaxProfile:            ctfv1alpha1.ProfilePrivileged,
 			SandboxRuntimeClasses: []string{sandbox},

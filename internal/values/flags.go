@@ -1,0 +1,150 @@
+package values
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"k8s.io/utils/ptr"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+)
+
+// namedFlagKey is the key of a named flag's value in the instance's Secret:
+// "flag.<name>", one dot and a DNS label, which no secretEnv or secret
+// file's key is (env.<NAME>, file.<i>, and two dots or more for a
+// component's or a sidecar's).
+func namedFlagKey(name string) string { return "flag." + name }
+
+// namedFlags reads the value of each of tmpl's named flags for team and
+// delivers them (DeliverNamedFlags). An error names the flag and its
+// Secret, never a value.
+func (t Translator) namedFlags(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, team string, vals map[string]any) error {
+	if len(tmpl.Spec.Flags) == 0 {
+		return nil
+	}
+	flags := make(map[string]string, len(tmpl.Spec.Flags))
+	for i := range tmpl.Spec.Flags {
+		f := &tmpl.Spec.Flags[i]
+		if f.Static != nil {
+			if err := t.Settings.checkSecretNamespace(tmpl, "flag "+f.Name, f.Static.Namespace); err != nil {
+				return err
+			}
+		}
+		value, err := ctfflag.ResolveNamed(ctx, t.OrganiserReader, t.FlagCodec, tmpl, f, team)
+		if err != nil {
+			return err
+		}
+		flags[f.Name] = value
+	}
+	return DeliverNamedFlags(vals, tmpl, flags)
+}
+
+// DeliverNamedFlags writes each of tmpl's named flags, its value in flags by
+// name, into the instance's Secret and into the values of the container
+// that receives it: a secret file, or a variable read from the Secret. The
+// primary's main container reads its variables from secretEnv, which
+// carries their values into the Secret; every other value goes to
+// secretData.
+func DeliverNamedFlags(vals map[string]any, tmpl *ctfv1alpha1.ChallengeTemplate, flags map[string]string) error {
+	for i := range tmpl.Spec.Flags {
+		f := &tmpl.Spec.Flags[i]
+		ctr, err := flagContainer(vals, f)
+		if err != nil {
+			return err
+		}
+		if err := checkFlagTarget(ctr, f); err != nil {
+			return err
+		}
+		key, value := namedFlagKey(f.Name), flags[f.Name]
+		if f.Mount == ctfv1alpha1.FlagMountEnv {
+			entry := envEntry(f.EnvName, value)
+			entry["key"] = key
+			if f.Component == "" && f.Sidecar == "" {
+				vals["secretEnv"] = append(listOf(vals, "secretEnv"), entry)
+				continue
+			}
+			delete(entry, "value") // the container names its key; secretData holds it
+			ctr["secretEnv"] = append(listOf(ctr, "secretEnv"), entry)
+		} else {
+			ctr["secretFiles"] = append(listOf(ctr, "secretFiles"), map[string]any{
+				"key": key, "path": cmp.Or(f.Path, DefaultFlagPath), "mode": ptr.Deref(f.FileMode, DefaultFlagFileMode)})
+		}
+		vals["secretData"] = append(listOf(vals, "secretData"), secretEntry(key, value))
+	}
+	return nil
+}
+
+// flagContainer is the values of the container f is delivered to: its
+// workload's main container (the primary's when f names no component) or
+// one of its sidecars.
+func flagContainer(vals map[string]any, f *ctfv1alpha1.NamedFlag) (map[string]any, error) {
+	workload := vals
+	if f.Component != "" {
+		i := slices.IndexFunc(workloadsOf(vals)[1:], func(w map[string]any) bool { return nameOf(w) == f.Component })
+		if i < 0 {
+			return nil, lifecycle.Errorf(lifecycle.ReasonFlagInvalid, "flag %s is delivered to component %q, which the template does not have", f.Name, f.Component)
+		}
+		workload = workloadsOf(vals)[1+i]
+	}
+	if f.Sidecar == "" {
+		return workload, nil
+	}
+	sidecars := sidecarsOf(workload)
+	i := slices.IndexFunc(sidecars, func(sc map[string]any) bool { return nameOf(sc) == f.Sidecar })
+	if i < 0 {
+		return nil, lifecycle.Errorf(lifecycle.ReasonFlagInvalid, "flag %s is delivered to sidecar %q, which its workload does not have", f.Name, f.Sidecar)
+	}
+	return sidecars[i], nil
+}
+
+// checkFlagTarget refuses a flag whose file or variable the container
+// has already: the pod would not be valid, or the flag would hide a value.
+func checkFlagTarget(ctr map[string]any, f *ctfv1alpha1.NamedFlag) error {
+	if f.Mount == ctfv1alpha1.FlagMountEnv {
+		for _, list := range []string{"hosts", "env", "secretEnv", "addresses", "lateEnv"} {
+			for _, e := range listOf(ctr, list) {
+				if name, _ := envPair(e); name == f.EnvName {
+					return lifecycle.Errorf(lifecycle.ReasonFlagInvalid, "flag %s is delivered in variable %s, which its container sets already (%s)", f.Name, f.EnvName, list)
+				}
+			}
+		}
+		return nil
+	}
+	path := cmp.Or(f.Path, DefaultFlagPath)
+	for _, list := range []string{"files", "secretFiles", "scratch"} {
+		for _, e := range listOf(ctr, list) {
+			if m, _ := e.(map[string]any); m["path"] == path {
+				return lifecycle.Errorf(lifecycle.ReasonFlagInvalid, "flag %s is delivered at %s, where its container mounts something already (%s)", f.Name, path, list)
+			}
+		}
+	}
+	return nil
+}
+
+// listOf is the list m holds at key, nil when none.
+func listOf(m map[string]any, key string) []any {
+	l, _ := m[key].([]any)
+	return l
+}
+
+// namedFlagKeys are the keys of tmpl's named flags that the containers of
+// component's workload ("" the primary's) read in variables (env) or as
+// files, as namedFlags delivers them.
+func namedFlagKeys(flags []ctfv1alpha1.NamedFlag, component string, env bool) []string {
+	var out []string
+	for _, f := range flags {
+		if f.Component == component && (f.Mount == ctfv1alpha1.FlagMountEnv) == env {
+			out = append(out, namedFlagKey(f.Name))
+		}
+	}
+	return out
+}
+
+// nameOf is the name a workload's or a container's values hold.
+func nameOf(m map[string]any) string {
+	name, _ := envPair(m)
+	return name
+}
