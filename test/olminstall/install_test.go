@@ -78,9 +78,9 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 			csv = &operatorsv1alpha1.ClusterServiceVersion{}
 			g.Expect(yaml.Unmarshal(data, csv)).To(Succeed())
 		default:
-			// CRDs, the metrics Service and the metrics-reader ClusterRole,
-			// created as catalog-operator would: namespaced ones in the
-			// install's namespace.
+			// CRDs, the metrics Service and the ClusterRoles for others to
+			// bind (metrics-reader, platform), created as catalog-operator
+			// would: namespaced ones in the install's namespace.
 			obj := &unstructured.Unstructured{}
 			g.Expect(yaml.Unmarshal(data, &obj.Object)).To(Succeed())
 			if obj.GetKind() == "Service" {
