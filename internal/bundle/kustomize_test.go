@@ -236,9 +236,12 @@ func TestInstallModesBuild(t *testing.T) {
 		c := containerNamed(d, "instancer")
 		g.Expect(c.Image).To(Equal(in.container().Image), "the operator's image")
 		g.Expect(c.Args).To(HaveExactElements("instancer", "--bind-address=:8443", "--key-dir=/etc/challenge-operator/instancer-keys",
-			"--revocations-dir=/etc/challenge-operator/instancer-revocations", "--metrics-bind-address=:8444", "--health-probe-bind-address=:8081"))
+			"--revocations-dir=/etc/challenge-operator/instancer-revocations", "--platform-key-dir=/etc/challenge-operator/platform-keys",
+			"--metrics-bind-address=:8444", "--health-probe-bind-address=:8081"))
 		g.Expect(c.VolumeMounts).To(ConsistOf(HaveField("MountPath", "/etc/challenge-operator/instancer-keys"),
-			HaveField("MountPath", "/etc/challenge-operator/instancer-revocations")), "its token keys (a Secret) and revocations (a ConfigMap), mounted")
+			HaveField("MountPath", "/etc/challenge-operator/instancer-revocations"), HaveField("MountPath", "/etc/challenge-operator/platform-keys"),
+			HaveField("MountPath", "/etc/challenge-operator/flag-key")),
+			"its token keys (a Secret), revocations (a ConfigMap), the platform's keys and the flag key (Secrets), mounted")
 		g.Expect(c.LivenessProbe).NotTo(BeNil())
 		g.Expect(c.ReadinessProbe).NotTo(BeNil())
 		g.Expect(c.Resources.Limits).To(HaveKey(corev1.ResourceCPU))
@@ -256,7 +259,8 @@ func TestInstallModesBuild(t *testing.T) {
 			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "get", "update"}},
 			rbacv1.PolicyRule{APIGroups: []string{"ctf.challenge-operator.io"}, Resources: []string{"challenges"},
 				Verbs: []string{"create", "delete", "get", "list", "patch", "watch"}},
-		), "in its namespace: Challenges and its limits' Leases; the token key is a mounted Secret, not read through the API")
+			rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		), "in its namespace: Challenges, its limits' Leases and the platform API's Events; the token, platform and flag keys are mounted Secrets, not read through the API")
 		g.Expect(grants[""]).To(ConsistOf(
 			rbacv1.PolicyRule{APIGroups: []string{"ctf.challenge-operator.io"}, Resources: []string{"challengetemplates"},
 				Verbs: []string{"get", "list", "watch"}},

@@ -486,15 +486,8 @@ func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team strin
 		writeJSON(w, http.StatusAccepted, instanceView(ch, t))
 		return
 	}
-	// The cooldown is recorded first: a replica killed between the two
-	// never leaves a stop without one.
-	if err := s.limits.stoppedAt(ctx, team, t.Name, s.now()); err != nil {
-		writeError(w, s.internal(ctx, err))
-		return
-	}
-	// Delete exactly the instance read, not a successor of the same name.
-	if err := s.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID}); err != nil && !apierrors.IsNotFound(err) {
-		writeError(w, s.internal(ctx, err))
+	if apiErr := s.stop(ctx, t, ch, team); apiErr != nil {
+		writeError(w, apiErr)
 		return
 	}
 	// Answer with the instance as the delete left it: on its way out, in
@@ -502,6 +495,21 @@ func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team strin
 	deleted := metav1.Now()
 	ch.DeletionTimestamp = &deleted
 	writeJSON(w, http.StatusAccepted, instanceView(ch, t))
+}
+
+// stop stops team's instance ch of t: the one path of a team's stop and a
+// stop on solve.
+func (s *Server) stop(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, ch *ctfv1alpha1.Challenge, team string) *apiError {
+	// The cooldown is recorded first: a replica killed between the two
+	// never leaves a stop without one.
+	if err := s.limits.stoppedAt(ctx, team, t.Name, s.now()); err != nil {
+		return s.internal(ctx, err)
+	}
+	// Delete exactly the instance read, not a successor of the same name.
+	if err := s.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return s.internal(ctx, err)
+	}
+	return nil
 }
 
 func (s *Server) renewInstance(w http.ResponseWriter, r *http.Request, team string) {

@@ -21,6 +21,19 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.005, 4, 8),
 	}, []string{"route"})
 
+	flagVerifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "challenge_instancer_flag_verifications_total",
+		Help: "The platform's flag verifications, by template and verdict (correct, wrong, shared: another team's flag).",
+	}, []string{"template", "verdict"})
+	sharedFlags = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "challenge_instancer_shared_flags_total",
+		Help: "Submissions of another team's flag, by template: each is also an Event on both teams' instances.",
+	}, []string{"template"})
+	solveStops = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "challenge_instancer_solve_stops_total",
+		Help: "Instances stopped because their team solved the template (destroyOnSolve), by template.",
+	}, []string{"template"})
+
 	nameConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "challenge_instancer_instance_name_conflicts_total",
 		Help: "Starts that found their instance's name held by a Challenge not of the team's (another team's, or not made by an instancer) and took the next name.",
@@ -48,7 +61,7 @@ var (
 // serves, once, when an instancer is made: the operator's binary holds this
 // package too, and its metrics should not list an instancer it does not run.
 var registerMetrics = sync.OnceFunc(func() {
-	metrics.Registry.MustRegister(requests, durations, nameConflicts, tokenKeys, skippedKeyFiles, revocations, skippedRevocationFiles)
+	metrics.Registry.MustRegister(requests, durations, flagVerifications, sharedFlags, solveStops, nameConflicts, tokenKeys, skippedKeyFiles, revocations, skippedRevocationFiles)
 })
 
 // statusRecorder remembers the status code written; it stays an

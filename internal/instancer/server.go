@@ -20,19 +20,23 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
 // The instancer's rights: Challenges in its own namespace only (a Role
 // there; "system" is the install's namespace, set by kustomize), templates
 // read cluster-wide (they are cluster-scoped), and its limits' Leases
-// (limits.go). No Secret: the token keys are a mounted volume.
+// (limits.go), and Events on Challenges there (the platform API's). No
+// Secret: the token, platform and flag keys are mounted volumes.
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=create;get;list;watch;delete;patch,namespace=system
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challengetemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch,namespace=system
 
 //go:embed web openapi.json
 var assets embed.FS
@@ -69,9 +73,17 @@ type Options struct {
 	// volume, one file per team holding a time before which its tokens are
 	// refused. Empty: none.
 	RevocationsDir string
-	// KeyReload is how often KeyDir and RevocationsDir are read again, so
-	// that a rotation or a revocation needs no restart; 10 s when zero.
+	// KeyReload is how often KeyDir, RevocationsDir and PlatformKeyDir are
+	// read again, so that a rotation or a revocation needs no restart; 10 s
+	// when zero.
 	KeyReload time.Duration
+	// PlatformKeyDir holds the keys the platform signs its calls with (a
+	// Secret of its own, mounted as a volume, one file per key id); empty
+	// turns the platform API off.
+	PlatformKeyDir string
+	// FlagCodec opens the teams' perTeam flags (the operator's flag key);
+	// nil: they cannot be verified.
+	FlagCodec *flagtag.Codec
 }
 
 // Server is the instancer. It runs in a manager of its own (Start; see
@@ -90,11 +102,16 @@ type Server struct {
 	Informers cache.Informers
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Recorder writes the platform API's Events (a shared flag, a stop on
+	// solve) on teams' Challenges; none when nil.
+	Recorder events.EventRecorder
 
 	once   sync.Once
 	limits *limits
 	creds  credentials
-	hub    hub
+	// platform verifies the platform's calls.
+	platform platformCalls
+	hub      hub
 	// live gives each team the reader of what a request acts on: the
 	// cache, then (within a budget) the API server.
 	live liveReads
@@ -112,6 +129,7 @@ func (s *Server) init() {
 		s.limits = newLimits(s.Options, live, s.Client)
 		s.creds = credentials{keyDir: s.KeyDir, revocationsDir: s.RevocationsDir, every: cmp.Or(s.KeyReload, 10*time.Second)}
 		s.live = liveReads{live: s.APIReader}
+		s.platform = platformCalls{dir: s.PlatformKeyDir, every: cmp.Or(s.KeyReload, 10*time.Second)}
 		if s.Now == nil {
 			s.Now = time.Now
 		}
@@ -183,6 +201,13 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/v1/instances/{template}", s.getInstance)
 	api("DELETE /api/v1/instances/{template}", s.stopInstance)
 	api("POST /api/v1/instances/{template}/renew", s.renewInstance)
+	if s.PlatformKeyDir != "" {
+		platform := func(pattern string, h func(http.ResponseWriter, *http.Request, []byte)) {
+			mux.Handle(pattern, http.TimeoutHandler(s.platformCall(h), 15*time.Second, `{"code":"timeout","message":"The request took too long; try again."}`))
+		}
+		platform("POST /api/v1/platform/verify", s.verifyFlag)
+		platform("POST /api/v1/platform/solved", s.solved)
+	}
 	// Event streams are long-lived: no timeout, and they flush.
 	mux.Handle("GET /api/v1/instances/{template}/events", s.authenticated(s.streamInstance))
 	return s.measured(s.cors(secured(mux)))

@@ -58,11 +58,15 @@ var (
 	// every request to the API server (its cache's excepted) is counted.
 	newCountedServer func(opts instancer.Options) (*instancer.Server, *atomic.Int64)
 	keys             = token.Keys{"2026": []byte("an instancer key of at least thirty-two bytes")}
+	// platformKeys sign the platform's calls: a directory of their own.
+	platformKeys = token.Keys{"ctfd": []byte("the platform's key, thirty-two bytes or more")}
 	// instancerBin is the operator's binary, built from this checkout.
 	instancerBin string
 	// instancerKubeconfig acts as the instancer's ServiceAccount.
 	instancerKubeconfig string
 	keyDir              string
+	platformKeyDir      string
+	flagKeyFile         string
 	workDir             string
 )
 
@@ -78,7 +82,7 @@ var instancerAccount = types.NamespacedName{Namespace: instancesNamespace, Name:
 func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{
 		AsServiceAccount: true,
-		Operator:         operator.Options{MaxConcurrentReconciles: 4},
+		Operator:         operator.Options{MaxConcurrentReconciles: 4, FlagCodec: harness.FlagCodec()},
 		AfterTests:       stopReplicas,
 	}, &h, func() {
 		k8s = h.Client
@@ -111,6 +115,19 @@ func startInstancer() error {
 		if err := os.WriteFile(filepath.Join(keyDir, kid), key, 0o600); err != nil {
 			return err
 		}
+	}
+	platformKeyDir = filepath.Join(workDir, "platform-keys")
+	if err := os.Mkdir(platformKeyDir, 0o700); err != nil {
+		return err
+	}
+	for kid, key := range platformKeys {
+		if err := os.WriteFile(filepath.Join(platformKeyDir, kid), key, 0o600); err != nil {
+			return err
+		}
+	}
+	flagKeyFile = filepath.Join(workDir, "flag-key")
+	if err := os.WriteFile(flagKeyFile, harness.FlagKey, 0o600); err != nil {
+		return err
 	}
 	if err := writeKubeconfig(); err != nil {
 		return err
@@ -298,6 +315,8 @@ func (r *replica) start() error {
 		"--starts-per-minute=" + strconv.Itoa(startsPerMinute),
 		"--cooldown=1m",
 		"--audience=" + audience,
+		"--platform-key-dir=" + platformKeyDir,
+		"--flag-key-file=" + flagKeyFile,
 	}, r.extra...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+instancerKubeconfig)
 	p, err := controlplane.StartProcess(cmd, r.log(r.runs))

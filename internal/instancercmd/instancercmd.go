@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
 	"github.com/challenge-operator/challenge-operator/internal/serving"
 	"github.com/challenge-operator/challenge-operator/internal/token"
@@ -33,6 +34,7 @@ type options struct {
 	instancer    instancer.Options
 	serving      serving.Options
 	probeAddr    string
+	flagKeyFile  string
 	kubeAPIQPS   float64
 	kubeAPIBurst int
 	zap          zap.Options
@@ -57,6 +59,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.instancer.Audience, "audience", token.Audience, "Audience team tokens must name: give each instancer its own (and challenge-operator token --audience the same), so that one's tokens never open another's.")
 	fs.DurationVar(&o.instancer.MaxTokenLifetime, "max-token-lifetime", token.DefaultMaxLifetime, "Longest a team token may be valid (expiry minus issue time); longer ones are refused.")
 	fs.StringVar(&o.instancer.RevocationsDir, "revocations-dir", "", "Directory of per-team revocations (a ConfigMap mounted as a volume): a file per team id holding an RFC 3339 time; that team's tokens issued before it are refused. Empty: none.")
+	fs.StringVar(&o.instancer.PlatformKeyDir, "platform-key-dir", "", "Directory of the keys the CTF platform signs its calls with (a Secret of its own mounted as a volume, one file per key id, 32 bytes or more): turns on the platform API (flag verification, solves). Empty: off.")
+	fs.StringVar(&o.flagKeyFile, "flag-key-file", flagtag.DefaultKeyFile, "File holding the operator's flag key (the Secret challenge-operator-flag-key, key \"key\"), with which the platform API verifies perTeam flags.")
 	fs.DurationVar(&o.instancer.KeyReload, "key-reload-interval", 10*time.Second, "How often the key and revocation directories are read again (a rotation or revocation needs no restart).")
 	// Its page and API are on :8443.
 	o.serving.Bind(fs, ":8444")
@@ -93,7 +97,11 @@ func Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &instancer.Server{Options: opts.instancer, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Informers: mgr.GetCache()}
+	if opts.instancer.FlagCodec, err = flagtag.LoadKeyFile(opts.flagKeyFile); err != nil {
+		return err
+	}
+	srv := &instancer.Server{Options: opts.instancer, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Informers: mgr.GetCache(),
+		Recorder: mgr.GetEventRecorder("challenge-instancer")}
 	if err := mgr.Add(srv); err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ var teamPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 func isLabel(s string) bool { return len(s) <= 63 && teamPattern.MatchString(s) }
 
+// IsTeam reports whether s may be a team id: a DNS label, as spec.participant.
+func IsTeam(s string) bool { return isLabel(s) }
+
 // Why an entry of a key Secret or directory is not a key.
 const (
 	// SkipName: the entry is not named as a key id (a DNS label).

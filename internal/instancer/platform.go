@@ -1,0 +1,312 @@
+package instancer
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
+	"github.com/challenge-operator/challenge-operator/internal/flagtag"
+	"github.com/challenge-operator/challenge-operator/internal/platformauth"
+	"github.com/challenge-operator/challenge-operator/internal/token"
+)
+
+// The platform's API: the CTF platform (never a team) asks whose a
+// submitted flag is, and says when a team solved a challenge. Each call is
+// signed on its own (platformauth): a team token, a call replayed or a
+// body changed on the way is refused.
+
+// verifyRequest is a submission the platform received.
+type verifyRequest struct {
+	Team     string `json:"team"`
+	Template string `json:"template"`
+	// Flag names one of the template's flags; it may be left out when the
+	// template has one.
+	Flag       string `json:"flag,omitempty"`
+	Submission string `json:"submission"`
+}
+
+// Verdicts of a verification.
+const (
+	verdictCorrect = "correct"
+	verdictWrong   = "wrong"
+	// verdictShared is another team's flag of the challenge: Owner names it.
+	verdictShared = "shared"
+)
+
+// Verification is the platform's answer: what the submission is, and
+// whether to score it (a shared flag is scored only when the template says
+// CorrectFlagged).
+type Verification struct {
+	Verdict  string `json:"verdict"`
+	Accepted bool   `json:"accepted"`
+	// Owner is the team whose flag a shared one is.
+	Owner string `json:"owner,omitempty"`
+	// Stopped says the team's instance was stopped (destroyOnSolve).
+	Stopped bool `json:"stopped,omitempty"`
+}
+
+// solvedRequest says a team solved a template.
+type solvedRequest struct {
+	Team     string `json:"team"`
+	Template string `json:"template"`
+}
+
+// Solved is the answer to a solved call.
+type Solved struct {
+	Stopped bool `json:"stopped"`
+}
+
+func (s *Server) verifyFlag(w http.ResponseWriter, r *http.Request, body []byte) {
+	ctx := r.Context()
+	var req verifyRequest
+	if err := decodeStrict(bytes.NewReader(body), &req, "team", "template", "flag", "submission"); err != nil {
+		writeError(w, errBadRequest(`Send {"team", "template", "flag", "submission"}: `+err.Error()+"."))
+		return
+	}
+	if apiErr := checkTeam(req.Team); apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	t, f, apiErr := s.namedFlag(ctx, req.Template, req.Flag)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	if f.PerTeam == nil {
+		writeError(w, &apiError{Status: http.StatusConflict, Code: "static_flag", Message: fmt.Sprintf(
+			"Flag %s of %s is static, the same for every team: the platform compares it itself.", f.Name, t.Name)})
+		return
+	}
+	if s.FlagCodec == nil {
+		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "no_flag_key",
+			Message: "The instancer has no flag key (the Secret challenge-operator-flag-key): it cannot verify perTeam flags."})
+		return
+	}
+	answer := judge(s.FlagCodec, t, f, req.Team, req.Submission)
+	flagVerifications.WithLabelValues(t.Name, answer.Verdict).Inc()
+	switch answer.Verdict {
+	case verdictShared:
+		sharedFlags.WithLabelValues(t.Name).Inc()
+		s.recordShared(ctx, t, f, req.Team, answer.Owner)
+	case verdictCorrect:
+		if destroysOnSolve(t) {
+			stopped, apiErr := s.stopOnSolve(ctx, t, req.Team)
+			if apiErr != nil {
+				writeError(w, apiErr)
+				return
+			}
+			answer.Stopped = stopped
+		}
+	}
+	writeJSON(w, http.StatusOK, answer)
+}
+
+// judge says what submission is for team's flag f of t, from the
+// submission alone: flagtag opens its body, which names its team.
+func judge(codec *flagtag.Codec, t *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag, team, submission string) Verification {
+	body, ok := ctfflag.BodyOf(cmp.Or(f.PerTeam.Format, ctfflag.DefaultFormat), strings.TrimSpace(submission))
+	if !ok {
+		return Verification{Verdict: verdictWrong}
+	}
+	switch verdict, owner := codec.Verify(t.Name, f.Name, team, body); verdict {
+	case flagtag.Correct:
+		return Verification{Verdict: verdictCorrect, Accepted: true}
+	case flagtag.OtherTeam:
+		accepted := t.Spec.Submissions != nil && t.Spec.Submissions.SharedFlag == ctfv1alpha1.SharedFlagCorrectFlagged
+		return Verification{Verdict: verdictShared, Accepted: accepted, Owner: owner}
+	}
+	return Verification{Verdict: verdictWrong}
+}
+
+func (s *Server) solved(w http.ResponseWriter, r *http.Request, body []byte) {
+	ctx := r.Context()
+	var req solvedRequest
+	if err := decodeStrict(bytes.NewReader(body), &req, "team", "template"); err != nil {
+		writeError(w, errBadRequest(`Send {"team", "template"}: `+err.Error()+"."))
+		return
+	}
+	if apiErr := checkTeam(req.Team); apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	t, apiErr := s.template(ctx, req.Template)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	if !destroysOnSolve(t) {
+		writeJSON(w, http.StatusOK, Solved{})
+		return
+	}
+	stopped, apiErr := s.stopOnSolve(ctx, t, req.Team)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	writeJSON(w, http.StatusOK, Solved{Stopped: stopped})
+}
+
+func destroysOnSolve(t *ctfv1alpha1.ChallengeTemplate) bool {
+	return t.Spec.Submissions != nil && t.Spec.Submissions.DestroyOnSolve
+}
+
+// stopOnSolve stops team's instance of t as the team's own stop does
+// (stop), with an Event and a count; false when it has none running.
+func (s *Server) stopOnSolve(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, team string) (bool, *apiError) {
+	ch, apiErr := s.own(ctx, s.live.reader(s.Client, team), t.Name, team)
+	if apiErr == errNotFound {
+		return false, nil
+	}
+	if apiErr != nil {
+		return false, apiErr
+	}
+	if ch.DeletionTimestamp != nil {
+		return false, nil
+	}
+	if apiErr := s.stop(ctx, t, ch, team); apiErr != nil {
+		return false, apiErr
+	}
+	solveStops.WithLabelValues(t.Name).Inc()
+	s.event(ch, corev1.EventTypeNormal, "StoppedOnSolve", fmt.Sprintf("Team %s solved %s: its instance is stopped (destroyOnSolve).", team, t.Name))
+	return true, nil
+}
+
+// recordShared writes a shared flag as an Event on both teams' instances of
+// t, where they have one: never the flag itself.
+func (s *Server) recordShared(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag, team, owner string) {
+	if ch, apiErr := s.own(ctx, s.Client, t.Name, team); apiErr == nil {
+		s.event(ch, corev1.EventTypeWarning, "SharedFlag", fmt.Sprintf("Team %s submitted team %s's flag %s of %s.", team, owner, f.Name, t.Name))
+	}
+	if ch, apiErr := s.own(ctx, s.Client, t.Name, owner); apiErr == nil {
+		s.event(ch, corev1.EventTypeWarning, "SharedFlag", fmt.Sprintf("Team %s's flag %s of %s was submitted by team %s.", owner, f.Name, t.Name, team))
+	}
+}
+
+func (s *Server) event(ch *ctfv1alpha1.Challenge, eventType, reason, message string) {
+	if s.Recorder != nil {
+		s.Recorder.Eventf(ch, nil, eventType, reason, "Verify", "%s", message)
+	}
+}
+
+// template is the template name names, any template: the platform verifies
+// flags of templates teams start elsewhere too.
+func (s *Server) template(ctx context.Context, name string) (*ctfv1alpha1.ChallengeTemplate, *apiError) {
+	t := &ctfv1alpha1.ChallengeTemplate{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, &apiError{Status: http.StatusNotFound, Code: "template_not_found", Message: fmt.Sprintf("There is no template %q.", name)}
+		}
+		return nil, s.internal(ctx, err)
+	}
+	return t, nil
+}
+
+// namedFlag is the template's flag name names, its only one when name is
+// empty.
+func (s *Server) namedFlag(ctx context.Context, template, name string) (*ctfv1alpha1.ChallengeTemplate, *ctfv1alpha1.NamedFlag, *apiError) {
+	t, apiErr := s.template(ctx, template)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	flags := t.Spec.Flags
+	if name == "" && len(flags) == 1 {
+		return t, &flags[0], nil
+	}
+	for i := range flags {
+		if flags[i].Name == name {
+			return t, &flags[i], nil
+		}
+	}
+	if name == "" {
+		return nil, nil, errBadRequest(fmt.Sprintf("Template %s has %d flags (spec.flags): name one.", t.Name, len(flags)))
+	}
+	return nil, nil, &apiError{Status: http.StatusNotFound, Code: "flag_not_found", Message: fmt.Sprintf("Template %s has no flag %q.", t.Name, name)}
+}
+
+// checkTeam refuses a team id that could be no participant's.
+func checkTeam(team string) *apiError {
+	if !token.IsTeam(team) {
+		return errBadRequest(`"team" must be a team id: a DNS label, as spec.participant.`)
+	}
+	return nil
+}
+
+// platformCall reads a platform call's body and passes it to h once the
+// call's signature holds for it.
+func (s *Server) platformCall(h func(http.ResponseWriter, *http.Request, []byte)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			writeError(w, errUnauthorized("A platform call carries a signed token in its Authorization header."))
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			writeError(w, errBadRequest("The body is too large."))
+			return
+		}
+		if err := s.platform.verify(strings.TrimSpace(raw), r.Method, r.URL.RequestURI(), body, s.now()); err != nil {
+			logf.FromContext(r.Context()).Info("platform call refused", "reason", err.Error())
+			writeError(w, errUnauthorized("The platform call's token is not valid (unknown key, expired, replayed, or signed for another request)."))
+			return
+		}
+		h(w, r, body)
+	})
+}
+
+// platformCalls verifies the platform's calls with the keys of their own
+// directory, read again at most every `every` as the team keys are.
+type platformCalls struct {
+	dir   string
+	every time.Duration
+
+	mu       sync.Mutex
+	at       time.Time
+	loaded   bool
+	keys     token.Keys
+	report   string
+	verifier platformauth.Verifier
+}
+
+func (p *platformCalls) verify(raw, method, path string, body []byte, now time.Time) error {
+	return p.verifier.Verify(p.get(now), raw, method, path, body, now)
+}
+
+// get returns the platform keys in force at now.
+func (p *platformCalls) get(now time.Time) token.Keys {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.loaded && now.Sub(p.at) < p.every {
+		return p.keys
+	}
+	p.loaded, p.at = true, now
+	keys, skipped, err := token.LoadDir(p.dir)
+	p.keys = keys
+	ids := slices.Sorted(maps.Keys(keys))
+	if report := fmt.Sprint(ids, err, skipped); report != p.report {
+		p.report = report
+		log := logf.Log.WithName("instancer")
+		log.Info("platform keys in force", "keyIDs", ids)
+		if len(ids) == 0 {
+			log.Error(err, "no valid platform key: every platform call is refused", "dir", p.dir)
+		}
+		for _, s := range skipped {
+			log.Error(s, "platform key file skipped", "dir", p.dir, "file", s.Name, "reason", s.Reason)
+		}
+	}
+	return p.keys
+}

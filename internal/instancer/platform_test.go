@@ -1,0 +1,247 @@
+package instancer_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
+	"github.com/challenge-operator/challenge-operator/internal/instancer"
+	"github.com/challenge-operator/challenge-operator/internal/platformauth"
+	"github.com/challenge-operator/challenge-operator/internal/token"
+	"github.com/challenge-operator/challenge-operator/test/harness"
+)
+
+const (
+	verifyPath = "/api/v1/platform/verify"
+	solvedPath = "/api/v1/platform/solved"
+)
+
+// signed is a platform token for one call of body to path, as a platform
+// signs it: its own key, a fresh jti.
+func signed(t *testing.T, path string, body []byte) string {
+	t.Helper()
+	jti := make([]byte, 16)
+	_, _ = rand.Read(jti)
+	tok, err := platformauth.Sign(platformKeys["ctfd"], "ctfd", hex.EncodeToString(jti), http.MethodPost, path, body, time.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// platformCall sends body to path at r with the token tok ("" for none)
+// and decodes the answer into out.
+func platformCall(t *testing.T, r *replica, tok, path string, body []byte, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, r.URL+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s: %d, not JSON: %s", path, res.StatusCode, data)
+		}
+	}
+	return res.StatusCode
+}
+
+// verify asks api, as the platform, what team's submission is.
+func verify(t *testing.T, team, template, submission string) instancer.Verification {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"team": team, "template": template, "submission": submission})
+	var v instancer.Verification
+	NewWithT(t).Expect(platformCall(t, api, signed(t, verifyPath, body), verifyPath, body, &v)).To(Equal(http.StatusOK))
+	return v
+}
+
+// flagOf is team's perTeam flag main of template, as the operator makes it.
+func flagOf(template, team string) string {
+	return ctfflag.PerTeam(harness.FlagCodec(), template, "main", team, "CTF{%s}")
+}
+
+// eventsOf are the Events on the Challenge named name.
+func eventsOf(g Gomega, name string) []corev1.Event {
+	var list corev1.EventList
+	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(instancesNamespace))).To(Succeed())
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestVerificationTellsWhoseFlagItIs: three teams' instances of a template
+// of a perTeam flag; the platform asks about each team's submissions. A
+// team's own flag is correct; another team's is shared, with its owner, an
+// Event on both teams' instances and a count, and scored as the template
+// says; anything else is wrong. No flag is stored anywhere: the answer
+// comes from the submission alone.
+func TestVerificationTellsWhoseFlagItIs(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := startableTemplate(t, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flags = []ctfv1alpha1.NamedFlag{{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"}}}
+	})
+	teams := []string{"team-a", "team-b", "team-c"}
+	for _, team := range teams {
+		g.Expect(call(t, mint(t, team), "POST", "/api/v1/instances", map[string]string{"template": tmpl}, nil)).To(Equal(http.StatusCreated))
+	}
+
+	g.Expect(verify(t, "team-a", tmpl, flagOf(tmpl, "team-a"))).To(Equal(instancer.Verification{Verdict: "correct", Accepted: true}))
+	g.Expect(verify(t, "team-c", tmpl, " "+flagOf(tmpl, "team-c")+"\n")).To(Equal(instancer.Verification{Verdict: "correct", Accepted: true}),
+		"spaces around a pasted flag are not the flag")
+	g.Expect(verify(t, "team-b", tmpl, flagOf(tmpl, "team-a"))).To(Equal(instancer.Verification{Verdict: "shared", Owner: "team-a"}),
+		"another team's flag, refused by default")
+	for _, wrong := range []string{"CTF{guess}", "", flagOf(tmpl+"x", "team-c"), ctfflag.PerTeam(harness.FlagCodec(), tmpl, "other", "team-c", "CTF{%s}"),
+		"FLAG" + flagOf(tmpl, "team-c")[3:], flagOf(tmpl, "team-c") + "}"} {
+		g.Expect(verify(t, "team-c", tmpl, wrong)).To(Equal(instancer.Verification{Verdict: "wrong"}), "%q", wrong)
+	}
+
+	// The shared flag, on both teams' instances, never its value.
+	for _, team := range []string{"team-a", "team-b"} {
+		g.Eventually(func(g Gomega) {
+			events := eventsOf(g, nameOf(tmpl, team))
+			g.Expect(events).To(ContainElement(And(HaveField("Reason", "SharedFlag"), HaveField("Type", corev1.EventTypeWarning),
+				HaveField("Message", ContainSubstring("team-b")), HaveField("Message", ContainSubstring("team-a")))))
+			for _, e := range events {
+				g.Expect(e.Message).NotTo(ContainSubstring(flagOf(tmpl, "team-a")))
+			}
+		}, timeout, interval).Should(Succeed(), team)
+	}
+	g.Expect(eventsOf(g, nameOf(tmpl, "team-c"))).NotTo(ContainElement(HaveField("Reason", "SharedFlag")))
+	g.Expect(metric(t, api, `challenge_instancer_shared_flags_total{template="`+tmpl+`"}`)).To(Equal("1"))
+	g.Expect(metric(t, api, `challenge_instancer_flag_verifications_total{template="`+tmpl+`",verdict="correct"}`)).To(Equal("2"))
+	g.Expect(metric(t, api, `challenge_instancer_flag_verifications_total{template="`+tmpl+`",verdict="wrong"}`)).To(Equal("6"))
+
+	// The organiser scores shared flags, flagged.
+	var current ctfv1alpha1.ChallengeTemplate
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: tmpl}, &current)).To(Succeed())
+	current.Spec.Submissions = &ctfv1alpha1.Submissions{SharedFlag: ctfv1alpha1.SharedFlagCorrectFlagged}
+	g.Expect(k8s.Update(context.Background(), &current)).To(Succeed())
+	g.Eventually(func() instancer.Verification {
+		return verify(t, "team-c", tmpl, flagOf(tmpl, "team-b"))
+	}, timeout, interval).Should(Equal(instancer.Verification{Verdict: "shared", Accepted: true, Owner: "team-b"}))
+}
+
+// TestDestroyOnSolve: a template that stops a team's instance when it
+// solves: the platform's correct verification stops it, as the team's own
+// stop would, and so does its solved call; a wrong flag stops nothing.
+func TestDestroyOnSolve(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := startableTemplate(t, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flags = []ctfv1alpha1.NamedFlag{{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"}}}
+		s.Submissions = &ctfv1alpha1.Submissions{DestroyOnSolve: true}
+	})
+	for _, team := range []string{"team-d", "team-e"} {
+		g.Expect(call(t, mint(t, team), "POST", "/api/v1/instances", map[string]string{"template": tmpl}, nil)).To(Equal(http.StatusCreated))
+	}
+	gone := func(team string) func(Gomega) {
+		return func(g Gomega) {
+			ch := &ctfv1alpha1.Challenge{}
+			err := k8s.Get(context.Background(), client.ObjectKey{Namespace: instancesNamespace, Name: nameOf(tmpl, team)}, ch)
+			g.Expect(apierrors.IsNotFound(err) || (err == nil && ch.DeletionTimestamp != nil)).To(BeTrue(), "team %s's instance is stopped (%v)", team, err)
+		}
+	}
+
+	g.Expect(verify(t, "team-d", tmpl, "CTF{nope}")).To(Equal(instancer.Verification{Verdict: "wrong"}))
+	g.Expect(verify(t, "team-d", tmpl, flagOf(tmpl, "team-d"))).To(Equal(instancer.Verification{Verdict: "correct", Accepted: true, Stopped: true}))
+	g.Eventually(gone("team-d"), timeout, interval).Should(Succeed())
+	g.Expect(eventsOf(g, nameOf(tmpl, "team-d"))).To(ContainElement(HaveField("Reason", "StoppedOnSolve")))
+	// Its stop is a stop: once it is gone, the team's cooldown runs.
+	g.Eventually(func() bool {
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: instancesNamespace, Name: nameOf(tmpl, "team-d")}, &ctfv1alpha1.Challenge{})
+		return apierrors.IsNotFound(err)
+	}, timeout, interval).Should(BeTrue())
+	var refusal apiError
+	g.Expect(call(t, mint(t, "team-d"), "POST", "/api/v1/instances", map[string]string{"template": tmpl}, &refusal)).To(Equal(http.StatusTooManyRequests))
+	g.Expect(refusal.Code).To(Equal("cooldown"))
+
+	body, _ := json.Marshal(map[string]string{"team": "team-e", "template": tmpl})
+	var solved instancer.Solved
+	g.Expect(platformCall(t, api, signed(t, solvedPath, body), solvedPath, body, &solved)).To(Equal(http.StatusOK))
+	g.Expect(solved.Stopped).To(BeTrue())
+	g.Eventually(gone("team-e"), timeout, interval).Should(Succeed())
+	g.Expect(platformCall(t, api, signed(t, solvedPath, body), solvedPath, body, &solved)).To(Equal(http.StatusOK))
+	g.Expect(solved.Stopped).To(BeFalse(), "nothing left to stop")
+	g.Expect(metric(t, api, `challenge_instancer_solve_stops_total{template="`+tmpl+`"}`)).To(Equal("2"))
+}
+
+// TestPlatformCallsRefused: what is not the platform's own call, made once,
+// for this very request, is refused, and changes nothing.
+func TestPlatformCallsRefused(t *testing.T) {
+	tmpl := startableTemplate(t, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flags = []ctfv1alpha1.NamedFlag{{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"}}}
+		s.Submissions = &ctfv1alpha1.Submissions{DestroyOnSolve: true}
+	})
+	g := NewWithT(t)
+	g.Expect(call(t, mint(t, "team-f"), "POST", "/api/v1/instances", map[string]string{"template": tmpl}, nil)).To(Equal(http.StatusCreated))
+	body, _ := json.Marshal(map[string]string{"team": "team-f", "template": tmpl})
+	now := time.Now()
+	sign := func(key []byte, kid, jti, path string, body []byte, at time.Time, lifetime time.Duration) string {
+		tok, err := platformauth.Sign(key, kid, jti, http.MethodPost, path, body, at, lifetime)
+		g.Expect(err).NotTo(HaveOccurred())
+		return tok
+	}
+	replayed := signed(t, verifyPath, []byte(`{"team":"team-f","template":"`+tmpl+`","submission":"CTF{x}"}`))
+	g.Expect(platformCall(t, api, replayed, verifyPath, []byte(`{"team":"team-f","template":"`+tmpl+`","submission":"CTF{x}"}`), nil)).To(Equal(http.StatusOK))
+	teamToken, err := token.MintFor(token.Keys{"ctfd": platformKeys["ctfd"]}, "ctfd", "team-f", audience, time.Hour, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, tc := range []struct {
+		name, tok string
+		body      []byte
+	}{
+		{"no token", "", body},
+		{"the team's own token", mint(t, "team-f"), body},
+		{"a team token signed with the platform's key", teamToken, body},
+		{"a forged signature", sign([]byte("not the platform's key, but long enough"), "ctfd", "forged-call-0000001", solvedPath, body, now, time.Minute), body},
+		{"an unknown key id", sign(platformKeys["ctfd"], "other", "unknown-kid-000001", solvedPath, body, now, time.Minute), body},
+		{"a token for another body", signed(t, solvedPath, []byte(`{"team":"team-g","template":"`+tmpl+`"}`)), body},
+		{"a token for another route", signed(t, verifyPath, body), body},
+		{"a replayed token", replayed, []byte(`{"team":"team-f","template":"` + tmpl + `","submission":"CTF{x}"}`)},
+		{"an expired token", sign(platformKeys["ctfd"], "ctfd", "expired-call-00001", solvedPath, body, now.Add(-5*time.Minute), time.Minute), body},
+		{"a token living an hour", sign(platformKeys["ctfd"], "ctfd", "long-lived-call-01", solvedPath, body, now, time.Hour), body},
+		{"a token without an id", sign(platformKeys["ctfd"], "ctfd", "", solvedPath, body, now, time.Minute), body},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			path := solvedPath
+			if tc.name == "a replayed token" {
+				path = verifyPath
+			}
+			var refusal apiError
+			g.Expect(platformCall(t, api, tc.tok, path, tc.body, &refusal)).To(Equal(http.StatusUnauthorized))
+			g.Expect(refusal.Code).To(Equal("unauthorized"))
+		})
+	}
+	// Nothing was stopped by any of them.
+	g.Expect(challengesOf(t, "team-f")).To(ContainElement(HaveField("DeletionTimestamp", BeNil())))
+	// And a platform token opens no team route.
+	var refusal apiError
+	g.Expect(call(t, signed(t, "/api/v1/instances", nil), "GET", "/api/v1/instances", nil, &refusal)).To(Equal(http.StatusUnauthorized))
+}
