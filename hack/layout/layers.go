@@ -88,8 +88,9 @@ var placed = map[string]string{
 	"internal/operator/nsperinstance": engineLayer,
 	"internal/selfmonitor":            engineLayer,
 
-	"internal/instancer": servingLayer,
-	"internal/token":     servingLayer,
+	"internal/instancer":    servingLayer,
+	"internal/token":        servingLayer,
+	"internal/platformauth": servingLayer,
 
 	"internal/importer": portingLayer,
 
