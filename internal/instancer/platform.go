@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -259,7 +260,12 @@ func (s *Server) platformCall(h func(http.ResponseWriter, *http.Request, []byte)
 			writeError(w, errBadRequest("The body is too large."))
 			return
 		}
-		if err := s.platform.verify(strings.TrimSpace(raw), r.Method, r.URL.RequestURI(), body, s.now()); err != nil {
+		err = s.platform.verify(strings.TrimSpace(raw), r.Method, r.URL.RequestURI(), body, s.now())
+		if errors.Is(err, platformauth.ErrReplayCacheFull) {
+			writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "busy", Message: "Too many platform calls at once; try again.", RetryAfter: 5})
+			return
+		}
+		if err != nil {
 			logf.FromContext(r.Context()).Info("platform call refused", "reason", err.Error())
 			writeError(w, errUnauthorized("The platform call's token is not valid (unknown key, expired, replayed, or signed for another request)."))
 			return
@@ -274,16 +280,20 @@ type platformCalls struct {
 	dir   string
 	every time.Duration
 
-	mu       sync.Mutex
-	at       time.Time
-	loaded   bool
-	keys     token.Keys
-	report   string
-	verifier platformauth.Verifier
+	// replays remembers the calls taken, for the process's life: a
+	// replica's own (a call replayed within its two minutes to another
+	// replica repeats an answer that changes nothing).
+	replays *platformauth.ReplayCache
+
+	mu     sync.Mutex
+	at     time.Time
+	loaded bool
+	keys   token.Keys
+	report string
 }
 
 func (p *platformCalls) verify(raw, method, path string, body []byte, now time.Time) error {
-	return p.verifier.Verify(p.get(now), raw, method, path, body, now)
+	return platformauth.Verifier{Keys: p.get(now), Replays: p.replays}.Verify(raw, method, path, body, now)
 }
 
 // get returns the platform keys in force at now.

@@ -26,6 +26,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
+	"github.com/challenge-operator/challenge-operator/internal/platformauth"
 	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
@@ -129,7 +130,7 @@ func (s *Server) init() {
 		s.limits = newLimits(s.Options, live, s.Client)
 		s.creds = credentials{keyDir: s.KeyDir, revocationsDir: s.RevocationsDir, every: cmp.Or(s.KeyReload, 10*time.Second)}
 		s.live = liveReads{live: s.APIReader}
-		s.platform = platformCalls{dir: s.PlatformKeyDir, every: cmp.Or(s.KeyReload, 10*time.Second)}
+		s.platform = platformCalls{dir: s.PlatformKeyDir, every: cmp.Or(s.KeyReload, 10*time.Second), replays: platformauth.NewReplayCache(0)}
 		if s.Now == nil {
 			s.Now = time.Now
 		}
