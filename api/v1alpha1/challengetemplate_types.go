@@ -139,6 +139,20 @@ type PerTeamFlag struct {
 	Format string `json:"format,omitempty"`
 }
 
+// Sharing says whether a template's instances are each team's own or one
+// shared by every team.
+type Sharing string
+
+const (
+	// SharingPerTeam gives each team its own instance.
+	SharingPerTeam Sharing = "PerTeam"
+	// SharingShared serves one instance, the organiser's, to every team.
+	SharingShared Sharing = "Shared"
+)
+
+// IsShared tells whether a template serves one instance to every team.
+func (s *ChallengeTemplateSpec) IsShared() bool { return s.Sharing == SharingShared }
+
 // SharedFlagAnswer is what verification answers for another team's flag.
 // +kubebuilder:validation:Enum=Wrong;CorrectFlagged
 type SharedFlagAnswer string
@@ -249,7 +263,7 @@ type ServiceRef struct {
 // +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",message="spec.ports names must be unique"
 // +kubebuilder:validation:XValidation:rule="self.ports.all(p, self.ports.exists_one(q, q.port == p.port && q.protocol == p.protocol))",message="spec.ports must not repeat a port and protocol"
 // +kubebuilder:validation:XValidation:rule="!has(self.egress) || self.egress.all(e, self.egress.exists_one(f, f.name == e.name))",message="spec.egress names must be unique"
-// +kubebuilder:validation:XValidation:rule="!has(self.instancer) || !self.instancer.startable || (has(self.lifetime) && (has(self.lifetime.default) || has(self.lifetime.max)))",message="spec.lifetime.default or spec.lifetime.max is required when spec.instancer.startable is true: instances teams start must expire"
+// +kubebuilder:validation:XValidation:rule="!has(self.instancer) || !self.instancer.startable || self.sharing == 'Shared' || (has(self.lifetime) && (has(self.lifetime.default) || has(self.lifetime.max)))",message="spec.lifetime.default or spec.lifetime.max is required when spec.instancer.startable is true: instances teams start must expire"
 // +kubebuilder:validation:XValidation:rule="!has(self.probes) || ((!has(self.probes.readiness) || ((!has(self.probes.readiness.http) || self.ports.exists(q, q.name == self.probes.readiness.http.port)) && (!has(self.probes.readiness.tcp) || self.ports.exists(q, q.name == self.probes.readiness.tcp.port)))) && (!has(self.probes.startup) || ((!has(self.probes.startup.http) || self.ports.exists(q, q.name == self.probes.startup.http.port)) && (!has(self.probes.startup.tcp) || self.ports.exists(q, q.name == self.probes.startup.tcp.port)))) && (!has(self.probes.liveness) || ((!has(self.probes.liveness.http) || self.ports.exists(q, q.name == self.probes.liveness.http.port)) && (!has(self.probes.liveness.tcp) || self.ports.exists(q, q.name == self.probes.liveness.tcp.port)))))",message="a probe's port must name one of spec.ports"
 // +kubebuilder:validation:XValidation:rule="!has(self.sidecars) || self.sidecars.all(s, !has(s.ports) || s.ports.all(p, !self.ports.exists(q, q.name == p.name || (q.port == p.port && q.protocol == p.protocol))))",message="a sidecar's ports must differ in name and number from spec.ports"
 // +kubebuilder:validation:XValidation:rule="!has(self.exposePorts) || self.exposePorts.all(e, self.ports.exists(p, p.name == e.port && (!has(p.protocol) || p.protocol == 'TCP')) && self.ports[0].name != e.port)",message="exposePorts names spec.ports' TCP ports but the first, which spec.expose exposes"
@@ -264,6 +278,9 @@ type ServiceRef struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.flags) || self.flags.all(a, self.flags.exists_one(b, (has(b.component) ? b.component : '') == (has(a.component) ? a.component : '') && (has(b.sidecar) ? b.sidecar : '') == (has(a.sidecar) ? a.sidecar : '') && (a.mount == 'Env') == (b.mount == 'Env') && (a.mount == 'Env' ? a.envName == b.envName : a.path == b.path)))",message="two flags are delivered to the same path or variable of one container: give each its own"
 // +kubebuilder:validation:XValidation:rule="!has(self.pool) || !has(self.flags) || self.flags.all(f, !has(f.perTeam))",message="spec.pool cannot be used with a perTeam flag: a pooled instance starts before its team is known; use static flags, or no pool"
 // +kubebuilder:validation:XValidation:rule="has(self.flags) || !has(self.submissions)",message="spec.submissions needs spec.flags, the flags the platform verifies"
+// +kubebuilder:validation:XValidation:rule="self.sharing != 'Shared' || !has(self.pool)",message="a shared template has one instance, the organiser's: no pool"
+// +kubebuilder:validation:XValidation:rule="self.sharing != 'Shared' || ((!has(self.flags) || self.flags.all(f, !has(f.perTeam))) && (!has(self.flag) || !has(self.flag.dynamic)))",message="a shared instance serves every team: its flags are static"
+// +kubebuilder:validation:XValidation:rule="self.sharing != 'Shared' || !has(self.submissions) || !has(self.submissions.destroyOnSolve) || !self.submissions.destroyOnSolve",message="a shared instance serves every team: one team's solve cannot stop it (destroyOnSolve)"
 type ChallengeTemplateSpec struct {
 	// Image is the challenge container image.
 	// +kubebuilder:validation:MinLength=1
@@ -379,6 +396,17 @@ type ChallengeTemplateSpec struct {
 	// this template, and whether a solve stops the team's instance.
 	// +optional
 	Submissions *Submissions `json:"submissions,omitempty"`
+
+	// Sharing is PerTeam (each team its own instance) or Shared: one
+	// instance, which the organiser starts (a Challenge of this template,
+	// any participant) and nobody renews, serves every team. It never
+	// expires; a second one waits, Queued, until the first is gone; the
+	// instancer shows it on every team's page, and teams neither start,
+	// renew nor stop it.
+	// +kubebuilder:validation:Enum=PerTeam;Shared
+	// +kubebuilder:default=PerTeam
+	// +optional
+	Sharing Sharing `json:"sharing,omitempty"`
 
 	// Egress lists destinations instances may reach besides DNS.
 	// +kubebuilder:validation:MaxItems=32

@@ -29,7 +29,7 @@ type Queue struct {
 // Position is c's place in the queue, 1 being next, or 0 when it may be
 // installed now.
 func (q *Queue) Position(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (int32, error) {
-	if q == nil || (q.MaxInstances == 0 && (tmpl == nil || tmpl.Spec.MaxInstances == nil)) {
+	if q == nil || (q.MaxInstances == 0 && templateLimit(tmpl) == 0) {
 		return 0, nil
 	}
 	var list ctfv1alpha1.ChallengeList
@@ -51,7 +51,10 @@ func (q *Queue) Check(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 }
 
 func describeLimit(tmpl *ctfv1alpha1.ChallengeTemplate) string {
-	if tmpl == nil || tmpl.Spec.MaxInstances == nil {
+	switch {
+	case tmpl != nil && tmpl.Spec.IsShared():
+		return "1: it is shared, one instance for every team"
+	case tmpl == nil || tmpl.Spec.MaxInstances == nil:
 		return "unset"
 	}
 	return fmt.Sprint(*tmpl.Spec.MaxInstances)
@@ -94,8 +97,13 @@ func QueuePosition(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate
 	return pos
 }
 
+// templateLimit is how many live instances tmpl may have: one when it is
+// shared (a second waits until the first is gone), else its maxInstances.
 func templateLimit(tmpl *ctfv1alpha1.ChallengeTemplate) int32 {
-	if tmpl == nil || tmpl.Spec.MaxInstances == nil {
+	switch {
+	case tmpl != nil && tmpl.Spec.IsShared():
+		return 1
+	case tmpl == nil || tmpl.Spec.MaxInstances == nil:
 		return 0
 	}
 	return *tmpl.Spec.MaxInstances

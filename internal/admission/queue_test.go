@@ -47,4 +47,10 @@ func TestQueuePosition(t *testing.T) {
 
 	late := instance(9, "web", false)
 	g.Expect(QueuePosition(&late, web, append(all, late), 0)).To(BeEquivalentTo(3), "created last, queued last")
+	shared := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "bot"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{Sharing: ctfv1alpha1.SharingShared}}
+	bots := []ctfv1alpha1.Challenge{instance(0, "bot", true), instance(1, "bot", false)}
+	g.Expect(QueuePosition(&bots[1], shared, bots, 0)).To(BeEquivalentTo(1), "a shared template runs one instance: a second waits")
+	g.Expect(describeLimit(shared)).To(ContainSubstring("shared"))
+	bots[0].DeletionTimestamp = ptr.To(metav1.NewTime(at))
+	g.Expect(QueuePosition(&bots[1], shared, bots, 0)).To(BeZero(), "the first gone, the second goes")
 }

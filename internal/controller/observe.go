@@ -318,7 +318,7 @@ func (o *Observer) queuePosition(ctx context.Context, ch *ctfv1alpha1.Challenge,
 // claimant deletes it.
 func (o *Observer) lifetime(ch, inst *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, obs *lifecycle.Observation) {
 	if tmpl != nil {
-		if tmpl.Spec.Flag != nil {
+		if tmpl.Spec.Flag != nil || len(tmpl.Spec.Flags) > 0 {
 			obs.FlagSecretName = identity.FlagSecret(inst.Name)
 		}
 		for _, c := range tmpl.Spec.Components {
@@ -339,6 +339,9 @@ func (o *Observer) lifetime(ch, inst *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.C
 		// rather than let the instance live forever.
 		obs.LifetimeUnknown = true
 		return
+	}
+	if tmpl.Spec.IsShared() {
+		return // the organiser's: only its own spec.lifetime ends it
 	}
 	if lt := tmpl.Spec.Lifetime; lt != nil {
 		// Without a default, the template's maximum is the lifetime: an

@@ -639,6 +639,24 @@ func hostileTemplates() []struct {
 		{"submissions without flags to verify", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Submissions = &ctfv1alpha1.Submissions{DestroyOnSolve: true}
 		}, "spec.submissions needs spec.flags"},
+		{"a shared template with a pool", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Sharing = ctfv1alpha1.SharingShared
+			t.Spec.Pool = &ctfv1alpha1.PoolSpec{Max: 2}
+		}, "a shared template has one instance, the organiser's: no pool"},
+		{"a shared template with a team's own flag (one team's flag shown to every team)", func(t *ctfv1alpha1.ChallengeTemplate) {
+			named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}})(t)
+			t.Spec.Sharing = ctfv1alpha1.SharingShared
+		}, "a shared instance serves every team: its flags are static"},
+		{"a shared template with a dynamic flag", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Flag = &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: *organiserSecret()}}
+			t.Spec.Sharing = ctfv1alpha1.SharingShared
+		}, "a shared instance serves every team: its flags are static"},
+		{"a shared template one team's solve would stop", func(t *ctfv1alpha1.ChallengeTemplate) {
+			named(ctfv1alpha1.NamedFlag{Name: "main", Static: organiserSecret()})(t)
+			t.Spec.Sharing = ctfv1alpha1.SharingShared
+			t.Spec.Submissions = &ctfv1alpha1.Submissions{DestroyOnSolve: true}
+		}, "one team's solve cannot stop it"},
+		{"an unknown sharing", func(t *ctfv1alpha1.ChallengeTemplate) { t.Spec.Sharing = "Everyone" }, "spec.sharing"},
 		{"an unknown answer to a shared flag", func(t *ctfv1alpha1.ChallengeTemplate) {
 			named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}})(t)
 			t.Spec.Submissions = &ctfv1alpha1.Submissions{SharedFlag: "Correct"}

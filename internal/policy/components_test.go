@@ -299,3 +299,45 @@ func TestExposedComponents(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedInstanceIngress: a shared instance's NetworkPolicy may admit the
+// pods of every instance, exactly so; no other instance's may, and no
+// wider or narrower peer passes for it.
+func TestSharedInstanceIngress(t *testing.T) {
+	exists := func(key string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}}
+	}
+	everyInstance := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{}, PodSelector: exists(ctfv1alpha1.InstanceLabel)}
+	for _, tt := range []struct {
+		name   string
+		shared bool
+		peer   networkingv1.NetworkPolicyPeer
+		allow  bool
+	}{
+		{"a shared instance admits every instance's pods", true, everyInstance, true},
+		{"a team's instance does not", false, everyInstance, false},
+		{"every pod of every namespace", true, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{}, PodSelector: &metav1.LabelSelector{}}, false},
+		{"pods of another label", true, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{}, PodSelector: exists("app")}, false},
+		{"instances of one namespace only", true, networkingv1.NetworkPolicyPeer{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{nameLabel: "kube-system"}}, PodSelector: exists(ctfv1alpha1.InstanceLabel)}, false},
+		{"instances with an ipBlock", true, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{}, PodSelector: exists(ctfv1alpha1.InstanceLabel),
+			IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			fx := newFixture(false, false)
+			if tt.shared {
+				fx.in.EveryInstancePod = ctfv1alpha1.InstanceLabel
+			}
+			fx.ingressFrom(tt.peer)
+			err := Check(fx.render(), fx.in)
+			if tt.allow {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			var v *Violation
+			g.Expect(errors.As(err, &v)).To(BeTrue(), "want a Violation, got %v", err)
+			g.Expect(v.Rule).To(Equal(ruleNetworkIngress))
+		})
+	}
+}

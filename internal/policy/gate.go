@@ -89,6 +89,10 @@ type Instance struct {
 	// pod selector a NetworkPolicy may name, as a peer in its own namespace, so the instance's
 	// components reach each other; nil allows none.
 	InstancePods map[string]string
+	// EveryInstancePod, when set, is the label key every instance's pods carry: the instance's
+	// NetworkPolicy may then admit every pod that carries it, in any namespace, on its ports (a
+	// shared instance, which every team's instances may call). "" allows none.
+	EveryInstancePod string
 	// BareNames, when set, lets the instance's workloads answer to their bare names: its one
 	// headless Service and each pod's hostname, subdomain and search domain. nil allows none of
 	// them.

@@ -83,6 +83,7 @@ func (c *checker) ingressRule(r networkingv1.NetworkPolicyIngressRule) error {
 				return fmt.Errorf("namespace %q is the instance's own: the pods of every other instance there could connect", ns)
 			}
 		case c.instancePeer(p):
+		case c.in.EveryInstancePod != "" && everyInstancePeer(p, c.in.EveryInstancePod):
 		default:
 			return fmt.Errorf("peer %d is neither an ipBlock, an allowed namespace nor the instance's own pods", j)
 		}
@@ -95,6 +96,15 @@ func (c *checker) ingressRule(r networkingv1.NetworkPolicyIngressRule) error {
 func (c *checker) instancePeer(p networkingv1.NetworkPolicyPeer) bool {
 	return len(c.in.InstancePods) > 0 && p.IPBlock == nil && p.NamespaceSelector == nil &&
 		exactSelector(p.PodSelector, c.in.InstancePods)
+}
+
+// everyInstancePeer reports whether p is exactly the pods of every instance, in every
+// namespace: those that carry the label key.
+func everyInstancePeer(p networkingv1.NetworkPolicyPeer, key string) bool {
+	return p.IPBlock == nil && p.NamespaceSelector != nil && len(p.NamespaceSelector.MatchLabels) == 0 && len(p.NamespaceSelector.MatchExpressions) == 0 &&
+		p.PodSelector != nil && len(p.PodSelector.MatchLabels) == 0 && len(p.PodSelector.MatchExpressions) == 1 &&
+		p.PodSelector.MatchExpressions[0].Key == key && p.PodSelector.MatchExpressions[0].Operator == metav1.LabelSelectorOpExists &&
+		len(p.PodSelector.MatchExpressions[0].Values) == 0
 }
 
 // sharedPeer reports whether p is exactly the pods of one of the instance's shared Services.

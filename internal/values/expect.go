@@ -66,6 +66,9 @@ func expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 		if needsSecret(tmpl) {
 			in.FlagSecret = identity.FlagSecret(c.Name)
 		}
+		if tmpl.Spec.IsShared() {
+			in.EveryInstancePod = ctfv1alpha1.InstanceLabel
+		}
 	}
 	if settings.NamespacePerInstance {
 		in.Namespace = identity.Namespace(c)

@@ -625,6 +625,10 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 			"profile": string(widestProfile(podSecurity, components)),
 		},
 	})
+	if tmpl != nil && tmpl.Spec.IsShared() {
+		// Set only here: every other instance's values stay as they were.
+		out["networkPolicy"].(map[string]any)["fromInstances"] = true
+	}
 	return out, nil
 }
 

@@ -265,6 +265,9 @@ var goldenCases = []goldenCase{
 			{Name: "bot", Image: "registry.example/ctf/bot:1", Sidecars: []ctfv1alpha1.Sidecar{{Name: "browser", Image: "registry.example/ctf/chrome:1"}}},
 		},
 	}},
+	{name: "shared", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/admin-bot:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)}, Sharing: ctfv1alpha1.SharingShared,
+	}},
 	{name: "values-overrides", ch: func(c *ctfv1alpha1.Challenge) {
 		c.Spec.Values = &ctfv1alpha1.Values{Replicas: ptr.To[int32](2), ImagePullPolicy: "Always", ImagePullSecrets: []ctfv1alpha1.ObjectName{"pull"},
 			Env: []ctfv1alpha1.EnvVar{{Name: "FROM_VALUES", Value: "1"}}}

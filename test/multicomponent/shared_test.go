@@ -3,6 +3,7 @@ package multicomponent_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -87,4 +89,50 @@ func TestSharedServiceRefusals(t *testing.T) {
 	g.Expect(got.Status.Message).To(ContainSubstring("Service " + harness.OrganiserNamespace + "/later"))
 	sharedService(t, "later", map[string]string{"app": "later"}, corev1.ServicePort{Name: "http", Port: 80})
 	h.EventuallyPhase(t, later, ctfv1alpha1.PhaseRunning)
+}
+
+// TestSharedInstance: a shared template's one instance, the organiser's,
+// never expires though the template gives teams' instances a lifetime; a
+// second waits, Queued, while it runs; its NetworkPolicy admits every
+// instance's pods on its ports, and two teams' instances of another
+// template reach it as a shared Service.
+func TestSharedInstance(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	h.Template(t, "admin-bot", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Sharing = ctfv1alpha1.SharingShared
+		s.Ports = []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: 10 * time.Minute}}
+	})
+	bot := harness.FromTemplate(harness.OrganiserNamespace, "admin-bot", "organisers", "admin-bot")
+	g.Expect(h.Client.Create(ctx, bot)).To(Succeed())
+	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), bot) })
+	running := h.EventuallyPhase(t, bot, ctfv1alpha1.PhaseRunning)
+	g.Expect(running.Status.ExpiresAt).To(BeNil(), "the organiser's shared instance never expires")
+
+	second := harness.FromTemplate(harness.OrganiserNamespace, "admin-bot-2", "organisers-b", "admin-bot")
+	g.Expect(h.Client.Create(ctx, second)).To(Succeed())
+	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), second) })
+	queued := h.EventuallyPhase(t, second, ctfv1alpha1.PhaseQueued)
+	g.Expect(queued.Status.Message).To(ContainSubstring("shared, one instance for every team"))
+
+	g.Expect(networkPolicy(g, running, bot.Name).Spec.Ingress).To(ContainElement(networkingv1.NetworkPolicyIngressRule{
+		Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{},
+			PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: ctfv1alpha1.InstanceLabel, Operator: metav1.LabelSelectorOpExists}}}}},
+	}), "every team's instances reach it")
+
+	h.Template(t, "calls-bot", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: harness.OrganiserNamespace, Name: bot.Name}}
+	})
+	ns := h.Namespace(t, nil)
+	for _, team := range []string{"team-a", "team-b"} {
+		ch := harness.FromTemplate(ns, "calls-bot-"+team, team, "calls-bot")
+		g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+		got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+		g.Expect(networkPolicy(g, got, ch.Name).Spec.Egress).To(ContainElement(HaveField("To", ContainElement(networkingv1.NetworkPolicyPeer{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": harness.OrganiserNamespace}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: identity.Selector(bot)},
+		}))), "team %s's instance reaches the shared one's pods", team)
+	}
 }

@@ -428,6 +428,20 @@ spec:
               kubernetes.io/metadata.name: {{ . | quote }}
         {{- end }}
     {{- end }}
+    {{- if and $w.primary $root.Values.networkPolicy.fromInstances }}
+    # Shared by every team: every team's instances reach it too, on its ports.
+    - ports:
+        {{- range $podPorts.list }}
+        - port: {{ int .port }}
+          protocol: {{ .protocol | default "TCP" | quote }}
+        {{- end }}
+      from:
+        - namespaceSelector: {}
+          podSelector:
+            matchExpressions:
+              - key: ctf.challenge-operator.io/instance
+                operator: Exists
+    {{- end }}
     {{- if $peers }}
     {{- if $w.primary }}
     # The instance's components, on the same ports.
