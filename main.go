@@ -4,13 +4,15 @@
 // (internal/operatorcmd). Subcommands: `token` mints a team's instancer
 // token (internal/tokencmd); `template` imports a challenge's compose file
 // or kCTF definition (internal/templatecmd); `instancer` serves the
-// participants' instancer as a process of its own (internal/instancercmd).
+// participants' instancer as a process of its own (internal/instancercmd);
+// `platform` makes the platform's signed calls to it (internal/platformcmd).
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
 	"github.com/challenge-operator/challenge-operator/internal/operatorcmd"
+	"github.com/challenge-operator/challenge-operator/internal/platformcmd"
 	"github.com/challenge-operator/challenge-operator/internal/templatecmd"
 	"github.com/challenge-operator/challenge-operator/internal/tokencmd"
 )
@@ -34,6 +37,12 @@ func main() {
 		case "template":
 			if err := templatecmd.Run(context.Background(), os.Args[2:], os.Stdout, os.Stderr); err != nil {
 				fmt.Fprintln(os.Stderr, "challenge-operator template:", err)
+				os.Exit(2)
+			}
+			return
+		case "platform":
+			if err := platformcmd.Run(os.Args[2:], os.Stdout, http.DefaultClient); err != nil {
+				fmt.Fprintln(os.Stderr, "challenge-operator platform:", err)
 				os.Exit(2)
 			}
 			return

@@ -39,11 +39,18 @@ step "running the operator and its instancer (log: $work/operator.log)"
 # The instancer's token key, as the Secret volume config/instancer mounts.
 mkdir -m 700 "$work/instancer-keys"
 head -c 32 /dev/urandom | base64 >"$work/instancer-keys/demo"
+# The flag key that seals each team's perTeam flags (the Secret
+# challenge-operator-flag-key both Deployments mount), and the platform's
+# key for the instancer's platform API (challenge-operator-platform-key).
+head -c 32 /dev/urandom | base64 >"$work/flag-key"
+mkdir -m 700 "$work/platform-keys"
+head -c 32 /dev/urandom | base64 >"$work/platform-keys/ctfd"
 # Metrics as in a cluster: HTTPS, for a token allowed by the metrics-reader ClusterRole.
-start bin/manager --watches-file=watches.yaml --flag-secret-namespaces=default --metrics-bind-address=127.0.0.1:18080 \
+start bin/manager --watches-file=watches.yaml --flag-secret-namespaces=default --flag-key-file="$work/flag-key" --metrics-bind-address=127.0.0.1:18080 \
   --health-probe-bind-address=127.0.0.1:18081 >"$work/operator.log" 2>&1
 # The instancer is a process of its own, as in config/instancer (log: $work/instancer.log).
 start bin/manager instancer --bind-address=127.0.0.1:18443 --key-dir="$work/instancer-keys" --namespace=default \
+  --flag-key-file="$work/flag-key" --platform-key-dir="$work/platform-keys" \
   --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:18082 >"$work/instancer.log" 2>&1
 
 step "applying config/samples"
@@ -67,6 +74,14 @@ instance=$(sed -n 's/.*"name":"\([^"]*\)".*/\1/p' <<<"$started")
 "$kubectl" wait --for=jsonpath='{.status.phase}'=Running "challenge/$instance" -n default --timeout=120s
 curl -fsS -H "Authorization: Bearer $token" http://127.0.0.1:18443/api/v1/instances/pwn-intro; echo
 echo "Open the team's page (token in the fragment): $link"
+
+step "the platform asks whose a flag is (each call signed with the platform's key)"
+flag=$("$kubectl" get secret -n default pwn-intro-team-red-flag -o jsonpath='{.data.flag\.main}' | base64 -d)
+verify() { bin/manager platform verify --url http://127.0.0.1:18443/ --key-dir "$work/platform-keys" --template pwn-intro --team "$1" --submission "$2"; echo; }
+verify team-red "$flag"      # its own flag: correct
+verify team-demo "$flag"     # team-red's flag from team-demo: shared, owner team-red, an Event on both instances
+verify team-demo 'CTF{guess}'
+"$kubectl" get events -n default --field-selector reason=SharedFlag -o custom-columns=OBJECT:.involvedObject.name,MESSAGE:.message
 
 teardown() {
   step "deleting the samples and the team's instance: each passes through Deleted and every object goes"

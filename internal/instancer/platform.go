@@ -187,13 +187,25 @@ func (s *Server) stopOnSolve(ctx context.Context, t *ctfv1alpha1.ChallengeTempla
 }
 
 // recordShared writes a shared flag as an Event on both teams' instances of
-// t, where they have one: never the flag itself.
+// t in the instancer's namespace, whoever created them (the instancer or
+// the platform): never the flag itself.
 func (s *Server) recordShared(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag, team, owner string) {
-	if ch, apiErr := s.own(ctx, s.Client, t.Name, team); apiErr == nil {
-		s.event(ch, corev1.EventTypeWarning, "SharedFlag", fmt.Sprintf("Team %s submitted team %s's flag %s of %s.", team, owner, f.Name, t.Name))
+	var list ctfv1alpha1.ChallengeList
+	if err := s.Client.List(ctx, &list, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		logf.FromContext(ctx).Error(err, "listing Challenges for a shared flag's Events")
+		return
 	}
-	if ch, apiErr := s.own(ctx, s.Client, t.Name, owner); apiErr == nil {
-		s.event(ch, corev1.EventTypeWarning, "SharedFlag", fmt.Sprintf("Team %s's flag %s of %s was submitted by team %s.", owner, f.Name, t.Name, team))
+	for i := range list.Items {
+		ch := &list.Items[i]
+		if ch.Spec.Template != t.Name || ch.DeletionTimestamp != nil {
+			continue
+		}
+		switch ch.Spec.Participant {
+		case team:
+			s.event(ch.DeepCopy(), corev1.EventTypeWarning, "SharedFlag", fmt.Sprintf("Team %s submitted team %s's flag %s of %s.", team, owner, f.Name, t.Name))
+		case owner:
+			s.event(ch.DeepCopy(), corev1.EventTypeWarning, "SharedFlag", fmt.Sprintf("Team %s's flag %s of %s was submitted by team %s.", owner, f.Name, t.Name, team))
+		}
 	}
 }
 
