@@ -4,6 +4,7 @@ go 1.26.3
 
 require (
 	github.com/KimMachineGun/automemlimit v0.7.5
+	github.com/altcha-org/altcha-lib-go v1.0.0
 	github.com/blang/semver/v4 v4.0.0
 	github.com/chromedp/chromedp v0.14.2
 	github.com/compose-spec/compose-go/v2 v2.16.2

@@ -470,6 +470,26 @@ type InstancerAccess struct {
 	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
 	// +optional
 	Title string `json:"title,omitempty"`
+	// ProofOfWork makes each start and renewal from the instancer cost the
+	// caller a little work first: what a page solves in a moment is a
+	// brake on a script that starts and renews in a loop. None when absent.
+	// +optional
+	ProofOfWork *ProofOfWork `json:"proofOfWork,omitempty"`
+}
+
+// ProofOfWork is the work the instancer asks for before a start or a
+// renewal: an ALTCHA challenge, one SHA-256 per guess.
+type ProofOfWork struct {
+	// Difficulty is the challenge's maxNumber: the instancer hides a number
+	// up to it, and the browser hashes its way up to that number, so a solve
+	// costs Difficulty/2 SHA-256 on average and Difficulty at most. A
+	// browser hashes about 200,000 a second on one core of a modest machine:
+	// 100,000 takes a quarter of a second on average, the top 500,000 at
+	// most 2.5 seconds. A native program hashes some 15 times faster: this
+	// brakes a loop of starts, it does not stop a determined caller.
+	// +kubebuilder:validation:Minimum=1000
+	// +kubebuilder:validation:Maximum=500000
+	Difficulty int32 `json:"difficulty"`
 }
 
 // Probes are the container's probes.

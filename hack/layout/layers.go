@@ -91,6 +91,7 @@ var placed = map[string]string{
 	"internal/instancer":    servingLayer,
 	"internal/token":        servingLayer,
 	"internal/platformauth": servingLayer,
+	"internal/proofofwork":  servingLayer,
 
 	"internal/importer": portingLayer,
 

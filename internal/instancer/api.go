@@ -275,6 +275,9 @@ func (s *Server) getInstance(w http.ResponseWriter, r *http.Request, team string
 
 type startRequest struct {
 	Template string `json:"template"`
+	// ProofOfWork is the solution of a start challenge, when the template
+	// asks for one.
+	ProofOfWork string `json:"proofOfWork"`
 }
 
 // decodeStrict decodes one JSON object whose keys are exactly among keys,
@@ -326,12 +329,18 @@ func decodeStrict(body io.Reader, v any, keys ...string) error {
 func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team string) {
 	ctx := r.Context()
 	var req startRequest
-	if err := decodeStrict(r.Body, &req, "template"); err != nil {
+	if err := decodeStrict(r.Body, &req, "template", "proofOfWork"); err != nil {
 		writeError(w, errBadRequest(`Send {"template": "<name>"}: `+err.Error()+"."))
 		return
 	}
 	t, apiErr := s.startable(ctx, req.Template)
 	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	// The proof of work comes first, even before a reload finds the
+	// instance: every start of the template costs one.
+	if apiErr := s.proven(t, team, actionStart, req.ProofOfWork); apiErr != nil {
 		writeError(w, apiErr)
 		return
 	}
@@ -514,7 +523,22 @@ func (s *Server) stop(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, ch 
 
 func (s *Server) renewInstance(w http.ResponseWriter, r *http.Request, team string) {
 	ctx := r.Context()
-	t, ch, apiErr := s.instanceOf(r, team)
+	req, err := decodeRenew(r.Body)
+	if err != nil {
+		writeError(w, errBadRequest(`Send no body, or {"proofOfWork": "<solution>"}: `+err.Error()+"."))
+		return
+	}
+	t, apiErr := s.startable(ctx, r.PathValue("template"))
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	// Before the live read of the instance: a refusal costs no request.
+	if apiErr := s.proven(t, team, actionRenew, req.ProofOfWork); apiErr != nil {
+		writeError(w, apiErr)
+		return
+	}
+	ch, apiErr := s.own(ctx, s.live.reader(s.Client, team), t.Name, team)
 	if apiErr != nil {
 		writeError(w, apiErr)
 		return

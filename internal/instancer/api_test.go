@@ -392,6 +392,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		"GET /api/v1/templates", "GET /api/v1/instances", "POST /api/v1/instances",
 		"GET /api/v1/instances/{template}", "DELETE /api/v1/instances/{template}",
 		"POST /api/v1/instances/{template}/renew", "GET /api/v1/instances/{template}/events", "GET /api/v1/openapi.json",
+		"GET /api/v1/instances/{template}/challenge",
 		"POST /api/v1/platform/verify", "POST /api/v1/platform/solved",
 	} {
 		method, path, _ := strings.Cut(route, " ")

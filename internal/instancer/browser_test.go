@@ -1,6 +1,7 @@
 package instancer_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/token"
@@ -69,6 +71,47 @@ func TestPageStartsShowsAndStopsAnInstance(t *testing.T) {
 		g.Expect(chromedp.Run(ctx, chromedp.Text(card+" .phase", &phase))).To(Succeed())
 		g.Expect(strings.TrimSpace(phase)).To(Equal("Not started"))
 	}, timeout, interval).Should(Succeed())
+}
+
+// TestPageSolvesTheProofOfWork: a template that asks for a proof of work
+// starts and renews from the page as any other, which shows it checking
+// the browser meanwhile (a start or renewal without a solution is refused).
+func TestPageSolvesTheProofOfWork(t *testing.T) {
+	g := NewWithT(t)
+	browser.Chromium(t)
+	tmpl := startableTemplate(t, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Instancer.ProofOfWork = &ctfv1alpha1.ProofOfWork{Difficulty: 50_000}
+	})
+	team := uniqueName("team")
+	ctx := browser.New(t, 1000, 700, 3*timeout)
+	card := `li.card[data-template="` + tmpl + `"]`
+	g.Expect(chromedp.Run(ctx,
+		chromedp.Navigate(api.URL+"/#token="+mint(t, team)),
+		chromedp.WaitVisible(card+" button.start"),
+		// Every text the card's check shows, however briefly.
+		chromedp.Evaluate(`window.checks = [];
+			new MutationObserver(() => window.checks.push(document.querySelector('`+card+` .check').textContent))
+				.observe(document.querySelector('`+card+` .check'), {childList: true, characterData: true, subtree: true});`, nil),
+		chromedp.Click(card+" button.start"),
+	)).To(Succeed())
+	var phase string
+	g.Eventually(func(g Gomega) {
+		g.Expect(chromedp.Run(ctx, chromedp.Text(card+" .phase", &phase))).To(Succeed())
+		g.Expect(phase).To(Equal("Running"))
+	}, timeout, interval).Should(Succeed())
+	var checks []string
+	g.Expect(chromedp.Run(ctx, chromedp.Evaluate(`window.checks`, &checks))).To(Succeed())
+	g.Expect(checks).To(ContainElement(HavePrefix("Checking your browser…")))
+
+	g.Expect(chromedp.Run(ctx, chromedp.Click(card+" button.renew"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ch := &ctfv1alpha1.Challenge{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: instancesNamespace, Name: nameOf(tmpl, team)}, ch)).To(Succeed())
+		g.Expect(ch.Spec.RenewedAt).NotTo(BeNil(), "renewed from the page")
+	}, timeout, interval).Should(Succeed())
+	var notice bool
+	g.Expect(chromedp.Run(ctx, chromedp.Evaluate(`document.getElementById("notice").hidden`, &notice))).To(Succeed())
+	g.Expect(notice).To(BeTrue(), "no error shown")
 }
 
 // TestPageAsksBeforeSwitchingTeams: opening another team's link in a tab

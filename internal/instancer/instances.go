@@ -16,6 +16,9 @@ type Template struct {
 	// the operator's default applies.
 	Lifetime    string `json:"lifetime,omitempty"`
 	MaxRenewals *int32 `json:"maxRenewals,omitempty"`
+	// ProofOfWork is true when each start and renewal needs a proof of work
+	// (GET /api/v1/instances/{template}/challenge).
+	ProofOfWork bool `json:"proofOfWork,omitempty"`
 }
 
 // Instance is a team's instance of a template as a participant sees it.
@@ -36,7 +39,7 @@ type Instance struct {
 }
 
 func templateView(t *ctfv1alpha1.ChallengeTemplate) Template {
-	v := Template{Name: t.Name, Title: t.Name}
+	v := Template{Name: t.Name, Title: t.Name, ProofOfWork: asksProofOfWork(t)}
 	if t.Spec.Instancer != nil && t.Spec.Instancer.Title != "" {
 		v.Title = t.Spec.Instancer.Title
 	}

@@ -34,6 +34,11 @@ var (
 		Help: "Instances stopped because their team solved the template (destroyOnSolve), by template.",
 	}, []string{"template"})
 
+	proofsOfWork = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "challenge_instancer_proofs_of_work_total",
+		Help: "Proofs of work sent with starts and renewals of templates that ask for one, by action and outcome (accepted; required: none sent; wrong, expired, other_purpose: for another team, template or action; replayed: used already on this replica).",
+	}, []string{"action", "outcome"})
+
 	nameConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "challenge_instancer_instance_name_conflicts_total",
 		Help: "Starts that found their instance's name held by a Challenge not of the team's (another team's, or not made by an instancer) and took the next name.",
@@ -61,7 +66,7 @@ var (
 // serves, once, when an instancer is made: the operator's binary holds this
 // package too, and its metrics should not list an instancer it does not run.
 var registerMetrics = sync.OnceFunc(func() {
-	metrics.Registry.MustRegister(requests, durations, flagVerifications, sharedFlags, solveStops, nameConflicts, tokenKeys, skippedKeyFiles, revocations, skippedRevocationFiles)
+	metrics.Registry.MustRegister(requests, durations, flagVerifications, sharedFlags, solveStops, proofsOfWork, nameConflicts, tokenKeys, skippedKeyFiles, revocations, skippedRevocationFiles)
 })
 
 // statusRecorder remembers the status code written; it stays an

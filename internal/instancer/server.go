@@ -27,6 +27,7 @@ import (
 
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/platformauth"
+	"github.com/challenge-operator/challenge-operator/internal/proofofwork"
 	"github.com/challenge-operator/challenge-operator/internal/token"
 )
 
@@ -112,7 +113,9 @@ type Server struct {
 	creds  credentials
 	// platform verifies the platform's calls.
 	platform platformCalls
-	hub      hub
+	// proofs takes each proof of work once (on this replica).
+	proofs proofofwork.Verifier
+	hub    hub
 	// live gives each team the reader of what a request acts on: the
 	// cache, then (within a budget) the API server.
 	live liveReads
@@ -202,6 +205,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/v1/instances/{template}", s.getInstance)
 	api("DELETE /api/v1/instances/{template}", s.stopInstance)
 	api("POST /api/v1/instances/{template}/renew", s.renewInstance)
+	api("GET /api/v1/instances/{template}/challenge", s.issueChallenge)
 	if s.PlatformKeyDir != "" {
 		platform := func(pattern string, h func(http.ResponseWriter, *http.Request, []byte)) {
 			mux.Handle(pattern, http.TimeoutHandler(s.platformCall(h), 15*time.Second, `{"code":"timeout","message":"The request took too long; try again."}`))

@@ -64,6 +64,38 @@ async function api(method, path, body) {
   return data;
 }
 
+// proofOfWork solves the instancer's challenge for action (start or renew)
+// on template and returns the solution to send (ALTCHA's encoding).
+async function proofOfWork(template, action, onProgress) {
+  const c = await api("GET", "instances/" + encodeURIComponent(template) + "/challenge?action=" + action);
+  const number = await solve(c, onProgress);
+  return btoa(JSON.stringify({ algorithm: c.algorithm, challenge: c.challenge, number, salt: c.salt, signature: c.signature }));
+}
+
+// solve finds the number, from 0 to the challenge's maxNumber, whose
+// SHA-256 after the salt is the challenge. The hashes go by batches, so
+// that the page stays responsive and shows how far it got.
+async function solve(c, onProgress) {
+  if (!window.crypto || !crypto.subtle) {
+    throw new Error("This challenge asks your browser for a proof of work, which needs the page over HTTPS.");
+  }
+  const want = new Uint8Array(c.challenge.match(/../g).map((h) => parseInt(h, 16)));
+  const same = (digest) => {
+    const got = new Uint8Array(digest);
+    for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) return false;
+    return true;
+  };
+  const encoder = new TextEncoder(), batch = 1000;
+  for (let from = 0; from <= c.maxNumber; from += batch) {
+    const to = Math.min(from + batch, c.maxNumber + 1), digests = [];
+    for (let n = from; n < to; n++) digests.push(crypto.subtle.digest("SHA-256", encoder.encode(c.salt + n)));
+    const found = (await Promise.all(digests)).findIndex(same);
+    if (found >= 0) return from + found;
+    onProgress(to / (c.maxNumber + 1));
+  }
+  throw new Error("Your browser's check failed; try again.");
+}
+
 // Events need the Authorization header, which EventSource cannot send: read
 // the stream with fetch instead.
 async function follow(template, onInstance, signal) {
@@ -157,9 +189,30 @@ function card(template) {
     catch (e) { notice(e.message); }
     finally { busy = false; render(); }
   }
-  $(".start").addEventListener("click", () => act(() => api("POST", "instances", { template: template.name })));
+  // checked is the proof of work for action, when the template asks for
+  // one, with its progress shown on the card.
+  async function checked(action) {
+    if (!template.proofOfWork) return undefined;
+    const check = $(".check");
+    check.textContent = "Checking your browser…";
+    check.hidden = false;
+    try {
+      return await proofOfWork(template.name, action, (share) => {
+        check.textContent = "Checking your browser… " + Math.floor(share * 100) + "%";
+      });
+    } finally {
+      check.hidden = true;
+    }
+  }
+  $(".start").addEventListener("click", () => act(async () => {
+    const proof = await checked("start");
+    return api("POST", "instances", Object.assign({ template: template.name }, proof ? { proofOfWork: proof } : {}));
+  }));
   $(".stop").addEventListener("click", () => act(() => api("DELETE", "instances/" + encodeURIComponent(template.name))));
-  $(".renew").addEventListener("click", () => act(() => api("POST", "instances/" + encodeURIComponent(template.name) + "/renew")));
+  $(".renew").addEventListener("click", () => act(async () => {
+    const proof = await checked("renew");
+    return api("POST", "instances/" + encodeURIComponent(template.name) + "/renew", proof ? { proofOfWork: proof } : undefined);
+  }));
   $(".copy").addEventListener("click", async () => {
     try { await navigator.clipboard.writeText(instance.connect); $(".copy").textContent = "Copied"; }
     catch (e) { notice("Copy failed: select the text instead."); }
