@@ -5,7 +5,9 @@
 // token (internal/tokencmd); `template` imports a challenge's compose file
 // or kCTF definition (internal/templatecmd); `instancer` serves the
 // participants' instancer as a process of its own (internal/instancercmd);
-// `platform` makes the platform's signed calls to it (internal/platformcmd).
+// `platform` makes the platform's signed calls to it (internal/platformcmd);
+// `write-flags`, run in an ephemeral container, delivers a claimed pooled
+// instance's flags into its running pod (internal/flagwritecmd).
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/challenge-operator/challenge-operator/internal/flagwritecmd"
 	"github.com/challenge-operator/challenge-operator/internal/instancercmd"
 	"github.com/challenge-operator/challenge-operator/internal/operatorcmd"
 	"github.com/challenge-operator/challenge-operator/internal/platformcmd"
@@ -44,6 +47,12 @@ func main() {
 			if err := platformcmd.Run(os.Args[2:], os.Stdout, http.DefaultClient); err != nil {
 				fmt.Fprintln(os.Stderr, "challenge-operator platform:", err)
 				os.Exit(2)
+			}
+			return
+		case "write-flags":
+			if err := flagwritecmd.Run(os.Args[2:], os.Getenv, os.Stderr); err != nil {
+				fmt.Fprintln(os.Stderr, "challenge-operator write-flags:", err)
+				os.Exit(flagwritecmd.ExitCode(err))
 			}
 			return
 		case "instancer":
