@@ -30,6 +30,10 @@ const (
 	// ClaimantParticipantAnnotation is the claimant's participant, whose
 	// identity the claimed instance's objects then carry.
 	ClaimantParticipantAnnotation = "ctf.challenge-operator.io/claimed-by-participant"
+	// FlagsDeliveredAnnotation on a claimed pooled instance names the claim
+	// (FlagClaim) whose perTeam flags every pod of it holds, as the kubelet
+	// reported the operator's writers to have written them.
+	FlagsDeliveredAnnotation = "ctf.challenge-operator.io/flags-delivered"
 	// TemplateGenerationAnnotation is the template generation a pooled
 	// Challenge was created for: one of an older generation is replaced
 	// unclaimed.

@@ -144,6 +144,7 @@ var operatorOwnNeeds = map[string][]string{
 	"challengetemplates/status.ctf.challenge-operator.io": {"get", "patch", "update"},
 	"nodes":                              {"get", "list", "watch"},
 	"pods":                               {"get", "list", "watch"},
+	"pods/ephemeralcontainers":           {"update"},               // a pooled instance's team's flags, written at claim
 	"replicasets.apps":                   {"list", "watch"},        // a teardown waits for them
 	"gateways.gateway.networking.k8s.io": {"get", "list", "watch"}, // where a route's listener is
 	"events":                             {"create", "patch"},

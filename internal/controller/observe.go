@@ -105,6 +105,8 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 			return obs, nil
 		}
 		inst = pooled
+		// Nobody connects before the team's flags are in: no endpoint yet.
+		obs.FlagsPending = FlagsPending(tmpl, pooled, ch.UID)
 	}
 	o.lifetime(ch, inst, tmpl, &obs)
 	if ref == nil {
@@ -124,6 +126,9 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 		return obs, fmt.Errorf("listing pods of %s/%s: %w", inst.Namespace, inst.Name, err)
 	}
 	obs.PodProblems = append(lifecycle.DeploymentProblems(deployments), lifecycle.PodProblems(pods.Items)...)
+	if obs.FlagsPending {
+		return obs, nil
+	}
 	obs.Endpoints, err = o.endpoints(ctx, inst, tmpl)
 	return obs, err
 }

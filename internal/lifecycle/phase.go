@@ -34,8 +34,12 @@ const (
 	ReasonWorkloadsNotReady = "WorkloadsNotReady"
 	ReasonWorkloadFailed    = "WorkloadFailed"
 	ReasonEndpointPending   = "EndpointPending"
-	ReasonReady             = "Ready"
-	ReasonUninstalling      = "Uninstalling"
+	// ReasonDeliveringFlags: a claimed pooled instance is getting its
+	// team's flags, written into its running pods; not shown to the team
+	// until every pod holds them.
+	ReasonDeliveringFlags = "DeliveringFlags"
+	ReasonReady           = "Ready"
+	ReasonUninstalling    = "Uninstalling"
 )
 
 // Operation is a release action that has been asked for but has not finished.
@@ -108,6 +112,9 @@ type Observation struct {
 	// PooledInstanceGone says the claimed pooled instance was deleted from
 	// under the Challenge.
 	PooledInstanceGone bool
+	// FlagsPending says the claimed pooled instance's pods do not hold the
+	// team's perTeam flags yet.
+	FlagsPending bool
 }
 
 // Verdict is the phase with the reason and message that explain it.
@@ -184,6 +191,9 @@ func PhaseFor(o Observation) Verdict {
 			return Verdict{ctfv1alpha1.PhaseError, p.Reason, fmt.Sprintf("%s: %s", p.where(), p.Message)}
 		}
 		return Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, describe(notReady)}
+	}
+	if o.FlagsPending {
+		return Verdict{ctfv1alpha1.PhasePending, ReasonDeliveringFlags, "writing the team's flags into the instance"}
 	}
 	if len(o.Endpoints) == 0 {
 		return Verdict{ctfv1alpha1.PhasePending, ReasonEndpointPending, "waiting for an address to connect to"}

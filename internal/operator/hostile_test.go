@@ -632,10 +632,19 @@ func hostileTemplates() []struct {
 		{"two flags in one variable", named(
 			ctfv1alpha1.NamedFlag{Name: "a", PerTeam: &ctfv1alpha1.PerTeamFlag{}, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"}},
 			ctfv1alpha1.NamedFlag{Name: "b", Static: organiserSecret(), FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"}}), "two flags are delivered to the same path or variable"},
-		{"a per-team flag on a pooled instance", func(t *ctfv1alpha1.ChallengeTemplate) {
-			named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}})(t)
+		{"a per-team flag in a variable of a pooled instance", func(t *ctfv1alpha1.ChallengeTemplate) {
+			named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"}})(t)
 			t.Spec.Pool = &ctfv1alpha1.PoolSpec{Max: 2}
-		}, "spec.pool cannot be used with a perTeam flag"},
+		}, "a pooled template's perTeam flag is a file"},
+		{"a pooled per-team flag at the root", func(t *ctfv1alpha1.ChallengeTemplate) {
+			named(ctfv1alpha1.NamedFlag{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}, FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/flag.txt"}})(t)
+			t.Spec.Pool = &ctfv1alpha1.PoolSpec{Max: 2}
+		}, "a pooled template's perTeam flag has a directory of its own"},
+		{"a pooled per-team flag sharing its directory", func(t *ctfv1alpha1.ChallengeTemplate) {
+			named(ctfv1alpha1.NamedFlag{Name: "a", PerTeam: &ctfv1alpha1.PerTeamFlag{}, FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/flag/a.txt"}},
+				ctfv1alpha1.NamedFlag{Name: "b", Static: organiserSecret(), FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/flag/b.txt"}})(t)
+			t.Spec.Pool = &ctfv1alpha1.PoolSpec{Max: 2}
+		}, "a pooled template's perTeam flag has a directory of its own"},
 		{"submissions without flags to verify", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Submissions = &ctfv1alpha1.Submissions{DestroyOnSolve: true}
 		}, "spec.submissions needs spec.flags"},

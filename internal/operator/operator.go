@@ -64,6 +64,9 @@ type Options struct {
 	PoolNamespace string
 	// FlagCodec seals the teams' perTeam flags; nil refuses them.
 	FlagCodec *flagtag.Codec
+	// FlagWriterImage runs `write-flags` in a claimed pooled instance's pods
+	// (controller.FlagDeliveryReconciler): the operator's own image.
+	FlagWriterImage string
 }
 
 // Features are the operator's optional parts, decided once from its
@@ -180,6 +183,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if features.Pools {
 		if err := (&controller.PoolReconciler{Pools: pools, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		delivery := &controller.FlagDeliveryReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Pools: pools, Codec: opts.FlagCodec, Image: opts.FlagWriterImage}
+		if err := delivery.SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}

@@ -39,10 +39,15 @@ func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{AsServiceAccount: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
 		PoolNamespace:           poolNamespace,
+		FlagCodec:               harness.FlagCodec(),
+		FlagWriterImage:         flagWriterImage,
 		Values:                  values.Settings{InternalCIDRs: internalCIDRs, IngressFromNamespaces: []string{ingressNamespace}},
 		Limits:                  policy.Limits{TLSSecrets: []string{wildcardTLS}},
 	}}, &h, func() { k8s, cluster = h.Client, h.Cluster }))
 }
+
+// flagWriterImage is the image the operator writes pooled instances' flags with.
+const flagWriterImage = "registry.example/challenge-operator:test"
 
 // poolNamespace holds the warm pools' instances.
 const poolNamespace = "ctf-pool"

@@ -10,9 +10,11 @@ import (
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -115,6 +117,11 @@ func run(ctx context.Context, opts Options) error {
 	if opts.Operator.FlagCodec, err = flagtag.LoadKeyFile(opts.FlagKeyFile); err != nil {
 		return err
 	}
+	if opts.Operator.FlagWriterImage == "" && opts.Operator.PoolNamespace != "" {
+		if opts.Operator.FlagWriterImage, err = ownImage(ctx, mgr.GetAPIReader()); err != nil {
+			ctrl.Log.Error(err, "the operator's own image is unknown (set --flag-writer-image): a pooled template's perTeam flags cannot be delivered")
+		}
+	}
 	if opts.Operator.FlagCodec == nil {
 		ctrl.Log.Info("no flag key: templates' perTeam flags are refused until the Secret challenge-operator-flag-key is mounted", "file", opts.FlagKeyFile)
 	}
@@ -134,4 +141,24 @@ func run(ctx context.Context, opts Options) error {
 	}
 	ctrl.Log.Info("starting challenge-operator", "watchesFile", opts.Operator.WatchesFile, "namespaces", WatchNamespaces())
 	return mgr.Start(ctx)
+}
+
+// ownImage is the image of the operator's own container, read from its pod
+// (POD_NAME, POD_NAMESPACE): what writes a team's flags into a claimed
+// pooled instance.
+func ownImage(ctx context.Context, r client.Reader) (string, error) {
+	name, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
+	if name == "" || ns == "" {
+		return "", errors.New("POD_NAME and POD_NAMESPACE are not set")
+	}
+	var pod corev1.Pod
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+		return "", fmt.Errorf("reading the operator's pod: %w", err)
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "manager" {
+			return c.Image, nil
+		}
+	}
+	return "", fmt.Errorf("pod %s/%s has no container manager", ns, name)
 }

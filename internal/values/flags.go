@@ -3,6 +3,7 @@ package values
 import (
 	"cmp"
 	"context"
+	"path"
 	"slices"
 
 	"k8s.io/utils/ptr"
@@ -55,10 +56,18 @@ func DeliverNamedFlags(vals map[string]any, tmpl *ctfv1alpha1.ChallengeTemplate,
 		if err != nil {
 			return err
 		}
-		if err := checkFlagTarget(ctr, f); err != nil {
+		if err := checkFlagTarget(ctr, f, FilledAtClaim(tmpl, f)); err != nil {
 			return err
 		}
 		key, value := namedFlagKey(f.Name), flags[f.Name]
+		if FilledAtClaim(tmpl, f) {
+			// The container mounts the flag's directory, empty until a team
+			// claims the instance; the Secret holds the value the writer
+			// copies in then (internal/flagdelivery).
+			ctr["flagDirs"] = append(listOf(ctr, "flagDirs"), map[string]any{"volume": FlagDirVolume(f), "path": FlagDir(f)})
+			vals["secretData"] = append(listOf(vals, "secretData"), secretEntry(key, value))
+			continue
+		}
 		if f.Mount == ctfv1alpha1.FlagMountEnv {
 			entry := envEntry(f.EnvName, value)
 			entry["key"] = key
@@ -101,8 +110,9 @@ func flagContainer(vals map[string]any, f *ctfv1alpha1.NamedFlag) (map[string]an
 }
 
 // checkFlagTarget refuses a flag whose file or variable the container
-// has already: the pod would not be valid, or the flag would hide a value.
-func checkFlagTarget(ctr map[string]any, f *ctfv1alpha1.NamedFlag) error {
+// has already (or, filled at claim, whose directory it mounts): the pod
+// would not be valid, or the flag would hide a value.
+func checkFlagTarget(ctr map[string]any, f *ctfv1alpha1.NamedFlag, atClaim bool) error {
 	if f.Mount == ctfv1alpha1.FlagMountEnv {
 		for _, list := range []string{"hosts", "env", "secretEnv", "addresses", "lateEnv"} {
 			for _, e := range listOf(ctr, list) {
@@ -113,11 +123,25 @@ func checkFlagTarget(ctr map[string]any, f *ctfv1alpha1.NamedFlag) error {
 		}
 		return nil
 	}
-	path := cmp.Or(f.Path, DefaultFlagPath)
+	file := cmp.Or(f.Path, DefaultFlagPath)
+	if atClaim {
+		// The directory filled at claim is a mount of its own.
+		dir := FlagDir(f)
+		if mountTmp, _ := ctr["mountTmp"].(bool); mountTmp && dir == "/tmp" {
+			return lifecycle.Errorf(lifecycle.ReasonFlagInvalid, "flag %s's directory is /tmp, where the writable emptyDir is mounted", f.Name)
+		}
+		for _, list := range []string{"files", "secretFiles", "scratch"} {
+			for _, e := range listOf(ctr, list) {
+				if m, _ := e.(map[string]any); m["path"] == dir {
+					return lifecycle.Errorf(lifecycle.ReasonFlagInvalid, "flag %s's directory %s is mounted by its container already (%s)", f.Name, dir, list)
+				}
+			}
+		}
+	}
 	for _, list := range []string{"files", "secretFiles", "scratch"} {
 		for _, e := range listOf(ctr, list) {
-			if m, _ := e.(map[string]any); m["path"] == path {
-				return lifecycle.Errorf(lifecycle.ReasonFlagInvalid, "flag %s is delivered at %s, where its container mounts something already (%s)", f.Name, path, list)
+			if m, _ := e.(map[string]any); m["path"] == file {
+				return lifecycle.Errorf(lifecycle.ReasonFlagInvalid, "flag %s is delivered at %s, where its container mounts something already (%s)", f.Name, file, list)
 			}
 		}
 	}
@@ -148,3 +172,28 @@ func nameOf(m map[string]any) string {
 	name, _ := envPair(m)
 	return name
 }
+
+// FilledAtClaim tells whether f reaches its container only when a team
+// claims the pooled instance: a perTeam flag of a pooled template, written
+// then into an empty directory of its own, the pod running on.
+func FilledAtClaim(tmpl *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag) bool {
+	return tmpl.Spec.Pool != nil && f.PerTeam != nil
+}
+
+// FlagDir is the directory of f's file.
+func FlagDir(f *ctfv1alpha1.NamedFlag) string {
+	return path.Dir(cmp.Or(f.Path, DefaultFlagPath))
+}
+
+// FlagDirVolume is the pod's volume of f's directory when it is filled at
+// claim: "flags-<name>", after its sidecar's name and a dash.
+func FlagDirVolume(f *ctfv1alpha1.NamedFlag) string {
+	if f.Sidecar != "" {
+		return f.Sidecar + "-flags-" + f.Name
+	}
+	return "flags-" + f.Name
+}
+
+// FlagDirSize bounds a flag directory filled at claim: a few flags of at
+// most 4096 bytes each.
+const FlagDirSize = "1Mi"

@@ -218,7 +218,8 @@ func (t Translator) readInputs(ctx context.Context, c *ctfv1alpha1.Challenge, tm
 		return nil, err
 	}
 	WithAddresses(vals) // with the listeners' ports
-	if err := t.namedFlags(ctx, tmpl, c.Spec.Participant, vals); err != nil {
+	// A claimed pooled instance carries its claimant's flags.
+	if err := t.namedFlags(ctx, tmpl, cmp.Or(claimant, c.Spec.Participant), vals); err != nil {
 		return nil, err
 	}
 	if tmpl.Spec.Flag == nil {

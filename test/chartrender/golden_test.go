@@ -268,6 +268,17 @@ var goldenCases = []goldenCase{
 	{name: "shared", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/admin-bot:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)}, Sharing: ctfv1alpha1.SharingShared,
 	}},
+	{name: "pooled-per-team-flags", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)}, Pool: &ctfv1alpha1.PoolSpec{Max: 2},
+		Flags: []ctfv1alpha1.NamedFlag{
+			{Name: "web", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"}, FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/flag/web.txt"}},
+			{Name: "bot", PerTeam: &ctfv1alpha1.PerTeamFlag{}, Component: "bot", Sidecar: "browser", FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/run/cookie/flag"}},
+			{Name: "static", Static: &organiserKey, FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/etc/static-flag"}},
+		},
+		Components: []ctfv1alpha1.Component{
+			{Name: "bot", Image: "registry.example/ctf/bot:1", Sidecars: []ctfv1alpha1.Sidecar{{Name: "browser", Image: "registry.example/ctf/chrome:1"}}},
+		},
+	}},
 	{name: "values-overrides", ch: func(c *ctfv1alpha1.Challenge) {
 		c.Spec.Values = &ctfv1alpha1.Values{Replicas: ptr.To[int32](2), ImagePullPolicy: "Always", ImagePullSecrets: []ctfv1alpha1.ObjectName{"pull"},
 			Env: []ctfv1alpha1.EnvVar{{Name: "FROM_VALUES", Value: "1"}}}

@@ -18,6 +18,7 @@ values override them, since the platform addresses them there). Written into
   "readOnlyRootFilesystem" $v.readOnlyRootFilesystem "mountTmp" $v.mountTmp "scratch" $v.scratch "files" $v.files
   "secretFiles" $v.secretFiles "memoryTmp" $v.memoryTmp
   "expose" $v.expose "exposePorts" $v.exposePorts "internetEgress" $v.networkPolicy.allowInternetEgress "sidecars" $v.sidecars "bareName" $v.bareNames.primary }}
+{{- with $v.flagDirs }}{{ $_ := set $primary "flagDirs" . }}{{ end }}
 {{- $_ := set .into "list" (prepend $v.components $primary) }}
 {{- end }}
 
@@ -253,7 +254,8 @@ container), as an item of the pod's containers. */}}
     {{- toYaml $w.security.container | nindent 4 }}
     readOnlyRootFilesystem: {{ $c.readOnlyRootFilesystem | toYaml }}
   {{- $flagFile := and $flag.enabled (ne $flag.mount "Env") }}
-  {{- if or $c.primary $c.mountTmp $c.scratch $c.files $flagFile $c.secretFiles }}
+  {{- $flagDirs := dig "flagDirs" list $c }}
+  {{- if or $c.primary $c.mountTmp $c.scratch $c.files $flagFile $c.secretFiles $flagDirs }}
   volumeMounts:
     {{- if $c.mountTmp }}
     - name: {{ include "challenge.volumeName" (list $prefix "tmp") }}
@@ -279,6 +281,13 @@ container), as an item of the pod's containers. */}}
     - name: {{ include "challenge.volumeName" (list $prefix "secrets") }}
       mountPath: {{ .path | quote }}
       subPath: {{ .key | quote }}
+      readOnly: true
+    {{- end }}
+    {{- /* A perTeam flag of a pooled instance: its directory, which the
+    operator fills when a team claims the instance. */}}
+    {{- range $flagDirs }}
+    - name: {{ .volume | quote }}
+      mountPath: {{ .path | quote }}
       readOnly: true
     {{- end }}
   {{- end }}
@@ -322,6 +331,12 @@ of the pod's volumes. */}}
   secret:
     secretName: {{ $flag.secretName | quote }}
     defaultMode: {{ int $flag.fileMode }}
+{{- end }}
+{{- range (dig "flagDirs" list $c) }}
+- name: {{ .volume | quote }}
+  emptyDir:
+    medium: "Memory"
+    sizeLimit: "1Mi"
 {{- end }}
 {{- with $c.secretFiles }}
 - name: {{ include "challenge.volumeName" (list $prefix "secrets") }}

@@ -1,0 +1,272 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
+	"github.com/challenge-operator/challenge-operator/internal/flagtag"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
+	"github.com/challenge-operator/challenge-operator/internal/values"
+)
+
+// FlagDeliveryReconciler writes a claimed pooled instance's perTeam flags,
+// its claimant's, into its running pods, restarting nothing. A pooled
+// instance runs before its team is known: each such flag's directory is an
+// empty volume of its container (values.FilledAtClaim). Once the claim's
+// upgrade has put the team's flags in the instance's Secret, it adds to
+// each pod an ephemeral container, the operator's own image running
+// `write-flags`, which reads each value from the Secret, refuses one that
+// is not the value expected (its SHA-256 is an argument: a kubelet's stale
+// Secret), and writes and reads back each file. The kubelet's report that
+// the writer exited 0 is the proof of delivery: once every pod has it, the
+// pooled instance is annotated with the claim (FlagsDeliveredAnnotation),
+// and only then is the claimant Running. A writer that fails is tried
+// again with a new one, up to maxFlagWriters times per pod.
+type FlagDeliveryReconciler struct {
+	// Client reads pooled Challenges, templates and pods from the cache, and
+	// writes the writers and the annotation.
+	Client client.Client
+	// Live reads the instance's Secret, which the cache does not hold, and
+	// its pods, whose spec the cache does not keep.
+	Live  client.Reader
+	Pools *pool.Pools
+	Codec *flagtag.Codec
+	// Image is the writer's image: the operator's own.
+	Image string
+}
+
+// +kubebuilder:rbac:groups="",resources=pods/ephemeralcontainers,verbs=update
+
+// maxFlagWriters bounds the writers one pod gets for one claim.
+const maxFlagWriters = 5
+
+// flagMountRoot is where a writer mounts each flag directory, by volume
+// name: two containers' directories may have the same path.
+const flagMountRoot = "/run/challenge-flags/"
+
+// FlagClaim names one claim in the writers and the annotation: the first 10
+// hex characters of the SHA-256 of the claimant's UID.
+func FlagClaim(claimant types.UID) string {
+	sum := sha256.Sum256([]byte(claimant))
+	return hex.EncodeToString(sum[:5])
+}
+
+// FlagsPending tells whether pooled, claimed by the Challenge of UID
+// claimant, does not hold that claim's perTeam flags yet.
+func FlagsPending(tmpl *ctfv1alpha1.ChallengeTemplate, pooled *ctfv1alpha1.Challenge, claimant types.UID) bool {
+	return tmpl != nil && len(flagsAtClaim(tmpl)) > 0 && pooled.Annotations[ctfv1alpha1.FlagsDeliveredAnnotation] != FlagClaim(claimant)
+}
+
+// flagsAtClaim are tmpl's flags filled at claim.
+func flagsAtClaim(tmpl *ctfv1alpha1.ChallengeTemplate) []*ctfv1alpha1.NamedFlag {
+	var out []*ctfv1alpha1.NamedFlag
+	for i := range tmpl.Spec.Flags {
+		if f := &tmpl.Spec.Flags[i]; values.FilledAtClaim(tmpl, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Reconcile delivers one pooled instance's flags.
+func (r *FlagDeliveryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pooled := &ctfv1alpha1.Challenge{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pooled); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	_, claimant, claimed := pool.Claimant(pooled)
+	if !claimed || !r.Pools.IsPooled(pooled) || !pooled.DeletionTimestamp.IsZero() || r.Codec == nil {
+		return ctrl.Result{}, nil
+	}
+	tmpl := &ctfv1alpha1.ChallengeTemplate{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: pooled.Spec.Template}, tmpl); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	flags := flagsAtClaim(tmpl)
+	if len(flags) == 0 {
+		return ctrl.Result{}, nil
+	}
+	team := pooled.Annotations[ctfv1alpha1.ClaimantParticipantAnnotation]
+	digests := make(map[string]string, len(flags))
+	for _, f := range flags {
+		sum := sha256.Sum256([]byte(ctfflag.PerTeam(r.Codec, tmpl.Name, f.Name, team, cmp.Or(f.PerTeam.Format, ctfflag.DefaultFormat))))
+		digests[f.Name] = hex.EncodeToString(sum[:])
+	}
+	// The claim's upgrade writes the team's flags into the Secret first: a
+	// writer started before would only find the pool's.
+	if ready, err := r.secretHolds(ctx, pooled, digests); err != nil || !ready {
+		return ctrl.Result{RequeueAfter: 250 * time.Millisecond}, err
+	}
+	// Read live: the cache keeps no pod spec, and a writer is added to the
+	// pod as it is.
+	var pods corev1.PodList
+	if err := r.Live.List(ctx, &pods, client.InNamespace(pooled.Namespace), client.MatchingLabels{ctfv1alpha1.InstanceLabel: pooled.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	claim := FlagClaim(claimant)
+	delivered := map[string]bool{} // by workload ("" the primary)
+	waiting := false
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		workload := pod.Labels[ctfv1alpha1.ComponentLabel]
+		mine := flagsOf(flags, workload)
+		if len(mine) == 0 || !pod.DeletionTimestamp.IsZero() || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		done, err := r.deliver(ctx, pooled, pod, claim, mine, digests)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !done {
+			waiting = true
+			continue
+		}
+		delivered[workload] = true
+	}
+	for _, f := range flags {
+		if !delivered[f.Component] {
+			waiting = true // its workload's pods are not there yet
+		}
+	}
+	if waiting || pooled.Annotations[ctfv1alpha1.FlagsDeliveredAnnotation] == claim {
+		return ctrl.Result{}, nil
+	}
+	patch := client.MergeFrom(pooled.DeepCopy())
+	pooled.Annotations[ctfv1alpha1.FlagsDeliveredAnnotation] = claim
+	return ctrl.Result{}, r.Client.Patch(ctx, pooled, patch)
+}
+
+// secretHolds tells whether the instance's Secret holds the values whose
+// digests are given, by flag name.
+func (r *FlagDeliveryReconciler) secretHolds(ctx context.Context, pooled *ctfv1alpha1.Challenge, digests map[string]string) (bool, error) {
+	secret := &corev1.Secret{}
+	if err := r.Live.Get(ctx, client.ObjectKey{Namespace: pooled.Namespace, Name: identity.FlagSecret(pooled.Name)}, secret); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	for name, digest := range digests {
+		sum := sha256.Sum256(secret.Data["flag."+name])
+		if hex.EncodeToString(sum[:]) != digest {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// flagsOf are the flags of flags delivered to workload.
+func flagsOf(flags []*ctfv1alpha1.NamedFlag, workload string) []*ctfv1alpha1.NamedFlag {
+	var out []*ctfv1alpha1.NamedFlag
+	for _, f := range flags {
+		if f.Component == workload {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// deliver reports whether pod holds the claim's flags: a writer of the
+// claim exited 0. Otherwise it adds a writer, unless one runs or the pod
+// had its last.
+func (r *FlagDeliveryReconciler) deliver(ctx context.Context, pooled *ctfv1alpha1.Challenge, pod *corev1.Pod, claim string,
+	flags []*ctfv1alpha1.NamedFlag, digests map[string]string) (bool, error) {
+	attempts := 0
+	for _, c := range pod.Spec.EphemeralContainers {
+		if strings.HasPrefix(c.Name, "flags-"+claim+"-") {
+			attempts++
+		}
+	}
+	if attempts > 0 {
+		last := fmt.Sprintf("flags-%s-%d", claim, attempts-1)
+		for _, st := range pod.Status.EphemeralContainerStatuses {
+			if st.Name != last {
+				continue
+			}
+			if t := st.State.Terminated; t != nil && t.ExitCode == 0 {
+				return true, nil
+			} else if t == nil {
+				return false, nil // starting or running
+			}
+		}
+		if !terminated(pod, last) {
+			return false, nil // the kubelet has not reported it yet
+		}
+	}
+	if attempts >= maxFlagWriters {
+		logf.FromContext(ctx).Info("the flags' writers failed on a pod; the team's instance stays Pending", "pod", pod.Name, "claim", claim, "writers", attempts)
+		return false, nil
+	}
+	pod = pod.DeepCopy()
+	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, r.writer(pooled, pod, fmt.Sprintf("flags-%s-%d", claim, attempts), flags, digests))
+	if err := r.Client.SubResource("ephemeralcontainers").Update(ctx, pod); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("adding the flags' writer to pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return false, nil
+}
+
+// terminated tells whether the kubelet reports the container name ended.
+func terminated(pod *corev1.Pod, name string) bool {
+	for _, st := range pod.Status.EphemeralContainerStatuses {
+		if st.Name == name {
+			return st.State.Terminated != nil
+		}
+	}
+	return false
+}
+
+// writer is the ephemeral container that writes flags into pod's flag
+// directories: each value from the instance's Secret, checked against its
+// digest. It runs as the pod's user, restricted, and is never restarted.
+func (r *FlagDeliveryReconciler) writer(pooled *ctfv1alpha1.Challenge, pod *corev1.Pod, name string, flags []*ctfv1alpha1.NamedFlag, digests map[string]string) corev1.EphemeralContainer {
+	c := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: name, Image: r.Image, Args: []string{"write-flags"},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+			Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}}
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		c.SecurityContext.RunAsUser, c.SecurityContext.RunAsGroup = sc.RunAsUser, sc.RunAsGroup
+	}
+	for i, f := range flags {
+		env, volume := "FLAG_"+strconv.Itoa(i), values.FlagDirVolume(f)
+		file := flagMountRoot + volume + "/" + path.Base(cmp.Or(f.Path, values.DefaultFlagPath))
+		mode := ptr.Deref(f.FileMode, values.DefaultFlagFileMode)
+		c.Args = append(c.Args, "--file", fmt.Sprintf("%s=%s:%04o:%s", file, env, mode, digests[f.Name]))
+		c.Env = append(c.Env, corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: identity.FlagSecret(pooled.Name)}, Key: "flag." + f.Name}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: flagMountRoot + volume})
+	}
+	return c
+}
+
+// SetupWithManager watches the pooled instances and their pods.
+func (r *FlagDeliveryReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	inPool := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return r.Pools.Holds(o.GetNamespace()) }))
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("flag-delivery").
+		For(&ctfv1alpha1.Challenge{}, inPool).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject), inPool).
+		Complete(r)
+}
