@@ -155,6 +155,9 @@ func (s *Server) instanceOf(r *http.Request, team string) (*ctfv1alpha1.Challeng
 	if apiErr != nil {
 		return nil, nil, apiErr
 	}
+	if t.Spec.IsShared() {
+		return nil, nil, errShared
+	}
 	ch, apiErr := s.own(r.Context(), s.live.reader(s.Client, team), t.Name, team)
 	if apiErr != nil {
 		return nil, nil, apiErr
@@ -246,6 +249,12 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, team stri
 	}
 	out := []Instance{}
 	for _, t := range templates {
+		if t.Spec.IsShared() {
+			if ch, apiErr := s.sharedInstance(r.Context(), t); apiErr == nil {
+				out = append(out, sharedView(ch))
+			}
+			continue
+		}
 		ch, apiErr := s.own(r.Context(), s.Client, t.Name, team)
 		if apiErr == errNotFound {
 			continue
@@ -263,6 +272,15 @@ func (s *Server) getInstance(w http.ResponseWriter, r *http.Request, team string
 	t, apiErr := s.startable(r.Context(), r.PathValue("template"))
 	if apiErr != nil {
 		writeError(w, apiErr)
+		return
+	}
+	if t.Spec.IsShared() {
+		ch, apiErr := s.sharedInstance(r.Context(), t)
+		if apiErr != nil {
+			writeError(w, apiErr)
+			return
+		}
+		writeJSON(w, http.StatusOK, sharedView(ch))
 		return
 	}
 	ch, apiErr := s.own(r.Context(), s.Client, t.Name, team)
@@ -336,6 +354,10 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 	t, apiErr := s.startable(ctx, req.Template)
 	if apiErr != nil {
 		writeError(w, apiErr)
+		return
+	}
+	if t.Spec.IsShared() {
+		writeError(w, errShared)
 		return
 	}
 	// The proof of work comes first, even before a reload finds the
@@ -531,6 +553,10 @@ func (s *Server) renewInstance(w http.ResponseWriter, r *http.Request, team stri
 	t, apiErr := s.startable(ctx, r.PathValue("template"))
 	if apiErr != nil {
 		writeError(w, apiErr)
+		return
+	}
+	if t.Spec.IsShared() {
+		writeError(w, errShared)
 		return
 	}
 	// Before the live read of the instance: a refusal costs no request.

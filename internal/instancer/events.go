@@ -38,6 +38,10 @@ func (s *Server) streamInstance(w http.ResponseWriter, r *http.Request, team str
 		writeError(w, apiErr)
 		return
 	}
+	if t.Spec.IsShared() {
+		writeError(w, errShared) // its page asks for it instead
+		return
+	}
 	release, refusal := s.limits.openStream(team, s.now())
 	if refusal != nil {
 		writeError(w, refusal)

@@ -19,6 +19,9 @@ type Template struct {
 	// ProofOfWork is true when each start and renewal needs a proof of work
 	// (GET /api/v1/instances/{template}/challenge).
 	ProofOfWork bool `json:"proofOfWork,omitempty"`
+	// Shared says the template has one instance, the organisers', which
+	// every team sees and none starts, stops or renews.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // Instance is a team's instance of a template as a participant sees it.
@@ -39,11 +42,11 @@ type Instance struct {
 }
 
 func templateView(t *ctfv1alpha1.ChallengeTemplate) Template {
-	v := Template{Name: t.Name, Title: t.Name, ProofOfWork: asksProofOfWork(t)}
+	v := Template{Name: t.Name, Title: t.Name, ProofOfWork: asksProofOfWork(t), Shared: t.Spec.IsShared()}
 	if t.Spec.Instancer != nil && t.Spec.Instancer.Title != "" {
 		v.Title = t.Spec.Instancer.Title
 	}
-	if l := t.Spec.Lifetime; l != nil {
+	if l := t.Spec.Lifetime; l != nil && !v.Shared {
 		if l.Default != nil {
 			v.Lifetime = l.Default.Duration.String()
 		}

@@ -244,3 +244,51 @@ func TestPlatformCallsRefused(t *testing.T) {
 	var refusal apiError
 	g.Expect(call(t, signed(t, "/api/v1/instances", nil), "GET", "/api/v1/instances", nil, &refusal)).To(Equal(http.StatusUnauthorized))
 }
+
+// TestSharedInstanceOnEveryTeamsPage: a shared template's one instance, the
+// organisers', is the same instance at the same address on three teams'
+// pages, none of which may start, stop or renew it.
+func TestSharedInstanceOnEveryTeamsPage(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := startableTemplate(t, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Sharing = ctfv1alpha1.SharingShared
+	})
+	var templates struct{ Templates []instancer.Template }
+	g.Expect(call(t, mint(t, "team-h"), "GET", "/api/v1/templates", nil, &templates)).To(Equal(http.StatusOK))
+	g.Expect(templates.Templates).To(ContainElement(And(HaveField("Name", tmpl), HaveField("Shared", true), HaveField("Lifetime", ""))))
+	var refusal apiError
+	g.Expect(call(t, mint(t, "team-h"), "GET", instancePath(tmpl), nil, &refusal)).To(Equal(http.StatusNotFound), "not started yet")
+
+	bot := harness.FromTemplate(instancesNamespace, tmpl+"-shared", "organisers", tmpl)
+	g.Expect(k8s.Create(context.Background(), bot)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), bot) })
+	var first instancer.Instance
+	for _, team := range []string{"team-h", "team-i", "team-j"} {
+		tok := mint(t, team)
+		var seen instancer.Instance
+		g.Eventually(func(g Gomega) {
+			g.Expect(call(t, tok, "GET", instancePath(tmpl), nil, &seen)).To(Equal(http.StatusOK))
+			g.Expect(seen.Phase).To(Equal("Running"))
+		}, timeout, interval).Should(Succeed(), team)
+		g.Expect(seen.Name).To(Equal(bot.Name))
+		g.Expect(seen.Connect).NotTo(BeEmpty())
+		g.Expect(seen.ExpiresAt).To(BeNil(), "nobody renews it")
+		if first.Name == "" {
+			first = seen
+		}
+		g.Expect(seen).To(Equal(first), "the same instance at the same address for every team")
+		var list struct{ Instances []instancer.Instance }
+		g.Expect(call(t, tok, "GET", "/api/v1/instances", nil, &list)).To(Equal(http.StatusOK))
+		g.Expect(list.Instances).To(ContainElement(first))
+
+		for _, req := range []struct{ method, path string }{{"POST", "/api/v1/instances"}, {"DELETE", instancePath(tmpl)}, {"POST", instancePath(tmpl) + "/renew"}} {
+			var body any
+			if req.path == "/api/v1/instances" {
+				body = map[string]string{"template": tmpl}
+			}
+			g.Expect(call(t, tok, req.method, req.path, body, &refusal)).To(Equal(http.StatusConflict), "%s %s", req.method, req.path)
+			g.Expect(refusal.Code).To(Equal("shared"))
+		}
+	}
+	g.Expect(challengesOf(t, "team-h")).To(BeEmpty(), "no team made an instance of it")
+}

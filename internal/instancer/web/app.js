@@ -132,6 +132,16 @@ async function follow(template, onInstance, signal) {
   }
 }
 
+// watchShared asks for a shared template's one instance every few
+// seconds: every team's page shows the same, and none starts it.
+async function watchShared(template, onInstance) {
+  for (;;) {
+    try { onInstance(await api("GET", "instances/" + encodeURIComponent(template))); }
+    catch (e) { onInstance({ phase: "Absent" }); }
+    await new Promise((r) => setTimeout(r, 5000));
+  }
+}
+
 function countdown(until) {
   const s = Math.max(0, Math.round((until - Date.now()) / 1000));
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
@@ -161,16 +171,17 @@ function card(template) {
     }
     if (instance.phase === "Error") detail = instance.message || instance.reason || "";
     if (instance.phase === "Deleted") detail = "stopping…";
+    if (template.shared) detail = present ? "shared by every team" : "shared by every team; the organisers start it";
     $(".detail").textContent = detail;
     $(".connect").hidden = !instance.connect;
     $(".endpoint").textContent = instance.connect || "";
     $(".expiry").hidden = !(present && instance.expiresAt);
-    $(".start").hidden = present;
+    $(".start").hidden = present || template.shared;
     $(".start").disabled = busy || instance.phase === "Deleted";
-    $(".stop").hidden = !present;
+    $(".stop").hidden = !present || template.shared;
     $(".stop").disabled = busy;
     const renew = $(".renew");
-    renew.hidden = !present || !instance.expiresAt;
+    renew.hidden = !present || !instance.expiresAt || template.shared;
     const none = instance.renewalsLeft === 0;
     renew.disabled = busy || none;
     const why = $(".why");
@@ -220,7 +231,8 @@ function card(template) {
   });
   setInterval(tick, 1000);
   render();
-  follow(template.name, (got) => { instance = got; render(); }, new AbortController().signal);
+  if (template.shared) watchShared(template.name, (got) => { instance = got; render(); });
+  else follow(template.name, (got) => { instance = got; render(); }, new AbortController().signal);
   return node;
 }
 
