@@ -149,6 +149,16 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		if pooled {
 			args = append(args, "--pool-namespace="+poolNamespace)
 		}
+		if withFlags(sys) {
+			extra, err := flagArgs(cluster.LogDir)
+			if err != nil {
+				return r, err
+			}
+			args = append(args, extra...)
+			writers, stopWriters := context.WithCancel(ctx)
+			defer stopWriters()
+			go answerWriters(writers, cl)
+		}
 		proc, err = startProcess(cluster, cfg.cpu, filepath.Join(bin, "manager"), args...)
 		if err != nil {
 			return r, err
@@ -172,7 +182,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		}
 	}
 	if pooled {
-		if err := fillPool(ctx, cl, proc, int32(poolSize), &r); err != nil {
+		if err := fillPool(ctx, cl, proc, int32(poolSize), withFlags(sys), &r); err != nil {
 			return r, err
 		}
 	}
@@ -770,9 +780,10 @@ func cpuProfile(path string, n int) error {
 }
 
 // poolSizeOf says whether sys is ours with a warm pool ("pooled": as large
-// as the burst n; "pooled:P": P instances) and how large.
+// as the burst n; "pooled:P": P instances; "pooled-flags" and
+// "pooled-flags:P" the same with a perTeam flag) and how large.
 func poolSizeOf(sys string, n int) (int, bool) {
-	for _, kind := range []string{"pooled", "instancer"} {
+	for _, kind := range []string{"pooled", "pooled-flags", "instancer"} {
 		if sys == kind {
 			return n, true
 		}
@@ -797,7 +808,7 @@ func isOurs(sys string) bool {
 // fillPool creates the pooled template and waits until its pool holds size
 // Running instances, then measures the pool at rest: requests and CPU from
 // 10 to 70 s after, and memory.
-func fillPool(ctx context.Context, cl client.Client, proc process, size int32, r *result) error {
+func fillPool(ctx context.Context, cl client.Client, proc process, size int32, flags bool, r *result) error {
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: poolNamespace}}); err != nil {
 		return err
 	}
@@ -813,6 +824,9 @@ func fillPool(ctx context.Context, cl client.Client, proc process, size int32, r
 			Instancer: &ctfv1alpha1.InstancerAccess{Startable: true},
 			Lifetime:  &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}},
 		},
+	}
+	if flags {
+		tmpl.Spec.Flags = perTeamFlags()
 	}
 	if err := cl.Create(ctx, tmpl); err != nil {
 		return err
