@@ -683,6 +683,26 @@ type ChallengeTemplateStatus struct {
 	// Pool is the state of the template's warm pool, when it has one.
 	// +optional
 	Pool *PoolStatus `json:"pool,omitempty"`
+	// StaticFlags are the digests of the template's static named flags,
+	// which the instancer verifies submissions against: a keyed HMAC under
+	// the operator's flag key, never the value, which only the key's
+	// holders can check.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	StaticFlags []StaticFlagDigest `json:"staticFlags,omitempty"`
+}
+
+// StaticFlagDigest is one static flag's digest.
+type StaticFlagDigest struct {
+	// Name of the flag.
+	// +kubebuilder:validation:MaxLength=32
+	Name string `json:"name"`
+	// Digest is the flag's HMAC-SHA256 under a key derived from the
+	// operator's flag key, in hex.
+	// +kubebuilder:validation:MaxLength=64
+	Digest string `json:"digest"`
 }
 
 // PoolStatus counts a template's pooled instances that no team has claimed.

@@ -21,6 +21,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base32"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -65,6 +66,8 @@ var encoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPaddin
 type Codec struct {
 	aead   cipher.AEAD
 	macKey []byte
+	// staticKey keys the digests of static flags (StaticDigest).
+	staticKey []byte
 }
 
 // ErrShortKey refuses a key too short to derive anything secret from.
@@ -84,6 +87,10 @@ func New(key []byte) (*Codec, error) {
 	if err != nil {
 		return nil, err
 	}
+	staticKey, err := hkdf.Key(sha256.New, key, nil, "challenge-operator flagtag v1 static", 32)
+	if err != nil {
+		return nil, err
+	}
 	block, err := aes.NewCipher(encKey)
 	if err != nil {
 		return nil, err
@@ -92,7 +99,7 @@ func New(key []byte) (*Codec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Codec{aead: aead, macKey: macKey}, nil
+	return &Codec{aead: aead, macKey: macKey, staticKey: staticKey}, nil
 }
 
 // Body is the flag body of team for the flag name of challenge: what a
@@ -136,6 +143,24 @@ func (c *Codec) Owner(challenge, name, body string) (string, bool) {
 		return "", false
 	}
 	return string(team), true
+}
+
+// StaticDigest is what a static flag's value may be published as: an
+// HMAC-SHA256 under a key of the codec's own, bound to the challenge and the
+// flag's name, in hex. Only the key's holders can check a submission
+// against it; nobody can guess a low-entropy flag from it.
+func (c *Codec) StaticDigest(challenge, name, value string) string {
+	mac := hmac.New(sha256.New, c.staticKey)
+	mac.Write(associated(challenge, name))
+	mac.Write([]byte{0})
+	mac.Write([]byte(value))
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// VerifyStatic tells whether submission is the static flag name of
+// challenge whose StaticDigest is digest, in constant time.
+func (c *Codec) VerifyStatic(challenge, name, submission, digest string) bool {
+	return hmac.Equal([]byte(c.StaticDigest(challenge, name, submission)), []byte(digest))
 }
 
 // nonce is the synthetic IV of a team's flag name of challenge.

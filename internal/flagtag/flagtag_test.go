@@ -127,3 +127,38 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// TestStaticDigest: a static flag's digest checks the flag and nothing
+// else: not another value, nor the same value under another challenge or
+// flag name, nor under another key.
+func TestStaticDigest(t *testing.T) {
+	c, err := New([]byte("an organiser's flag key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := New([]byte("another organiser's key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.StaticDigest("web", "main", "CTF{static}")
+	for _, tc := range []struct {
+		name                        string
+		codec                       *Codec
+		challenge, flag, submission string
+		want                        bool
+	}{
+		{"the flag", c, "web", "main", "CTF{static}", true},
+		{"another value", c, "web", "main", "CTF{Static}", false},
+		{"the value with a newline", c, "web", "main", "CTF{static}\n", false},
+		{"another challenge", c, "pwn", "main", "CTF{static}", false},
+		{"another flag name", c, "web", "admin", "CTF{static}", false},
+		{"another key", other, "web", "main", "CTF{static}", false},
+	} {
+		if got := tc.codec.VerifyStatic(tc.challenge, tc.flag, tc.submission, d); got != tc.want {
+			t.Errorf("%s: VerifyStatic = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if strings.Contains(d, "static") || len(d) != 64 {
+		t.Errorf("digest %q: want 64 hex characters, nothing of the value", d)
+	}
+}

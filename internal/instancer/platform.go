@@ -87,17 +87,17 @@ func (s *Server) verifyFlag(w http.ResponseWriter, r *http.Request, body []byte)
 		writeError(w, apiErr)
 		return
 	}
-	if f.PerTeam == nil {
-		writeError(w, &apiError{Status: http.StatusConflict, Code: "static_flag", Message: fmt.Sprintf(
-			"Flag %s of %s is static, the same for every team: the platform compares it itself.", f.Name, t.Name)})
-		return
-	}
 	if s.FlagCodec == nil {
 		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "no_flag_key",
-			Message: "The instancer has no flag key (the Secret challenge-operator-flag-key): it cannot verify perTeam flags."})
+			Message: "The instancer has no flag key (the Secret challenge-operator-flag-key): it cannot verify flags."})
 		return
 	}
-	answer := judge(s.FlagCodec, t, f, req.Team, req.Submission)
+	answer, ready := judge(s.FlagCodec, t, f, req.Team, req.Submission)
+	if !ready {
+		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "flag_not_ready", RetryAfter: 5, Message: fmt.Sprintf(
+			"Flag %s of %s is static, and the operator has not published its digest (status.staticFlags): its Secret is missing or refused.", f.Name, t.Name)})
+		return
+	}
 	flagVerifications.WithLabelValues(t.Name, answer.Verdict).Inc()
 	switch answer.Verdict {
 	case verdictShared:
@@ -117,9 +117,27 @@ func (s *Server) verifyFlag(w http.ResponseWriter, r *http.Request, body []byte)
 }
 
 // judge says what submission is for team's flag f of t, from the
-// submission alone: flagtag opens its body, which names its team.
-func judge(codec *flagtag.Codec, t *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag, team, submission string) Verification {
-	body, ok := ctfflag.BodyOf(cmp.Or(f.PerTeam.Format, ctfflag.DefaultFormat), strings.TrimSpace(submission))
+// submission alone: flagtag opens a perTeam flag's body, which names its
+// team; a static one is checked against its digest in the template's
+// status (not ready while there is none).
+func judge(codec *flagtag.Codec, t *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag, team, submission string) (Verification, bool) {
+	submission = strings.TrimSpace(submission)
+	if f.Static != nil {
+		i := slices.IndexFunc(t.Status.StaticFlags, func(d ctfv1alpha1.StaticFlagDigest) bool { return d.Name == f.Name })
+		if i < 0 {
+			return Verification{}, false
+		}
+		if codec.VerifyStatic(t.Name, f.Name, submission, t.Status.StaticFlags[i].Digest) {
+			return Verification{Verdict: verdictCorrect, Accepted: true}, true
+		}
+		return Verification{Verdict: verdictWrong}, true
+	}
+	return judgePerTeam(codec, t, f, team, submission), true
+}
+
+// judgePerTeam says what submission is for team's perTeam flag f of t.
+func judgePerTeam(codec *flagtag.Codec, t *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag, team, submission string) Verification {
+	body, ok := ctfflag.BodyOf(cmp.Or(f.PerTeam.Format, ctfflag.DefaultFormat), submission)
 	if !ok {
 		return Verification{Verdict: verdictWrong}
 	}

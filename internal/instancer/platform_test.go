@@ -292,3 +292,30 @@ func TestSharedInstanceOnEveryTeamsPage(t *testing.T) {
 	}
 	g.Expect(challengesOf(t, "team-h")).To(BeEmpty(), "no team made an instance of it")
 }
+
+// TestVerificationOfAStaticFlag: a static flag, the same for every team, is
+// verified against the digest the operator publishes in the template's
+// status, which never holds the value; the instancer reads no Secret.
+func TestVerificationOfAStaticFlag(t *testing.T) {
+	g := NewWithT(t)
+	const flag = "CTF{the-same-for-everyone}"
+	secret := harness.OrganiserSecret("static-"+uniqueName("f"), map[string][]byte{"flag": []byte(flag)})
+	g.Expect(k8s.Create(context.Background(), secret)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
+	tmpl := startableTemplate(t, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flags = []ctfv1alpha1.NamedFlag{{Name: "main", Static: &ctfv1alpha1.SecretKeyRef{Namespace: secret.Namespace, Name: secret.Name, Key: "flag"}}}
+	})
+	g.Eventually(func() instancer.Verification {
+		return verify(t, "team-k", tmpl, flag)
+	}, timeout, interval).Should(Equal(instancer.Verification{Verdict: "correct", Accepted: true}))
+	g.Expect(verify(t, "team-l", tmpl, flag)).To(Equal(instancer.Verification{Verdict: "correct", Accepted: true}), "every team's")
+	g.Expect(verify(t, "team-k", tmpl, "CTF{the-same-for-everyone")).To(Equal(instancer.Verification{Verdict: "wrong"}))
+
+	var current ctfv1alpha1.ChallengeTemplate
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: tmpl}, &current)).To(Succeed())
+	g.Expect(current.Status.StaticFlags).To(HaveLen(1))
+	g.Expect(current.Status.StaticFlags[0].Digest).To(Equal(harness.FlagCodec().StaticDigest(tmpl, "main", flag)))
+	status, err := json.Marshal(current.Status)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(status)).NotTo(ContainSubstring("same-for-everyone"), "never the value")
+}

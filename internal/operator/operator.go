@@ -190,6 +190,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
+	if opts.FlagCodec != nil {
+		static := &controller.StaticFlagsReconciler{Client: mgr.GetClient(), Organiser: mgr.GetAPIReader(), Codec: opts.FlagCodec,
+			FlagSecretNamespaces: opts.Values.FlagSecretNamespaces}
+		if err := static.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
 	return (&controller.TemplateStatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 }
 
