@@ -1,6 +1,6 @@
 // Package admission decides whether a Challenge may have an instance now:
 // served by a pooled instance it claims, installed, held back by its team's
-// quota, or queued for the cluster's capacity. It decides nothing about what
+// quota or budget, or queued for the cluster's capacity. It decides nothing about what
 // an instance renders (package values does): a Challenge reaches admission
 // only once its values composed, so a claim and a place in the queue go only
 // to a Challenge whose install would be admitted.
@@ -19,6 +19,9 @@ import (
 type Admission struct {
 	// Quota bounds a participant's instances; nil for none.
 	Quota *Quota
+	// Budget bounds what a participant's instances request together; nil
+	// for none.
+	Budget *Budget
 	// Queue bounds the cluster's and a template's live instances; nil for none.
 	Queue *Queue
 	// Pools hands a Challenge of a pooled template a ready instance instead
@@ -43,14 +46,23 @@ func (a Admission) Served(ctx context.Context, c *ctfv1alpha1.Challenge) error {
 
 // Admit decides whether c, an instance of tmpl whose values composed, may
 // be installed now: nil when it may (or is installed already), else a
-// QuotaExceeded, Claimed or Queued error. A claim adds no instance to the
-// cluster, so it goes ahead of the queue; a pooled instance never queues.
+// QuotaExceeded, BudgetExceeded, Claimed or Queued error. The team's bounds
+// come first: a claim is a team's instance like any other, and a team over
+// them is refused, never queued. A claim adds no instance to the cluster,
+// so it goes ahead of the queue; a pooled instance, no team's until
+// claimed, is neither counted against a budget nor queued.
 func (a Admission) Admit(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	if lifecycle.Installed(&c.Status) {
 		return nil
 	}
 	if a.Quota != nil {
 		if err := a.Quota.Check(ctx, c, tmpl); err != nil {
+			a.Budget.Forget(c)
+			return err
+		}
+	}
+	if !a.Pools.IsPooled(c) {
+		if err := a.Budget.Admit(ctx, c, tmpl); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -13,6 +14,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
 // listed answers every List with the same Challenges, as the cache's index
@@ -28,8 +30,8 @@ func (l listed) List(_ context.Context, list client.ObjectList, _ ...client.List
 }
 
 // TestAdmitAppliesTheRulesInOrder: an installed instance is admitted
-// whatever the bounds say now; the quota is decided before the queue, so a
-// team over its quota is refused, never queued.
+// whatever the bounds say now; the quota and the budget are decided before
+// the queue, so a team over either is refused, never queued.
 func TestAdmitAppliesTheRulesInOrder(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	challenge := func(name, template string, installed bool) ctfv1alpha1.Challenge {
@@ -43,6 +45,8 @@ func TestAdmitAppliesTheRulesInOrder(t *testing.T) {
 	running := challenge("a", "web", true)
 	web := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{MaxInstances: ptr.To[int32](1)}}
 	pwn := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "pwn"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{MaxInstances: ptr.To[int32](1)}}
+	pooled := challenge("web-pool-abcde", "web", false)
+	pooled.Labels = map[string]string{ctfv1alpha1.PoolLabel: "web"}
 	reader := listed{items: []ctfv1alpha1.Challenge{running}}
 	full := Admission{Quota: &Quota{Reader: reader, DefaultMax: 1}, Queue: &Queue{Reader: reader, MaxInstances: 1}}
 	tests := []struct {
@@ -55,7 +59,13 @@ func TestAdmitAppliesTheRulesInOrder(t *testing.T) {
 		{"installed: admitted over every bound", full, challenge("b", "web", true), web, ""},
 		{"over the quota: refused, not queued", full, challenge("b", "pwn", false), pwn, lifecycle.ReasonQuotaExceeded},
 		{"within the quota, template full: queued", Admission{Queue: &Queue{Reader: reader}}, challenge("b", "web", false), web, lifecycle.ReasonQueued},
+		{"over the team's budget: refused, not queued", Admission{Budget: &Budget{Reader: reader, CPU: resource.MustParse("150m"), Cost: tenth}, Queue: &Queue{Reader: reader}},
+			challenge("b", "web", false), web, lifecycle.ReasonBudgetExceeded},
+		{"within the budget, template full: queued", Admission{Budget: &Budget{Reader: reader, CPU: resource.MustParse("200m"), Cost: tenth}, Queue: &Queue{Reader: reader}},
+			challenge("b", "web", false), web, lifecycle.ReasonQueued},
 		{"no bounds: admitted", Admission{}, challenge("b", "web", false), web, ""},
+		{"a pooled instance is no team's: no budget", Admission{Budget: &Budget{Reader: reader, CPU: resource.MustParse("1m"), Cost: tenth}, Pools: &pool.Pools{Namespace: "ctf"}},
+			pooled, web, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -83,8 +83,8 @@ func InstanceKinds(gateways bool) []InstanceKind {
 
 // HelmWatches make the Helm reconciler retry what its own watches cannot
 // see: a Challenge waiting for a template when the template appears or
-// changes, a Challenge refused by quota when another instance of the
-// participant goes away, the queued Challenges when a place frees, and a
+// changes, a Challenge refused by quota or budget when another instance of
+// the participant goes away or fails before it was installed, the queued Challenges when a place frees, and a
 // Challenge whose release record was deleted
 // (unless a failed install's rollback deleted it: installFailing).
 func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool.Pools) reconciler.ControllerSetupFunc {
@@ -109,7 +109,14 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 				return e.ObjectOld.DeletionTimestamp.IsZero() && !e.ObjectNew.DeletionTimestamp.IsZero()
 			},
 		}
-		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, siblings, leaving)); err != nil {
+		// A sibling failing before it was installed frees what the team's
+		// budget held for it in creation order, as it frees a place in the
+		// queue.
+		leavesOrFails := leaving
+		leavesOrFails.UpdateFunc = func(e event.TypedUpdateEvent[*ctfv1alpha1.Challenge]) bool {
+			return leaving.UpdateFunc(e) || failedUninstalled(e.ObjectOld, e.ObjectNew)
+		}
+		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, siblings, leavesOrFails)); err != nil {
 			return err
 		}
 		// An instance leaving frees capacity, and so does one ahead in the
@@ -119,11 +126,7 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 		moveUp := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *ctfv1alpha1.Challenge) []reconcile.Request {
 			return challengeRequests(ctx, cl, queued)
 		})
-		freesPlace := leaving
-		freesPlace.UpdateFunc = func(e event.TypedUpdateEvent[*ctfv1alpha1.Challenge]) bool {
-			return leaving.UpdateFunc(e) || failedUninstalled(e.ObjectOld, e.ObjectNew)
-		}
-		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, moveUp, freesPlace)); err != nil {
+		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, moveUp, leavesOrFails)); err != nil {
 			return err
 		}
 		// A claimant being deleted waits for its pooled instance to be gone.

@@ -252,6 +252,8 @@ func TestFlagValuesReachTheBinariesAsTheyParseThem(t *testing.T) {
 			"allow-load-balancer":     true,
 			"ingress-domain":          "ctf.example.org",
 			"zap-log-level":           "debug",
+			"team-budget-cpu":         "1500m",
+			"team-budget-memory":      "4Gi",
 		}},
 		"instancer": map[string]any{"enable": true, "flags": map[string]any{
 			"allowed-origins":   []any{"https://ctf.example.org"},
@@ -270,6 +272,8 @@ func TestFlagValuesReachTheBinariesAsTheyParseThem(t *testing.T) {
 	g.Expect(opts.KubeAPIQPS).To(Equal(150.5))
 	g.Expect(opts.Operator.Limits.AllowLoadBalancer).To(BeTrue())
 	g.Expect(opts.Operator.Values.IngressDomain).To(Equal("ctf.example.org"))
+	g.Expect(opts.Operator.TeamBudgetCPU.String()).To(Equal("1500m"))
+	g.Expect(opts.Operator.TeamBudgetMemory.String()).To(Equal("4Gi"))
 	g.Expect(opts.LeaderElect).To(BeTrue())
 	g.Expect(opts.Operator.WatchesFile).To(Equal("/watches.yaml"))
 
@@ -521,6 +525,11 @@ func TestSchemaAdmitsWhatTheBinariesParse(t *testing.T) {
 		{"manager", "max-cpu", "two", false},
 		{"manager", "max-memory", "1Gi", true},
 		{"manager", "max-memory", "1GB", false},
+		{"manager", "team-budget-cpu", "1500m", true},
+		{"manager", "team-budget-cpu", 4, true},
+		{"manager", "team-budget-cpu", "-1", false},
+		{"manager", "team-budget-memory", "8Gi", true},
+		{"manager", "team-budget-memory", "lots", false},
 		{"manager", "max-instances", 500, true},
 		{"manager", "max-instances", 3000000000, false},
 		{"manager", "max-instances", -1, false},

@@ -15,6 +15,11 @@ const (
 	ReasonValueNotAllowed  = "ValueNotAllowed"
 	ReasonLifetimeTooLong  = "LifetimeTooLong"
 	ReasonQuotaExceeded    = "QuotaExceeded"
+	// ReasonBudgetExceeded means the participant's live instances and this
+	// one would request more than the team budget the cluster admin set
+	// (--team-budget-cpu, --team-budget-memory); the message gives the
+	// budget, what is in use and what this instance needs.
+	ReasonBudgetExceeded = "BudgetExceeded"
 	// ReasonPolicyViolation means what the instance would run breaks the
 	// operator's security policy; the message names the rule and the object.
 	ReasonPolicyViolation = "PolicyViolation"
@@ -72,7 +77,7 @@ func IsReason(err error, reason string) bool {
 // specReasons are the reasons splitReason trusts, so that no Helm error text
 // that happens to start with a capitalised word is taken for one.
 var specReasons = map[string]bool{
-	ReasonTemplateNotFound: true, ReasonValueNotAllowed: true, ReasonLifetimeTooLong: true, ReasonQuotaExceeded: true,
+	ReasonTemplateNotFound: true, ReasonValueNotAllowed: true, ReasonLifetimeTooLong: true, ReasonQuotaExceeded: true, ReasonBudgetExceeded: true,
 	ReasonPolicyViolation: true, ReasonFlagInvalid: true, ReasonSecretEnvInvalid: true, ReasonSecretFileInvalid: true, ReasonSharedServiceNotFound: true,
 	ReasonQueued: true, ReasonClaimed: true, ReasonPooledInstanceGone: true,
 }

@@ -167,11 +167,12 @@ func TestKstatusConditionsKeepTheirTransitionTime(t *testing.T) {
 
 func TestSpecReasonsSurviveWrapping(t *testing.T) {
 	for msg, want := range map[string][2]string{
-		"terminal error: TemplateNotFound: ChallengeTemplate \"x\" does not exist":                                   {"TemplateNotFound", "ChallengeTemplate \"x\" does not exist"},
-		"QuotaExceeded: participant p already has 2 active instances, the limit is 2":                                {"QuotaExceeded", "participant p already has 2 active instances, the limit is 2"},
-		"error while running post render on files: PolicyViolation: replicas: Deployment a/b: 3 replicas, at most 1": {"PolicyViolation", "replicas: Deployment a/b: 3 replicas, at most 1"},
-		"error while running post render on files: TemplateNotFound: ChallengeTemplate \"x\" does not exist":         {"TemplateNotFound", "ChallengeTemplate \"x\" does not exist"},
-		"upgrade failed: FlagInvalid: the flag in Secret ctf/flags key web has a line break":                         {"FlagInvalid", "the flag in Secret ctf/flags key web has a line break"},
+		"terminal error: TemplateNotFound: ChallengeTemplate \"x\" does not exist":                                                {"TemplateNotFound", "ChallengeTemplate \"x\" does not exist"},
+		"QuotaExceeded: participant p already has 2 active instances, the limit is 2":                                             {"QuotaExceeded", "participant p already has 2 active instances, the limit is 2"},
+		"terminal error: BudgetExceeded: participant p's budget is cpu 1; its instances request cpu 1 and this one needs cpu 50m": {"BudgetExceeded", "participant p's budget is cpu 1; its instances request cpu 1 and this one needs cpu 50m"},
+		"error while running post render on files: PolicyViolation: replicas: Deployment a/b: 3 replicas, at most 1":              {"PolicyViolation", "replicas: Deployment a/b: 3 replicas, at most 1"},
+		"error while running post render on files: TemplateNotFound: ChallengeTemplate \"x\" does not exist":                      {"TemplateNotFound", "ChallengeTemplate \"x\" does not exist"},
+		"upgrade failed: FlagInvalid: the flag in Secret ctf/flags key web has a line break":                                      {"FlagInvalid", "the flag in Secret ctf/flags key web has a line break"},
 	} {
 		g := NewWithT(t)
 		v := PhaseFor(Observation{Conditions: []metav1.Condition{cond(ConditionIrreconcilable, metav1.ConditionTrue, "ErrorGettingValues", msg)}})

@@ -48,6 +48,10 @@ type Options struct {
 	// MaxInstancesPerParticipant is the operator-wide cap on one participant's
 	// active instances; a template's own limit wins; 0 means none.
 	MaxInstancesPerParticipant int32
+	// TeamBudgetCPU and TeamBudgetMemory bound what one participant's live
+	// instances request together, across templates (the cluster admin's
+	// alone: no template or Challenge raises them); zero bounds nothing.
+	TeamBudgetCPU, TeamBudgetMemory resource.Quantity
 	// MaxInstances bounds the cluster's live instances, a template's
 	// maxInstances its own; the others are Queued; 0 means no bound.
 	MaxInstances int32
@@ -130,8 +134,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	actions.RenderInputs = renderInputs(mgr.GetClient(), limits)
 	actions.CheckRecord = policyGate.CheckRecord
 	quota := &admission.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
+	budget := teamBudget(mgr.GetClient(), opts, quota)
 	if features.Webhook {
-		if err := webhook.Setup(mgr, quota, opts.Values); err != nil {
+		if err := webhook.Setup(mgr, quota, budget, opts.Values); err != nil {
 			return fmt.Errorf("setting up the webhook: %w", err)
 		}
 	}
@@ -152,7 +157,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		translator: renderingTranslator{writer: writer, gate: policyGate, Translator: values.Translator{
 			Reader:          mgr.GetClient(),
 			OrganiserReader: mgr.GetAPIReader(),
-			Admission:       admission.Admission{Quota: quota, Queue: queue, Pools: pools},
+			Admission:       admission.Admission{Quota: quota, Budget: budget, Queue: queue, Pools: pools},
 			Settings:        opts.Values,
 			Limits:          limits,
 			FlagCodec:       opts.FlagCodec,
@@ -198,6 +203,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	return (&controller.TemplateStatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+}
+
+// teamBudget is the team budget of opts, priced by the values the
+// operator renders, after quota; nil without one.
+func teamBudget(cl client.Reader, opts Options, quota *admission.Quota) *admission.Budget {
+	b := &admission.Budget{Reader: cl, CPU: opts.TeamBudgetCPU, Memory: opts.TeamBudgetMemory, Cost: opts.Values.RequestsOf, Quota: quota}
+	if !b.Enabled() {
+		return nil
+	}
+	return b
 }
 
 // reconcilerWiring is what connects the Helm reconciler to the Go side.

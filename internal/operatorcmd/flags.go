@@ -66,6 +66,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	o.Operator.MaxInstancesPerParticipant = operator.DefaultMaxInstancesPerParticipant
 	fs.Var(int32Value{&o.Operator.MaxInstances}, "max-instances", "Live instances the cluster may hold, all templates and teams together; the others are Queued and installed in creation order as instances go. 0 means no bound.")
 	fs.Var(int32Value{&o.Operator.MaxInstancesPerParticipant}, "max-instances-per-participant", "Active instances one participant may have, unless the template says otherwise; 0 means no limit.")
+	fs.Var(quantityValue{&o.Operator.TeamBudgetCPU}, "team-budget-cpu", "CPU one participant's live instances may request together, all templates (every container's requests, the operator's defaults where a template names none, times replicas); a Challenge beyond it is refused with BudgetExceeded, in creation order. No template or Challenge can raise it. 0 means no budget.")
+	fs.Var(quantityValue{&o.Operator.TeamBudgetMemory}, "team-budget-memory", "Memory one participant's live instances may request together, all templates, counted as --team-budget-cpu counts CPU. 0 means no budget.")
 	fs.Var(cidrsValue{&o.Operator.Values.InternalCIDRs}, "internal-cidrs", "Comma-separated pod, service and other ranges instances may not reach, added to the private, link-local, loopback, unique-local and metadata ranges of IPv4 and IPv6 that always apply.")
 	fs.StringVar(&o.Operator.PoolNamespace, "pool-namespace", "", "Namespace where templates' warm pools (spec.pool) keep their unclaimed instances; platforms need no rights there. Empty: no pools.")
 	fs.BoolVar(&o.Operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")
@@ -235,7 +237,8 @@ func (v gatewaysValue) Set(s string) error {
 	return nil
 }
 
-// quantityValue is a flag.Value for a resource quantity.
+// quantityValue is a flag.Value for a resource quantity, never negative
+// (as the install chart's schema has it).
 type quantityValue struct{ p *resource.Quantity }
 
 func (v quantityValue) String() string {
@@ -247,10 +250,14 @@ func (v quantityValue) String() string {
 
 func (v quantityValue) Set(s string) error {
 	q, err := resource.ParseQuantity(s)
-	if err == nil {
-		*v.p = q
+	if err != nil {
+		return err
 	}
-	return err
+	if q.Sign() < 0 {
+		return fmt.Errorf("%s is negative", s)
+	}
+	*v.p = q
+	return nil
 }
 
 // prefixesValue is a flag.Value for a comma-separated list of CIDRs.

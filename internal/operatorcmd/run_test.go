@@ -43,3 +43,23 @@ func TestClusterDomainFlag(t *testing.T) {
 		g.Expect(fs.Parse([]string{"--cluster-domain=" + bad})).NotTo(Succeed(), bad)
 	}
 }
+
+// TestTeamBudgetFlags: no budget unless the admin sets one; quantities as
+// Kubernetes writes them; a negative one refused.
+func TestTeamBudgetFlags(t *testing.T) {
+	g := NewWithT(t)
+	o, fs := NewFlagSet()
+	g.Expect(fs.Parse(nil)).To(Succeed())
+	g.Expect(o.Operator.TeamBudgetCPU.IsZero()).To(BeTrue())
+	g.Expect(o.Operator.TeamBudgetMemory.IsZero()).To(BeTrue())
+
+	o, fs = NewFlagSet()
+	g.Expect(fs.Parse([]string{"--team-budget-cpu=1500m", "--team-budget-memory=2Gi"})).To(Succeed())
+	g.Expect(o.Operator.TeamBudgetCPU.String()).To(Equal("1500m"))
+	g.Expect(o.Operator.TeamBudgetMemory.String()).To(Equal("2Gi"))
+
+	_, fs = NewFlagSet()
+	fs.SetOutput(io.Discard)
+	g.Expect(fs.Parse([]string{"--team-budget-cpu=-1"})).To(MatchError(ContainSubstring("negative")))
+	g.Expect(fs.Parse([]string{"--team-budget-memory=lots"})).NotTo(Succeed())
+}

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 // quotaResources are the ResourceQuota's keys a workload's containers
@@ -45,16 +47,8 @@ func instanceQuota(vals map[string]any) map[string]string {
 // what its pods ask where that is more. w is its values: its main
 // container's resources, its sidecars', its replicas.
 func workloadQuota(w map[string]any) map[string]resource.Quantity {
-	sidecars := sidecarsOf(w)
-	containers := make([]any, 0, 1+len(sidecars))
-	containers = append(containers, w["resources"])
-	for _, sc := range sidecars {
-		containers = append(containers, sc["resources"])
-	}
-	replicas := int64(1)
-	if n, ok := w["replicas"].(float64); ok && n > 1 {
-		replicas = int64(n)
-	}
+	containers := containerResources(w)
+	replicas := replicasOf(w)
 	// A rolling update starts a quarter of the replicas (rounded up) more
 	// before it stops the old ones.
 	pods := replicas + (replicas+3)/4
@@ -78,6 +72,66 @@ func workloadQuota(w map[string]any) map[string]resource.Quantity {
 		}
 	}
 	return out
+}
+
+// containerResources are the resources values of a workload's pod's
+// containers: its main container's, then its sidecars'.
+func containerResources(w map[string]any) []any {
+	sidecars := sidecarsOf(w)
+	out := make([]any, 0, 1+len(sidecars))
+	out = append(out, w["resources"])
+	for _, sc := range sidecars {
+		out = append(out, sc["resources"])
+	}
+	return out
+}
+
+// replicasOf is how many pods a workload runs: its replicas, at least one.
+func replicasOf(w map[string]any) int64 {
+	if n, ok := w["replicas"].(float64); ok && n > 1 {
+		return int64(n)
+	}
+	return 1
+}
+
+// budgetResources are the requests a team's budget counts.
+var budgetResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// InstanceRequests is what an instance's pods request of the nodes, from
+// its composed values: the cpu and memory requests of every container of
+// every workload (sidecars included, as floored for rendering, so the
+// operator's default requests where the template names none) times the
+// workload's replicas. A team's budget counts it: unlike the instance's
+// quota, without a rolling update's surge or NamespaceQuota's floor, for a
+// team pays for what runs.
+func InstanceRequests(vals map[string]any) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, r := range budgetResources {
+		total := resource.Quantity{}
+		for _, w := range workloadsOf(vals) {
+			need := resource.Quantity{}
+			for _, c := range containerResources(w) {
+				res, _ := c.(map[string]any)
+				requests, _ := res["requests"].(map[string]any)
+				need.Add(quantityOr(requests[string(r)], "0"))
+			}
+			need.Mul(replicasOf(w))
+			total.Add(need)
+		}
+		out[r] = total
+	}
+	return out
+}
+
+// RequestsOf is what c's instance, of tmpl (nil without one), requests
+// (InstanceRequests), from its values as the operator composes them; an
+// error when they do not compose, and the instance would not be installed.
+func (s Settings) RequestsOf(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (corev1.ResourceList, error) {
+	vals, err := Compose(c, tmpl, s)
+	if err != nil {
+		return nil, err
+	}
+	return InstanceRequests(vals), nil
 }
 
 // NamespaceBoundsOf are the ResourceQuota hard limits and the LimitRange

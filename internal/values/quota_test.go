@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
@@ -72,4 +74,50 @@ func TestWorkloadQuotaReplicas(t *testing.T) {
 	got := workloadQuota(map[string]any{"resources": res, "replicas": float64(10)})
 	q := got["limits.cpu"]
 	NewWithT(t).Expect(q.String()).To(Equal("13"))
+}
+
+// TestInstanceRequests: an instance's cost to its team's budget is the
+// requests of every container as rendered (the operator's default requests
+// where the template names none, a request no larger than its limit),
+// sidecars and components included, times each workload's replicas.
+func TestInstanceRequests(t *testing.T) {
+	big := &ctfv1alpha1.Resources{Requests: &ctfv1alpha1.ResourceAmounts{CPU: quantityOf("2"), Memory: quantityOf("1Gi")},
+		Limits: &ctfv1alpha1.ResourceAmounts{CPU: quantityOf("3"), Memory: quantityOf("3Gi")}}
+	for _, tt := range []struct {
+		name        string
+		spec        ctfv1alpha1.ChallengeTemplateSpec
+		cpu, memory string
+	}{
+		{"the default requests", ctfv1alpha1.ChallengeTemplateSpec{}, DefaultCPURequest, DefaultMemoryRequest},
+		{"the template's requests", ctfv1alpha1.ChallengeTemplateSpec{Resources: big}, "2", "1Gi"},
+		{"a request above its limit renders as the limit", ctfv1alpha1.ChallengeTemplateSpec{Resources: &ctfv1alpha1.Resources{
+			Requests: &ctfv1alpha1.ResourceAmounts{CPU: quantityOf("2")}, Limits: &ctfv1alpha1.ResourceAmounts{CPU: quantityOf("1")}}}, "1", "64Mi"},
+		{"a sidecar with limits alone gets the default requests", ctfv1alpha1.ChallengeTemplateSpec{Resources: big, Sidecars: []ctfv1alpha1.Sidecar{{Name: "proxy", Image: "proxy:1",
+			Resources: &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{CPU: quantityOf("1")}}}}}, "2050m", "1088Mi"},
+		{"a component's replicas and its sidecar", ctfv1alpha1.ChallengeTemplateSpec{Policy: &ctfv1alpha1.InstancePolicy{MaxReplicas: ptr.To[int32](3)},
+			Components: []ctfv1alpha1.Component{{Name: "db", Image: "db:1", Replicas: ptr.To[int32](3), Resources: big,
+				Sidecars: []ctfv1alpha1.Sidecar{{Name: "backup", Image: "b:1"}}}}}, "6200m", "3328Mi"},
+		{"the primary's replicas", ctfv1alpha1.ChallengeTemplateSpec{Resources: big, Values: &ctfv1alpha1.Values{Replicas: ptr.To[int32](2)}}, "4", "2Gi"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			spec := tt.spec
+			spec.Image, spec.Ports = "web:1", []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}
+			tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: spec}
+			c := challenge(func(s *ctfv1alpha1.ChallengeSpec) {
+				*s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"}
+			})
+			got, err := Settings{}.RequestsOf(c, tmpl)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(HaveLen(2), "cpu and memory only")
+			g.Expect(got.Cpu().Cmp(resource.MustParse(tt.cpu))).To(BeZero(), "cpu %s, want %s", got.Cpu(), tt.cpu)
+			g.Expect(got.Memory().Cmp(resource.MustParse(tt.memory))).To(BeZero(), "memory %s, want %s", got.Memory(), tt.memory)
+		})
+	}
+	refused := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{Image: "web:1"}}
+	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) {
+		*s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web", Values: &ctfv1alpha1.Values{Replicas: ptr.To[int32](5)}}
+	})
+	_, err := Settings{}.RequestsOf(c, refused)
+	NewWithT(t).Expect(err).To(HaveOccurred(), "values the template does not allow: no instance, no cost")
 }

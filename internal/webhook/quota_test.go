@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,4 +49,41 @@ func TestNamespaceQuotaFromTemplate(t *testing.T) {
 	g.Expect(limits.Cpu().Cmp(resource.MustParse("3"))).To(BeZero())
 	g.Expect(limits.Memory().Cmp(resource.MustParse("3Gi"))).To(BeZero())
 	g.Expect(dep.Status.AvailableReplicas).To(Equal(int32(1)))
+}
+
+// TestWebhookRefusesOverBudget: a team running 2 CPU of its 3.5 CPU budget
+// is refused a second instance of 2 CPU at admission, in the words the
+// operator itself gives without the webhook (Error/BudgetExceeded, nothing
+// installed); another team is not.
+func TestWebhookRefusesOverBudget(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	two := ctfv1alpha1.Quantity("2")
+	heavy := func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Resources = &ctfv1alpha1.Resources{Requests: &ctfv1alpha1.ResourceAmounts{CPU: &two}, Limits: &ctfv1alpha1.ResourceAmounts{CPU: &two}}
+	}
+	h.Template(t, "wh-heavy-a", heavy)
+	h.Template(t, "wh-heavy-b", heavy)
+	hooked := h.Namespace(t, map[string]string{webhookLabel: "on"})
+	first := harness.FromTemplate(hooked, "first", "team-heavy", "wh-heavy-a")
+	g.Expect(h.Client.Create(ctx, first)).To(Succeed())
+	h.EventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
+
+	want := "BudgetExceeded: participant team-heavy's budget is cpu 3500m (the operator's --team-budget-cpu and --team-budget-memory); " +
+		"its instances request cpu 2 and this one needs cpu 2"
+	err := h.Client.Create(ctx, harness.FromTemplate(hooked, "second", "team-heavy", "wh-heavy-b"))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(HaveSuffix(want))
+
+	plain := h.Namespace(t, nil)
+	second := harness.FromTemplate(plain, "second", "team-heavy", "wh-heavy-b")
+	g.Expect(h.Client.Create(ctx, second)).To(Succeed(), "no webhook in this namespace")
+	got := h.EventuallyPhase(t, second, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason+": "+got.Status.Message).To(Equal(want), "the operator's words")
+	g.Expect(apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKey{Name: identity.Namespace(second)}, &corev1.Namespace{}))).
+		To(BeTrue(), "nothing installed for the refused instance")
+
+	other := harness.FromTemplate(hooked, "other", "team-light", "wh-heavy-b")
+	g.Expect(h.Client.Create(ctx, other)).To(Succeed(), "another team's budget")
+	h.EventuallyPhase(t, other, ctfv1alpha1.PhaseRunning)
 }

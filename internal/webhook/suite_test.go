@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -21,12 +22,18 @@ const webhookLabel = "test.challenge-operator.io/webhook"
 
 var h *harness.Harness
 
+// teamBudgetCPU is the operator's --team-budget-cpu in these tests: room
+// for the 3 CPU of TestNamespaceQuotaFromTemplate's instance, not for two
+// instances of 2 CPU.
+var teamBudgetCPU = resource.MustParse("3500m")
+
 // TestMain runs the operator with the webhook and one namespace per instance.
 func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{
 		AsServiceAccount: true,
 		Operator: operator.Options{
 			MaxInstancesPerParticipant: 2,
+			TeamBudgetCPU:              teamBudgetCPU,
 			Values:                     values.Settings{NamespacePerInstance: true},
 		},
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{generatedWebhook()},

@@ -1,8 +1,8 @@
 // Package webhook refuses at admission what the operator would otherwise
-// refuse later with phase Error: duplicate and over-quota instances, values a
-// template does not allow, reserved label and annotation keys, lifetimes over
-// its maximum; on creation and on every update. It is optional: the
-// operator reaches the same verdicts without it.
+// refuse later with phase Error: duplicate, over-quota and over-budget
+// instances, values a template does not allow, reserved label and
+// annotation keys, lifetimes over its maximum; on creation and on every
+// update. It is optional: the operator reaches the same verdicts without it.
 package webhook
 
 import (
@@ -29,6 +29,8 @@ type ChallengeValidator struct {
 	Reader client.Reader
 	// Quota is the same quota the operator applies.
 	Quota *admission.Quota
+	// Budget is the same team budget the operator applies; nil for none.
+	Budget *admission.Budget
 	// Settings are the operator's own, so that admission and rendering agree.
 	Settings values.Settings
 }
@@ -44,12 +46,15 @@ func (v *ChallengeValidator) ValidateCreate(ctx context.Context, ch *ctfv1alpha1
 	if err := v.Quota.Check(ctx, ch, tmpl); err != nil {
 		return nil, refusal(ch, err)
 	}
+	if err := v.Budget.Check(ctx, ch, tmpl); err != nil {
+		return nil, refusal(ch, err)
+	}
 	return nil, nil
 }
 
 // ValidateUpdate refuses a change the operator would not roll out: the same
 // value checks as at creation (the participant and template cannot change,
-// so the quota verdict stands).
+// so the quota and budget verdicts stand).
 func (v *ChallengeValidator) ValidateUpdate(ctx context.Context, _, ch *ctfv1alpha1.Challenge) (webhookadmission.Warnings, error) {
 	if !ch.DeletionTimestamp.IsZero() {
 		return nil, nil // the finalizer's removal must never be refused
@@ -94,8 +99,8 @@ func refusal(ch *ctfv1alpha1.Challenge, err error) error {
 }
 
 // Setup registers the validating webhook with the manager's webhook server.
-func Setup(mgr ctrl.Manager, quota *admission.Quota, settings values.Settings) error {
+func Setup(mgr ctrl.Manager, quota *admission.Quota, budget *admission.Budget, settings values.Settings) error {
 	return builder.WebhookManagedBy(mgr, &ctfv1alpha1.Challenge{}).
-		WithValidator(&ChallengeValidator{Reader: mgr.GetClient(), Quota: quota, Settings: settings}).
+		WithValidator(&ChallengeValidator{Reader: mgr.GetClient(), Quota: quota, Budget: budget, Settings: settings}).
 		Complete()
 }
