@@ -495,11 +495,15 @@ func (s *Server) refused(ctx context.Context, w http.ResponseWriter, refusal *ap
 // admissionMessage is what a team reads when the API server refuses its
 // instance: the operator's webhook words its refusals for organisers (they
 // name the team's other instances and quotas), so a team gets a fixed
-// sentence, the quota's when that is the reason.
+// sentence, the quota's or the budget's when that is the reason.
 func admissionMessage(err error) string {
 	var status apierrors.APIStatus
-	if errors.As(err, &status) && strings.Contains(status.Status().Message, lifecycle.ReasonQuotaExceeded) {
-		return participantMessage(ctfv1alpha1.PhaseError, lifecycle.ReasonQuotaExceeded)
+	if errors.As(err, &status) {
+		for _, reason := range []string{lifecycle.ReasonQuotaExceeded, lifecycle.ReasonBudgetExceeded} {
+			if strings.Contains(status.Status().Message, reason) {
+				return participantMessage(ctfv1alpha1.PhaseError, reason)
+			}
+		}
 	}
 	return "The instance was refused; the organisers have been told."
 }

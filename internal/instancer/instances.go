@@ -124,6 +124,8 @@ func participantMessage(phase ctfv1alpha1.Phase, reason string) string {
 		switch reason {
 		case lifecycle.ReasonQuotaExceeded:
 			return "Your team has too many instances running; stop one first."
+		case lifecycle.ReasonBudgetExceeded:
+			return "Your team's running instances use all its share of the cluster; stop one first."
 		case "CrashLoopBackOff":
 			return "The challenge keeps crashing; the organisers have been told."
 		}

@@ -48,6 +48,7 @@ func TestTeamsReadNoOrganiserDetail(t *testing.T) {
 		{ctfv1alpha1.PhaseError, "FailedCreate", `pods "web-team-a-5d8f" is forbidden: exceeded quota: ctf-quota`, "Your instance could not start; the organisers have been told."},
 		{ctfv1alpha1.PhaseError, "InstallError", "flag.value: CTF{leaked} does not match", "Your instance could not start; the organisers have been told."},
 		{ctfv1alpha1.PhaseError, "QuotaExceeded", "participant team-a has 3 active instances: web-team-a, pwn-team-a, rev-team-a", "Your team has too many instances running; stop one first."},
+		{ctfv1alpha1.PhaseError, "BudgetExceeded", "participant team-a's budget is cpu 150m, memory 1Gi; its instances request cpu 100m", "Your team's running instances use all its share of the cluster; stop one first."},
 		{ctfv1alpha1.PhaseError, "CrashLoopBackOff", "pod web-team-a-5d8f: back-off restarting", "The challenge keeps crashing; the organisers have been told."},
 		{ctfv1alpha1.PhasePending, "WorkloadsNotReady", "Deployment web-team-a: 0/1 replicas available", "Your instance is starting."},
 		{ctfv1alpha1.PhaseNone, "", "", "Your instance is being accepted; it starts in a moment."},
