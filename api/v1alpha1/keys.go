@@ -34,6 +34,9 @@ const (
 	// (FlagClaim) whose perTeam flags every pod of it holds, as the kubelet
 	// reported the operator's writers to have written them.
 	FlagsDeliveredAnnotation = "ctf.challenge-operator.io/flags-delivered"
+	// ClaimLabel on a claimed pooled instance's claim Secret names the claim
+	// whose flags it holds.
+	ClaimLabel = "ctf.challenge-operator.io/claim"
 	// TemplateGenerationAnnotation is the template generation a pooled
 	// Challenge was created for: one of an older generation is replaced
 	// unclaimed.

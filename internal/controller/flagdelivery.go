@@ -9,15 +9,16 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -33,10 +34,10 @@ import (
 // FlagDeliveryReconciler writes a claimed pooled instance's perTeam flags,
 // its claimant's, into its running pods, restarting nothing. A pooled
 // instance runs before its team is known: each such flag's directory is an
-// empty volume of its container (values.FilledAtClaim). Once the claim's
-// upgrade has put the team's flags in the instance's Secret, it adds to
-// each pod an ephemeral container, the operator's own image running
-// `write-flags`, which reads each value from the Secret, refuses one that
+// empty volume of its container (values.FilledAtClaim). At claim it writes
+// the team's flags into a Secret of the claim's own (ClaimFlagSecret) and
+// adds to each pod an ephemeral container, the operator's own image running
+// `write-flags`, which reads each value from that Secret, refuses one that
 // is not the value expected (its SHA-256 is an argument: a kubelet's stale
 // Secret), and writes and reads back each file. The kubelet's report that
 // the writer exited 0 is the proof of delivery: once every pod has it, the
@@ -47,13 +48,14 @@ type FlagDeliveryReconciler struct {
 	// Client reads pooled Challenges, templates and pods from the cache, and
 	// writes the writers and the annotation.
 	Client client.Client
-	// Live reads the instance's Secret, which the cache does not hold, and
-	// its pods, whose spec the cache does not keep.
+	// Live reads the instance's pods, whose spec the cache does not keep.
 	Live  client.Reader
 	Pools *pool.Pools
 	Codec *flagtag.Codec
 	// Image is the writer's image: the operator's own.
 	Image string
+	// MaxConcurrentReconciles is how many claims are delivered at once.
+	MaxConcurrentReconciles int
 }
 
 // +kubebuilder:rbac:groups="",resources=pods/ephemeralcontainers,verbs=update
@@ -108,15 +110,19 @@ func (r *FlagDeliveryReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, nil
 	}
 	team := pooled.Annotations[ctfv1alpha1.ClaimantParticipantAnnotation]
+	claim := FlagClaim(claimant)
+	data := make(map[string][]byte, len(flags))
 	digests := make(map[string]string, len(flags))
 	for _, f := range flags {
-		sum := sha256.Sum256([]byte(ctfflag.PerTeam(r.Codec, tmpl.Name, f.Name, team, cmp.Or(f.PerTeam.Format, ctfflag.DefaultFormat))))
-		digests[f.Name] = hex.EncodeToString(sum[:])
+		value := ctfflag.PerTeam(r.Codec, tmpl.Name, f.Name, team, cmp.Or(f.PerTeam.Format, ctfflag.DefaultFormat))
+		sum := sha256.Sum256([]byte(value))
+		data["flag."+f.Name], digests[f.Name] = []byte(value), hex.EncodeToString(sum[:])
 	}
-	// The claim's upgrade writes the team's flags into the Secret first: a
-	// writer started before would only find the pool's.
-	if ready, err := r.secretHolds(ctx, pooled, digests); err != nil || !ready {
-		return ctrl.Result{RequeueAfter: 250 * time.Millisecond}, err
+	// The team's flags go into a Secret of the claim's own, written here:
+	// the writers need not wait for the claim's Helm upgrade to rewrite the
+	// instance's Secret.
+	if err := r.claimSecret(ctx, pooled, claim, data); err != nil {
+		return ctrl.Result{}, err
 	}
 	// Read live: the cache keeps no pod spec, and a writer is added to the
 	// pod as it is.
@@ -124,7 +130,6 @@ func (r *FlagDeliveryReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.Live.List(ctx, &pods, client.InNamespace(pooled.Namespace), client.MatchingLabels{ctfv1alpha1.InstanceLabel: pooled.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
-	claim := FlagClaim(claimant)
 	delivered := map[string]bool{} // by workload ("" the primary)
 	waiting := false
 	for i := range pods.Items {
@@ -157,20 +162,21 @@ func (r *FlagDeliveryReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return ctrl.Result{}, r.Client.Patch(ctx, pooled, patch)
 }
 
-// secretHolds tells whether the instance's Secret holds the values whose
-// digests are given, by flag name.
-func (r *FlagDeliveryReconciler) secretHolds(ctx context.Context, pooled *ctfv1alpha1.Challenge, digests map[string]string) (bool, error) {
-	secret := &corev1.Secret{}
-	if err := r.Live.Get(ctx, client.ObjectKey{Namespace: pooled.Namespace, Name: identity.FlagSecret(pooled.Name)}, secret); err != nil {
-		return false, client.IgnoreNotFound(err)
+// claimSecret writes the claim's Secret: the team's flags, owned by the
+// pooled instance (gone with it), labelled with the claim. An existing one
+// is the claim's: a pooled instance is claimed once.
+func (r *FlagDeliveryReconciler) claimSecret(ctx context.Context, pooled *ctfv1alpha1.Challenge, claim string, data map[string][]byte) error {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pooled.Namespace, Name: identity.ClaimFlagSecret(pooled.Name),
+			Labels: map[string]string{ctfv1alpha1.ClaimLabel: claim},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "Challenge", Name: pooled.Name, UID: pooled.UID}}},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
 	}
-	for name, digest := range digests {
-		sum := sha256.Sum256(secret.Data["flag."+name])
-		if hex.EncodeToString(sum[:]) != digest {
-			return false, nil
-		}
+	if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("writing the claim's flags Secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
-	return true, nil
+	return nil
 }
 
 // flagsOf are the flags of flags delivered to workload.
@@ -255,7 +261,7 @@ func (r *FlagDeliveryReconciler) writer(pooled *ctfv1alpha1.Challenge, pod *core
 		mode := ptr.Deref(f.FileMode, values.DefaultFlagFileMode)
 		c.Args = append(c.Args, "--file", fmt.Sprintf("%s=%s:%04o:%s", file, env, mode, digests[f.Name]))
 		c.Env = append(c.Env, corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: identity.FlagSecret(pooled.Name)}, Key: "flag." + f.Name}}})
+			LocalObjectReference: corev1.LocalObjectReference{Name: identity.ClaimFlagSecret(pooled.Name)}, Key: "flag." + f.Name}}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: flagMountRoot + volume})
 	}
 	return c
@@ -266,6 +272,7 @@ func (r *FlagDeliveryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inPool := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return r.Pools.Holds(o.GetNamespace()) }))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("flag-delivery").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		For(&ctfv1alpha1.Challenge{}, inPool).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject), inPool).
 		Complete(r)

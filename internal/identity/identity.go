@@ -27,6 +27,11 @@ func Challenge(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) st
 // FlagSecret is the Secret holding an instance's flag, in the Challenge's namespace.
 func FlagSecret(challenge string) string { return challenge + "-flag" }
 
+// ClaimFlagSecret names the Secret of a claimed pooled instance's perTeam
+// flags, which the operator writes at claim for its writers to read: no
+// Helm release's object, and never an instance's flag Secret's name.
+func ClaimFlagSecret(pooled string) string { return pooled + "-claim-flags" }
+
 // Namespace is the namespace an instance runs in when each has its
 // own: readable, and unique thanks to a hash of the namespace and name (a
 // plain "<namespace>-<name>" would give "a-b"/"c" and "a"/"b-c" the same one).

@@ -190,7 +190,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err := (&controller.PoolReconciler{Pools: pools, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		delivery := &controller.FlagDeliveryReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Pools: pools, Codec: opts.FlagCodec, Image: opts.FlagWriterImage}
+		delivery := &controller.FlagDeliveryReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Pools: pools, Codec: opts.FlagCodec,
+			Image: opts.FlagWriterImage, MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
 		if err := delivery.SetupWithManager(mgr); err != nil {
 			return err
 		}

@@ -118,7 +118,7 @@ func TestPooledPerTeamFlags(t *testing.T) {
 		g.Expect(writer.Image).To(Equal(flagWriterImage))
 		g.Expect(writer.Args).To(Equal([]string{"write-flags", "--file", "/run/challenge-flags/flags-web/web.txt=FLAG_0:0444:" + hex.EncodeToString(sum[:])}))
 		g.Expect(writer.Env).To(Equal([]corev1.EnvVar{{Name: "FLAG_0", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: identity.FlagSecret(pooled.Name)}, Key: "flag.web"}}}}))
+			LocalObjectReference: corev1.LocalObjectReference{Name: identity.ClaimFlagSecret(pooled.Name)}, Key: "flag.web"}}}}))
 		g.Expect(writer.VolumeMounts).To(Equal([]corev1.VolumeMount{{Name: "flags-web", MountPath: "/run/challenge-flags/flags-web"}}))
 		g.Expect(writer.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()))
 		g.Expect(pod.Spec.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "flags-web", MountPath: "/flag", ReadOnly: true}))
@@ -148,15 +148,26 @@ func TestPooledPerTeamFlags(t *testing.T) {
 		}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&pooled), &pooled)).To(Succeed())
 		g.Expect(pooled.Annotations).To(HaveKeyWithValue(ctfv1alpha1.FlagsDeliveredAnnotation, controller.FlagClaim(ch.UID)))
-		secret := &corev1.Secret{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: identity.FlagSecret(pooled.Name)}, secret)).To(Succeed())
-		body, _ := ctfflag.BodyOf("CTF{%s}", string(secret.Data["flag.web"]))
+		body, _ := ctfflag.BodyOf("CTF{%s}", flag)
 		verdict, owner := codec.Verify("pooled-flags", "web", team, body)
 		g.Expect(verdict).To(Equal(flagtag.Correct), "the team's own flag")
 		g.Expect(owner).To(Equal(team))
+		// The claim's upgrade brings the instance's own Secret (the status's
+		// flagSecretName) to the same flag.
+		g.Eventually(func(g Gomega) {
+			secret := &corev1.Secret{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: identity.FlagSecret(pooled.Name)}, secret)).To(Succeed())
+			g.Expect(string(secret.Data["flag.web"])).To(Equal(flag))
+		}, timeout, interval).Should(Succeed())
+
+		claimSecret := &corev1.Secret{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: identity.ClaimFlagSecret(pooled.Name)}, claimSecret)).To(Succeed())
+		g.Expect(claimSecret.Data).To(Equal(map[string][]byte{"flag.web": []byte(flag)}), "the claim's Secret: the team's flag alone")
+		g.Expect(claimSecret.OwnerReferences).To(ConsistOf(HaveField("UID", pooled.UID)), "gone with the pooled instance")
 
 		g.Expect(k8s.Delete(ctx, got)).To(Succeed())
 		h.EventuallyGone(t, got, timeout, "the team's Challenge goes")
 		h.EventuallyGone(t, &pooled, timeout, "and its pooled instance with it")
+		h.EventuallyGone(t, claimSecret, timeout, "and the claim's Secret with it")
 	}
 }
