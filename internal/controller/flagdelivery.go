@@ -168,7 +168,7 @@ func (r *FlagDeliveryReconciler) Reconcile(ctx context.Context, req ctrl.Request
 func (r *FlagDeliveryReconciler) claimSecret(ctx context.Context, pooled *ctfv1alpha1.Challenge, claim string, data map[string][]byte) error {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pooled.Namespace, Name: identity.ClaimFlagSecret(pooled.Name),
-			Labels: map[string]string{ctfv1alpha1.ClaimLabel: claim},
+			Labels:          map[string]string{ctfv1alpha1.ClaimLabel: claim},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "Challenge", Name: pooled.Name, UID: pooled.UID}}},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
