@@ -305,15 +305,22 @@ func TestVerificationOfAStaticFlag(t *testing.T) {
 	tmpl := startableTemplate(t, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flags = []ctfv1alpha1.NamedFlag{{Name: "main", Static: &ctfv1alpha1.SecretKeyRef{Namespace: secret.Namespace, Name: secret.Name, Key: "flag"}}}
 	})
-	g.Eventually(func() instancer.Verification {
-		return verify(t, "team-k", tmpl, flag)
-	}, timeout, interval).Should(Equal(instancer.Verification{Verdict: "correct", Accepted: true}))
+	// Before the operator publishes the digest, the platform is asked to
+	// come back; then the flag is verified.
+	var current ctfv1alpha1.ChallengeTemplate
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: tmpl}, &current)).To(Succeed())
+		g.Expect(current.Status.StaticFlags).To(HaveLen(1))
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		body, _ := json.Marshal(map[string]string{"team": "team-k", "template": tmpl, "submission": flag})
+		var v instancer.Verification
+		g.Expect(platformCall(t, api, signed(t, verifyPath, body), verifyPath, body, &v)).To(Equal(http.StatusOK), "the instancer's cache has the digest")
+		g.Expect(v).To(Equal(instancer.Verification{Verdict: "correct", Accepted: true}))
+	}, timeout, interval).Should(Succeed())
 	g.Expect(verify(t, "team-l", tmpl, flag)).To(Equal(instancer.Verification{Verdict: "correct", Accepted: true}), "every team's")
 	g.Expect(verify(t, "team-k", tmpl, "CTF{the-same-for-everyone")).To(Equal(instancer.Verification{Verdict: "wrong"}))
 
-	var current ctfv1alpha1.ChallengeTemplate
-	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: tmpl}, &current)).To(Succeed())
-	g.Expect(current.Status.StaticFlags).To(HaveLen(1))
 	g.Expect(current.Status.StaticFlags[0].Digest).To(Equal(harness.FlagCodec().StaticDigest(tmpl, "main", flag)))
 	status, err := json.Marshal(current.Status)
 	g.Expect(err).NotTo(HaveOccurred())
