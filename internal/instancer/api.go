@@ -351,18 +351,10 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request, team stri
 		writeError(w, errBadRequest(`Send {"template": "<name>"}: `+err.Error()+"."))
 		return
 	}
-	t, apiErr := s.startable(ctx, req.Template)
-	if apiErr != nil {
-		writeError(w, apiErr)
-		return
-	}
-	if t.Spec.IsShared() {
-		writeError(w, errShared)
-		return
-	}
 	// The proof of work comes first, even before a reload finds the
 	// instance: every start of the template costs one.
-	if apiErr := s.proven(t, team, actionStart, req.ProofOfWork); apiErr != nil {
+	t, apiErr := s.actionable(ctx, req.Template, team, actionStart, req.ProofOfWork)
+	if apiErr != nil {
 		writeError(w, apiErr)
 		return
 	}
@@ -547,6 +539,23 @@ func (s *Server) stop(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, ch 
 	return nil
 }
 
+// actionable is the template named name when team may take action on its
+// instance: startable, not shared, and proven (its proof of work, when the
+// template asks for one), all from the cache and memory.
+func (s *Server) actionable(ctx context.Context, name, team, action, proof string) (*ctfv1alpha1.ChallengeTemplate, *apiError) {
+	t, apiErr := s.startable(ctx, name)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if t.Spec.IsShared() {
+		return nil, errShared
+	}
+	if apiErr := s.proven(t, team, action, proof); apiErr != nil {
+		return nil, apiErr
+	}
+	return t, nil
+}
+
 func (s *Server) renewInstance(w http.ResponseWriter, r *http.Request, team string) {
 	ctx := r.Context()
 	req, err := decodeRenew(r.Body)
@@ -554,17 +563,9 @@ func (s *Server) renewInstance(w http.ResponseWriter, r *http.Request, team stri
 		writeError(w, errBadRequest(`Send no body, or {"proofOfWork": "<solution>"}: `+err.Error()+"."))
 		return
 	}
-	t, apiErr := s.startable(ctx, r.PathValue("template"))
-	if apiErr != nil {
-		writeError(w, apiErr)
-		return
-	}
-	if t.Spec.IsShared() {
-		writeError(w, errShared)
-		return
-	}
 	// Before the live read of the instance: a refusal costs no request.
-	if apiErr := s.proven(t, team, actionRenew, req.ProofOfWork); apiErr != nil {
+	t, apiErr := s.actionable(ctx, r.PathValue("template"), team, actionRenew, req.ProofOfWork)
+	if apiErr != nil {
 		writeError(w, apiErr)
 		return
 	}
