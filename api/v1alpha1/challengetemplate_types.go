@@ -675,6 +675,16 @@ type RegistryPrefix string
 
 // ChallengeTemplateStatus reports the template's use.
 type ChallengeTemplateStatus struct {
+	// ObservedGeneration is the generation the conditions were computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions say whether the template is within the cluster admin's
+	// bounds (Accepted, with the reason naming the flag when not) and can
+	// serve instances (Ready); Stalled mirrors a refusal, for kstatus.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// ActiveInstances is the number of Challenges of this template not being
 	// deleted, its pooled instances among them. Defaulted so that the pool
 	// controller may write status.pool before the first count is written.
@@ -720,6 +730,8 @@ type PoolStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=chalt,categories=ctf
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeInstances`
 // +kubebuilder:printcolumn:name="Pool",type=integer,JSONPath=`.status.pool.ready`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

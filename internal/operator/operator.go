@@ -203,6 +203,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
+	checker := wiring.translator.Translator
+	if err := (&controller.TemplateConditionsReconciler{Client: mgr.GetClient(), Check: checker.CheckTemplate}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	return (&controller.TemplateStatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 }
 

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -1112,4 +1113,45 @@ func isNull(v any) bool {
 	}
 	m, ok := v.(map[string]any)
 	return ok && len(m) == 0
+}
+
+// CheckTemplate refuses a template its instances could not be installed
+// from under the cluster admin's bounds, whoever the team: what a render
+// checks before admission that depends on the template alone (its values,
+// security, lifetime, exposure, ceilings, the namespaces its flags come
+// from and the flag key its perTeam flags need), with the reason naming
+// the flag. Nothing is read from the cluster.
+func (t Translator) CheckTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) error {
+	probe := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "template-check", Namespace: "template-check"},
+		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: "template-check"}}
+	vals, err := Compose(probe, tmpl, t.Settings)
+	if err != nil {
+		return err
+	}
+	limits, err := policy.LimitsFor(t.Limits, tmpl)
+	if err != nil {
+		return err
+	}
+	if err := checkDisk(vals, limits.EphemeralStorage); err != nil {
+		return err
+	}
+	if err := checkComponentReplicas(tmpl, limits); err != nil {
+		return err
+	}
+	if tmpl.Spec.Flag != nil {
+		if err := t.Settings.checkFlagSecret(tmpl); err != nil {
+			return err
+		}
+	}
+	for _, f := range tmpl.Spec.Flags {
+		if f.Static != nil {
+			if err := t.Settings.checkSecretNamespace(tmpl, "flag "+f.Name, f.Static.Namespace); err != nil {
+				return err
+			}
+		}
+		if f.PerTeam != nil && t.FlagCodec == nil {
+			return ctfflag.ErrNoFlagKey
+		}
+	}
+	return nil
 }
