@@ -117,10 +117,12 @@ func TestVerificationTellsWhoseFlagItIs(t *testing.T) {
 	g.Expect(metric(t, api, `challenge_instancer_flag_verifications_total{template="`+tmpl+`",verdict="wrong"}`)).To(Equal("6"))
 
 	// The organiser scores shared flags, flagged.
-	var current ctfv1alpha1.ChallengeTemplate
-	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: tmpl}, &current)).To(Succeed())
-	current.Spec.Submissions = &ctfv1alpha1.Submissions{SharedFlag: ctfv1alpha1.SharedFlagCorrectFlagged}
-	g.Expect(k8s.Update(context.Background(), &current)).To(Succeed())
+	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
+		var current ctfv1alpha1.ChallengeTemplate
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: tmpl}, &current)).To(Succeed())
+		current.Spec.Submissions = &ctfv1alpha1.Submissions{SharedFlag: ctfv1alpha1.SharedFlagCorrectFlagged}
+		g.Expect(k8s.Update(context.Background(), &current)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
 	g.Eventually(func() instancer.Verification {
 		return verify(t, "team-c", tmpl, flagOf(tmpl, "team-b"))
 	}, timeout, interval).Should(Equal(instancer.Verification{Verdict: "shared", Accepted: true, Owner: "team-b"}))

@@ -131,9 +131,12 @@ func TestTemplateLifetimeChangeWaitsForTheNextRenewal(t *testing.T) {
 	given := got.Status.ExpiresAt.Time
 	g.Expect(given).To(BeTemporally("==", got.CreationTimestamp.Add(time.Hour)))
 
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-	tmpl.Spec.Lifetime.Default = &metav1.Duration{Duration: shorter}
-	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	// The operator writes the template's status meanwhile: an edit retries on conflict.
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+		tmpl.Spec.Lifetime.Default = &metav1.Duration{Duration: shorter}
+		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
 
 	// A new instance gets the shorter lifetime: the change is seen.
 	fresh := fromTemplate(ns, "fresh", "team-t", tmpl.Name)
@@ -238,9 +241,11 @@ func TestLoweredMaximumCapsRunningInstances(t *testing.T) {
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("==", got.CreationTimestamp.Add(own)))
 
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-	tmpl.Spec.Lifetime.Max = &metav1.Duration{Duration: lowered}
-	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+		tmpl.Spec.Lifetime.Max = &metav1.Duration{Duration: lowered}
+		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
 	// It never waited: its lifetime counts from its creation. The Helm
 	// reconciler reconciles the template's instances and writes the
 	// outcome with the capped expiry in one status.

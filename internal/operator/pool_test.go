@@ -196,9 +196,11 @@ func TestPoolTemplateEditReplacesUnclaimedOnly(t *testing.T) {
 	before := eventuallyPoolReady(t, "edited", 1)
 
 	tmpl := &ctfv1alpha1.ChallengeTemplate{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "edited"}, tmpl)).To(Succeed())
-	tmpl.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "2"}}
-	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "edited"}, tmpl)).To(Succeed())
+		tmpl.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "2"}}
+		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		after := eventuallyPoolReady(t, "edited", 1)
 		for name := range after {

@@ -43,9 +43,11 @@ func TestFailuresAheadFreeTheirPlace(t *testing.T) {
 	g.Expect(k8s.Create(ctx, valid)).To(Succeed())
 	g.Expect(*eventuallyPhase(t, valid, ctfv1alpha1.PhaseQueued).Status.QueuePosition).To(BeEquivalentTo(2), "behind the gated one only")
 
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-	tmpl.Spec.MaxInstances = ptr.To[int32](2)
-	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+		tmpl.Spec.MaxInstances = ptr.To[int32](2)
+		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
 	failed := eventuallyPhase(t, gated, ctfv1alpha1.PhaseError)
 	g.Expect(failed.Status.Reason).To(Equal("PolicyViolation"), failed.Status.Message)
 	failedAt := time.Now()

@@ -48,8 +48,11 @@ func TestTemplateConditions(t *testing.T) {
 		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.FailedStatus))
 	}, timeout, interval).Should(Succeed())
 
-	got.Spec.Security = nil
-	g.Expect(k8s.Update(ctx, got)).To(Succeed())
+	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
+		got.Spec.Security = nil
+		g.Expect(k8s.Update(ctx, got)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))

@@ -50,9 +50,11 @@ func TestNoLogLevelPrintsASecret(t *testing.T) {
 	eventuallyAllRunning(t, ns, 1, time.Minute)
 
 	// An upgrade: the template's instances render anew.
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-	tmpl.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "MODE", Value: "upgraded"}}
-	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+		tmpl.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "MODE", Value: "upgraded"}}
+		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	}, harness.Timeout, harness.Interval).Should(Succeed())
 	g.Eventually(func() bool { return p.logContains("Release upgraded") }, time.Minute, interval).Should(BeTrue())
 
 	deleteAllAndCheck(t, ns, time.Minute)
