@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -203,18 +204,16 @@ func (r *FlagDeliveryReconciler) deliver(ctx context.Context, pooled *ctfv1alpha
 	}
 	if attempts > 0 {
 		last := fmt.Sprintf("flags-%s-%d", claim, attempts-1)
-		for _, st := range pod.Status.EphemeralContainerStatuses {
-			if st.Name != last {
-				continue
-			}
-			if t := st.State.Terminated; t != nil && t.ExitCode == 0 {
-				return true, nil
-			} else if t == nil {
-				return false, nil // starting or running
-			}
-		}
-		if !terminated(pod, last) {
+		i := slices.IndexFunc(pod.Status.EphemeralContainerStatuses, func(st corev1.ContainerStatus) bool { return st.Name == last })
+		if i < 0 {
 			return false, nil // the kubelet has not reported it yet
+		}
+		t := pod.Status.EphemeralContainerStatuses[i].State.Terminated
+		if t == nil {
+			return false, nil // starting or running
+		}
+		if t.ExitCode == 0 {
+			return true, nil
 		}
 	}
 	if attempts >= maxFlagWriters {
@@ -227,16 +226,6 @@ func (r *FlagDeliveryReconciler) deliver(ctx context.Context, pooled *ctfv1alpha
 		return false, fmt.Errorf("adding the flags' writer to pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return false, nil
-}
-
-// terminated tells whether the kubelet reports the container name ended.
-func terminated(pod *corev1.Pod, name string) bool {
-	for _, st := range pod.Status.EphemeralContainerStatuses {
-		if st.Name == name {
-			return st.State.Terminated != nil
-		}
-	}
-	return false
 }
 
 // writer is the ephemeral container that writes flags into pod's flag

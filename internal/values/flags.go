@@ -26,14 +26,12 @@ func (t Translator) namedFlags(ctx context.Context, tmpl *ctfv1alpha1.ChallengeT
 	if len(tmpl.Spec.Flags) == 0 {
 		return nil
 	}
+	if err := t.checkNamedFlags(tmpl); err != nil {
+		return err
+	}
 	flags := make(map[string]string, len(tmpl.Spec.Flags))
 	for i := range tmpl.Spec.Flags {
 		f := &tmpl.Spec.Flags[i]
-		if f.Static != nil {
-			if err := t.Settings.checkSecretNamespace(tmpl, "flag "+f.Name, f.Static.Namespace); err != nil {
-				return err
-			}
-		}
 		value, err := ctfflag.ResolveNamed(ctx, t.OrganiserReader, t.FlagCodec, tmpl, f, team)
 		if err != nil {
 			return err
@@ -41,6 +39,23 @@ func (t Translator) namedFlags(ctx context.Context, tmpl *ctfv1alpha1.ChallengeT
 		flags[f.Name] = value
 	}
 	return DeliverNamedFlags(vals, tmpl, flags)
+}
+
+// checkNamedFlags refuses named flags the operator may not render: a
+// static one from a namespace flags may not come from, a perTeam one
+// without the operator's flag key.
+func (t Translator) checkNamedFlags(tmpl *ctfv1alpha1.ChallengeTemplate) error {
+	for _, f := range tmpl.Spec.Flags {
+		if f.Static != nil {
+			if err := t.Settings.checkSecretNamespace(tmpl, "flag "+f.Name, f.Static.Namespace); err != nil {
+				return err
+			}
+		}
+		if f.PerTeam != nil && t.FlagCodec == nil {
+			return ctfflag.ErrNoFlagKey
+		}
+	}
+	return nil
 }
 
 // DeliverNamedFlags writes each of tmpl's named flags, its value in flags by

@@ -162,18 +162,8 @@ func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (R
 	// maximum, its values allowed, the template within the admin's bounds).
 	// A refusal is then an Error at once, never a wait in the queue that
 	// ends in one, nor a claimed instance the install would have refused.
-	vals, err := Compose(&c, tmpl, t.Settings)
+	vals, limits, err := t.composeChecked(&c, tmpl)
 	if err != nil {
-		return Rendered{}, err
-	}
-	limits, err := policy.LimitsFor(t.Limits, tmpl)
-	if err != nil {
-		return Rendered{}, err
-	}
-	if err := checkDisk(vals, limits.EphemeralStorage); err != nil {
-		return Rendered{}, err
-	}
-	if err := checkComponentReplicas(tmpl, limits); err != nil {
 		return Rendered{}, err
 	}
 	if err := t.Admission.Admit(ctx, &c, tmpl); err != nil {
@@ -1115,6 +1105,27 @@ func isNull(v any) bool {
 	return ok && len(m) == 0
 }
 
+// composeChecked composes c's values and holds them to the ceilings of
+// tmpl (policy.LimitsFor), which it returns: what a render checks before
+// admission, and CheckTemplate for the template alone.
+func (t Translator) composeChecked(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (chartutil.Values, policy.Limits, error) {
+	vals, err := Compose(c, tmpl, t.Settings)
+	if err != nil {
+		return nil, policy.Limits{}, err
+	}
+	limits, err := policy.LimitsFor(t.Limits, tmpl)
+	if err != nil {
+		return nil, policy.Limits{}, err
+	}
+	if err := checkDisk(vals, limits.EphemeralStorage); err != nil {
+		return nil, policy.Limits{}, err
+	}
+	if err := checkComponentReplicas(tmpl, limits); err != nil {
+		return nil, policy.Limits{}, err
+	}
+	return vals, limits, nil
+}
+
 // CheckTemplate refuses a template its instances could not be installed
 // from under the cluster admin's bounds, whoever the team: what a render
 // checks before admission that depends on the template alone (its values,
@@ -1124,18 +1135,7 @@ func isNull(v any) bool {
 func (t Translator) CheckTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	probe := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "template-check", Namespace: "template-check"},
 		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: "template-check"}}
-	vals, err := Compose(probe, tmpl, t.Settings)
-	if err != nil {
-		return err
-	}
-	limits, err := policy.LimitsFor(t.Limits, tmpl)
-	if err != nil {
-		return err
-	}
-	if err := checkDisk(vals, limits.EphemeralStorage); err != nil {
-		return err
-	}
-	if err := checkComponentReplicas(tmpl, limits); err != nil {
+	if _, _, err := t.composeChecked(probe, tmpl); err != nil {
 		return err
 	}
 	if tmpl.Spec.Flag != nil {
@@ -1143,15 +1143,5 @@ func (t Translator) CheckTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 			return err
 		}
 	}
-	for _, f := range tmpl.Spec.Flags {
-		if f.Static != nil {
-			if err := t.Settings.checkSecretNamespace(tmpl, "flag "+f.Name, f.Static.Namespace); err != nil {
-				return err
-			}
-		}
-		if f.PerTeam != nil && t.FlagCodec == nil {
-			return ctfflag.ErrNoFlagKey
-		}
-	}
-	return nil
+	return t.checkNamedFlags(tmpl)
 }
