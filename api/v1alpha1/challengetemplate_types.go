@@ -443,6 +443,40 @@ type ChallengeTemplateSpec struct {
 	// are not startable there unless this says so.
 	// +optional
 	Instancer *InstancerAccess `json:"instancer,omitempty"`
+
+	// Failures contains a template whose instances keep failing (a broken
+	// image, a crash at start): after threshold of its newest instances fail
+	// with none reaching Running between, the template is Degraded and its
+	// new starts wait, Queued with that reason, instead of each team's
+	// failing on its own. The operator tries one canary instance of its own
+	// at a growing interval, at once after an edit of the template, and the
+	// first canary to run lifts it: the waiting starts go ahead.
+	// +optional
+	Failures *FailurePolicy `json:"failures,omitempty"`
+}
+
+// DefaultFailureThreshold is how many failed instances in a row make a
+// template Degraded when it does not say: enough that one team's bad luck
+// does not hold every other team back, few enough that a broken image
+// stops at a handful of teams.
+const DefaultFailureThreshold = 3
+
+// FailurePolicy says when a template's failing instances hold its starts.
+type FailurePolicy struct {
+	// Threshold is how many of the template's newest instances may fail in
+	// a row before it is Degraded; 0 never holds its starts.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Threshold *int32 `json:"threshold,omitempty"`
+}
+
+// FailureThreshold is the template's threshold, its default when unset.
+func (s *ChallengeTemplateSpec) FailureThreshold() int32 {
+	if s.Failures == nil || s.Failures.Threshold == nil {
+		return DefaultFailureThreshold
+	}
+	return *s.Failures.Threshold
 }
 
 // PoolSpec sizes a template's warm pool: ready, unclaimed instances. The
@@ -679,8 +713,9 @@ type ChallengeTemplateStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions say whether the template is within the cluster admin's
-	// bounds (Accepted, with the reason naming the flag when not) and can
-	// serve instances (Ready); Stalled mirrors a refusal, for kstatus.
+	// bounds (Accepted, with the reason naming the flag when not), whether
+	// its instances keep failing (Degraded: its new starts wait) and whether
+	// it can serve instances (Ready); Stalled mirrors a refusal, for kstatus.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -702,6 +737,31 @@ type ChallengeTemplateStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +optional
 	StaticFlags []StaticFlagDigest `json:"staticFlags,omitempty"`
+	// Health is how the template's newest instances fared, and its canary
+	// while it is Degraded.
+	// +optional
+	Health *TemplateHealth `json:"health,omitempty"`
+}
+
+// TemplateHealth is what the operator knows of a template's newest
+// instances (the Degraded condition says what it concluded).
+type TemplateHealth struct {
+	// Failures counts the template's instances that failed since one last
+	// reached Running or the template was last lifted.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
+	// Canary names the canary instance being tried, a Challenge of the
+	// operator's own in its canary namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Canary string `json:"canary,omitempty"`
+	// CanaryAttempts counts the canaries that failed since the template
+	// became Degraded or was last edited: each one doubles the wait.
+	// +optional
+	CanaryAttempts int32 `json:"canaryAttempts,omitempty"`
+	// NextCanaryAt is when the next canary is tried.
+	// +optional
+	NextCanaryAt *metav1.Time `json:"nextCanaryAt,omitempty"`
 }
 
 // StaticFlagDigest is one static flag's digest.
@@ -732,6 +792,7 @@ type PoolStatus struct {
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeInstances`
 // +kubebuilder:printcolumn:name="Pool",type=integer,JSONPath=`.status.pool.ready`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -37,9 +37,13 @@ const (
 	// ClaimLabel on a claimed pooled instance's claim Secret names the claim
 	// whose flags it holds.
 	ClaimLabel = "ctf.challenge-operator.io/claim"
-	// TemplateGenerationAnnotation is the template generation a pooled
-	// Challenge was created for: one of an older generation is replaced
-	// unclaimed.
+	// CanaryLabel marks a canary instance, a Challenge the operator tries
+	// in its canary namespace while a template is Degraded, with the
+	// template's name.
+	CanaryLabel = "ctf.challenge-operator.io/canary"
+	// TemplateGenerationAnnotation is the template generation a pooled or
+	// canary Challenge was created for: a pooled one of an older generation
+	// is replaced unclaimed, a canary tried again.
 	TemplateGenerationAnnotation = "ctf.challenge-operator.io/template-generation"
 
 	// InstancerLimitsAnnotation holds a team's brakes on its Lease, as JSON.

@@ -78,6 +78,7 @@ var placed = map[string]string{
 	"internal/manifests":   supportLayer,
 
 	"internal/admission":              engineLayer,
+	"internal/containment":            engineLayer,
 	"internal/values":                 engineLayer,
 	"internal/pool":                   engineLayer,
 	"internal/action":                 engineLayer,

@@ -10,6 +10,7 @@ import (
 	"context"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/containment"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
@@ -27,6 +28,9 @@ type Admission struct {
 	// Pools hands a Challenge of a pooled template a ready instance instead
 	// of an install; nil for no pools.
 	Pools *pool.Pools
+	// Canaries are the operator's trials of a Degraded template, which no
+	// bound holds back: they are how the hold is lifted.
+	Canaries *containment.Canaries
 }
 
 // Served returns the error that keeps a Challenge which claimed a pooled
@@ -50,9 +54,12 @@ func (a Admission) Served(ctx context.Context, c *ctfv1alpha1.Challenge) error {
 // come first: a claim is a team's instance like any other, and a team over
 // them is refused, never queued. A claim adds no instance to the cluster,
 // so it goes ahead of the queue; a pooled instance, no team's until
-// claimed, is neither counted against a budget nor queued.
+// claimed, is neither counted against a budget nor queued. A Degraded
+// template's new installs wait, pooled ones among them, but a claim of a
+// pooled instance that runs goes ahead, and the operator's canary, which
+// tries whether the template runs again, is held by nothing.
 func (a Admission) Admit(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) error {
-	if lifecycle.Installed(&c.Status) {
+	if lifecycle.Installed(&c.Status) || a.Canaries.Is(c) {
 		return nil
 	}
 	if a.Quota != nil {
@@ -72,6 +79,9 @@ func (a Admission) Admit(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ct
 	}
 	if pooled != nil {
 		return claimed(pooled)
+	}
+	if err := containment.Hold(tmpl); err != nil {
+		return err
 	}
 	if a.Pools.IsPooled(c) {
 		return nil

@@ -23,6 +23,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
+	"github.com/challenge-operator/challenge-operator/internal/containment"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
@@ -93,10 +94,11 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 		byTemplate := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate) []reconcile.Request {
 			return challengeRequests(ctx, cl, everyChallenge, client.MatchingFields{TemplateField: t.Name})
 		})
-		// Only its spec changes a render: its status (counts, the pool's)
-		// changes with every instance and would reconcile them all each time.
+		// Only its spec changes a render, and its hold whether its starts
+		// wait: the rest of its status (counts, the pool's) changes with
+		// every instance and would reconcile them all each time.
 		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.ChallengeTemplate{}, byTemplate,
-			predicate.TypedGenerationChangedPredicate[*ctfv1alpha1.ChallengeTemplate]{})); err != nil {
+			predicate.Or[*ctfv1alpha1.ChallengeTemplate](predicate.TypedGenerationChangedPredicate[*ctfv1alpha1.ChallengeTemplate]{}, holdChanged))); err != nil {
 			return err
 		}
 		siblings := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, ch *ctfv1alpha1.Challenge) []reconcile.Request {
@@ -153,6 +155,14 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		return c.Watch(source.Kind(mgr.GetCache(), secrets, release, deletions[*metav1.PartialObjectMetadata](), named))
 	}
+}
+
+// holdChanged passes a template whose starts stop or start waiting
+// (containment.Degraded).
+var holdChanged = predicate.TypedFuncs[*ctfv1alpha1.ChallengeTemplate]{
+	UpdateFunc: func(e event.TypedUpdateEvent[*ctfv1alpha1.ChallengeTemplate]) bool {
+		return containment.Degraded(e.ObjectOld) != containment.Degraded(e.ObjectNew)
+	},
 }
 
 // challengeRequests lists the Challenges matching opts that keep selects.

@@ -3,14 +3,25 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/containment"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/metrics"
 )
 
 // The template's conditions.
@@ -26,24 +37,47 @@ const (
 	TemplateStalled = "Stalled"
 )
 
-// TemplateConditionsReconciler writes each template's Accepted and Ready
-// conditions, with the generation they are for, so that an organiser sees
-// a template beyond the admin's bounds on the template itself rather than
-// on each team's Challenge.
+// TemplateConditionsReconciler writes each template's conditions, with the
+// generation they are for, so that an organiser sees on the template itself
+// what would otherwise show only on each team's Challenge: Accepted (within
+// the admin's bounds), Degraded (its newest instances keep failing, so its
+// new starts wait) and Ready. While a template is Degraded it tries canary
+// instances of the operator's own (package containment decides when). It
+// is the one writer of the template's conditions and status.health.
 type TemplateConditionsReconciler struct {
 	Client client.Client
 	// Check refuses a template its instances could not be installed from
 	// (values.Translator.CheckTemplate), naming the flag.
 	Check func(*ctfv1alpha1.ChallengeTemplate) error
+	// Canaries are where a Degraded template's canaries run; nil for none.
+	Canaries *containment.Canaries
+	Recorder events.EventRecorder
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 }
 
-// Reconcile writes one template's conditions.
+// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=create;delete
+
+// Reconcile writes one template's conditions, and creates or deletes its canary.
 func (r *TemplateConditionsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tmpl := &ctfv1alpha1.ChallengeTemplate{}
 	if err := r.Client.Get(ctx, req.NamespacedName, tmpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetTemplateHealth(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	var list ctfv1alpha1.ChallengeList
+	// Read-only: the cache's own objects.
+	if err := r.Client.List(ctx, &list, client.MatchingFields{TemplateField: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, err
+	}
+	health := containment.Decide(tmpl, list.Items, r.Canaries, r.now())
+	if err := r.applyCanaries(ctx, tmpl, health); err != nil {
+		return ctrl.Result{}, err
+	}
 	before := tmpl.DeepCopy()
+	apimeta.SetStatusCondition(&tmpl.Status.Conditions, health.Degraded)
 	for _, c := range TemplateConditions(tmpl, r.Check(tmpl)) {
 		apimeta.SetStatusCondition(&tmpl.Status.Conditions, c)
 	}
@@ -51,10 +85,49 @@ func (r *TemplateConditionsReconciler) Reconcile(ctx context.Context, req ctrl.R
 		apimeta.RemoveStatusCondition(&tmpl.Status.Conditions, TemplateStalled)
 	}
 	tmpl.Status.ObservedGeneration = tmpl.Generation
-	if equalStatus(before, tmpl) {
-		return ctrl.Result{}, nil
+	tmpl.Status.Health = &health.Health
+	metrics.ObserveTemplateHealth(tmpl.Name, containment.Degraded(tmpl), health.Ran)
+	if health.Event != nil {
+		r.Recorder.Eventf(tmpl, nil, health.Event.Type, health.Event.Reason, "Contain", "%s", health.Event.Message)
 	}
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, tmpl, client.MergeFrom(before)))
+	result := ctrl.Result{RequeueAfter: health.RequeueAfter}
+	if equalStatus(before, tmpl) {
+		return result, nil
+	}
+	// Optimistically locked: a canary's outcome is written once, from the
+	// template it was decided on.
+	err := r.Client.Status().Patch(ctx, tmpl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return result, client.IgnoreNotFound(err)
+}
+
+// conflictRetry is how soon a template whose status changed under a
+// decision is looked at again: at once, but after the cache has it.
+const conflictRetry = 100 * time.Millisecond
+
+// applyCanaries deletes the canaries the decision is done with and
+// creates the one it tries.
+func (r *TemplateConditionsReconciler) applyCanaries(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, d containment.Decision) error {
+	for _, ch := range d.Delete {
+		if err := r.Client.Delete(ctx, ch.DeepCopy(), client.Preconditions{UID: &ch.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting canary %s/%s of %s: %w", ch.Namespace, ch.Name, tmpl.Name, err)
+		}
+	}
+	if d.Create != nil {
+		if err := r.Client.Create(ctx, d.Create); err != nil {
+			return fmt.Errorf("creating a canary of %s: %w", tmpl.Name, err)
+		}
+	}
+	return nil
+}
+
+func (r *TemplateConditionsReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // TemplateConditions are tmpl's conditions when its check says refused
@@ -78,6 +151,10 @@ func TemplateConditions(tmpl *ctfv1alpha1.ChallengeTemplate, refused error) []me
 		}
 	}
 	out := []metav1.Condition{cond(TemplateAccepted, metav1.ConditionTrue, "WithinBounds", "the template is within the operator's bounds")}
+	if containment.Degraded(tmpl) {
+		return append(out, cond(TemplateReady, metav1.ConditionFalse, containment.ConditionDegraded, "its new starts wait: "+
+			apimeta.FindStatusCondition(tmpl.Status.Conditions, containment.ConditionDegraded).Message))
+	}
 	if tmpl.Spec.Pool != nil && (tmpl.Status.Pool == nil || tmpl.Status.Pool.Ready == 0) {
 		return append(out, cond(TemplateReady, metav1.ConditionFalse, "PoolFilling", "no pooled instance is ready to claim yet"))
 	}
@@ -85,9 +162,11 @@ func TemplateConditions(tmpl *ctfv1alpha1.ChallengeTemplate, refused error) []me
 }
 
 // equalStatus tells whether a and b have the same conditions (but for their
-// transition times, which SetStatusCondition keeps) and observed generation.
+// transition times, which SetStatusCondition keeps), health and observed
+// generation.
 func equalStatus(a, b *ctfv1alpha1.ChallengeTemplate) bool {
-	if a.Status.ObservedGeneration != b.Status.ObservedGeneration || len(a.Status.Conditions) != len(b.Status.Conditions) {
+	if a.Status.ObservedGeneration != b.Status.ObservedGeneration || len(a.Status.Conditions) != len(b.Status.Conditions) ||
+		!apiequality.Semantic.DeepEqual(a.Status.Health, b.Status.Health) {
 		return false
 	}
 	for _, c := range b.Status.Conditions {
@@ -99,10 +178,22 @@ func equalStatus(a, b *ctfv1alpha1.ChallengeTemplate) bool {
 	return true
 }
 
-// SetupWithManager watches templates (their pool's status among them).
+// SetupWithManager watches templates (their pool's status among them) and
+// their instances' outcomes.
 func (r *TemplateConditionsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("challengetemplate-conditions").
 		For(&ctfv1alpha1.ChallengeTemplate{}).
+		Watches(&ctfv1alpha1.Challenge{}, handler.EnqueueRequestsFromMapFunc(templateOf), builder.WithPredicates(outcomeChanged)).
 		Complete(r)
+}
+
+// outcomeChanged passes the changes a template's health depends on: an
+// instance coming or going, its phase, its first Running.
+var outcomeChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*ctfv1alpha1.Challenge)
+		cur, okCur := e.ObjectNew.(*ctfv1alpha1.Challenge)
+		return !okOld || !okCur || old.Status.Phase != cur.Status.Phase || !old.Status.ReadyAt.Equal(cur.Status.ReadyAt)
+	},
 }

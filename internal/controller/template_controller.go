@@ -57,6 +57,7 @@ func (r *TemplateStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// templateOf maps a Challenge to its template.
 func templateOf(_ context.Context, obj client.Object) []reconcile.Request {
 	ch, ok := obj.(*ctfv1alpha1.Challenge)
 	if !ok || ch.Spec.Template == "" {

@@ -6,6 +6,7 @@
 package identity
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
@@ -233,4 +234,19 @@ func BareNamesService(release string) string { return release + "---names" }
 // "<service>.<namespace>.svc.<clusterDomain>".
 func BareNamesSearch(release, namespace, clusterDomain string) string {
 	return BareNamesService(release) + "." + namespace + ".svc." + clusterDomain
+}
+
+// OperatorInstance names a new instance the operator creates of a template
+// for a role of its own ("pool", "canary"): the template's name (cut to
+// fit a release name), the role, and five random characters, so that no
+// two collide and none is guessed before it exists.
+func OperatorInstance(template, role string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	prefix := strings.TrimRight(template[:min(len(template), 40)], "-")
+	suffix := make([]byte, 5)
+	_, _ = rand.Read(suffix)
+	for i, b := range suffix {
+		suffix[i] = alphabet[int(b)%len(alphabet)]
+	}
+	return prefix + "-" + role + "-" + string(suffix)
 }

@@ -106,3 +106,11 @@ func splitReason(message string) (reason, rest string, ok bool) {
 	}
 	return reason, message[at+len(reason)+2:], true
 }
+
+// InstanceFailed tells whether a status says its instance failed to start
+// or run (a Helm install error, an unpullable image, a crash): the
+// template's failure, not a refusal of this Challenge's own spec or its
+// team's bounds, nor a wait.
+func InstanceFailed(st *ctfv1alpha1.ChallengeStatus) bool {
+	return st.Phase == ctfv1alpha1.PhaseError && !specReasons[st.Reason]
+}

@@ -38,7 +38,7 @@ var (
 		Help: "Instances deleted because they expired.",
 	})
 	phaseDesc = prometheus.NewDesc("challenge_phase_count",
-		"Challenges by phase and template (empty for those without one), counted from the operator's cache at scrape time; every phase of every template in use is reported, zeros included.", []string{"phase", "template"}, nil)
+		"Challenges by phase and template (empty for those without one), counted from the operator's cache at scrape time; every phase of every template in use is reported, zeros included.", []string{"phase", templateLabel}, nil)
 	startingDesc = prometheus.NewDesc("challenge_starting_oldest_seconds",
 		"Age of the oldest Challenge that has never been Running, by its phase (None, Queued, Pending); 0 when there is none.", []string{"phase"}, nil)
 	overdueDesc = prometheus.NewDesc("challenge_expiry_overdue_seconds",
@@ -68,7 +68,7 @@ func ObserveExpiry() { expiries.Inc() }
 func Register(reader client.Reader, pooled func(*ctfv1alpha1.Challenge) bool) {
 	registerOnce.Do(func() {
 		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, renewals, expiries, &phaseCollector{reader: reader, pooled: pooled},
-			poolInstances, poolTarget, poolClaims)
+			poolInstances, poolTarget, poolClaims, templateDegraded, canaries)
 	})
 }
 

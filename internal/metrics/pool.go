@@ -6,15 +6,15 @@ var (
 	poolInstances = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "challenge_pool_instances",
 		Help: "Unclaimed instances of a template's warm pool, by state: ready (Running, claimable) or starting.",
-	}, []string{"template", "state"})
+	}, []string{templateLabel, "state"})
 	poolTarget = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "challenge_pool_target",
 		Help: "How many unclaimed instances the operator keeps in a template's pool now, between its min and max.",
-	}, []string{"template"})
+	}, []string{templateLabel})
 	poolClaims = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "challenge_pool_claims_total",
 		Help: "Challenges of a pooled template by how they started: claimed (a pooled instance) or missed (the pool had none ready: a fresh install).",
-	}, []string{"template", "result"})
+	}, []string{templateLabel, "result"})
 )
 
 // ObservePool records a template's pool: its unclaimed instances, the ready

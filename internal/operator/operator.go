@@ -26,6 +26,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
+	"github.com/challenge-operator/challenge-operator/internal/containment"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/gate"
@@ -66,6 +67,9 @@ type Options struct {
 	// PoolNamespace is where templates' warm pools keep their instances;
 	// empty means no pools.
 	PoolNamespace string
+	// CanaryNamespace is where the operator tries a Degraded template's
+	// canary instances; empty means none (an edit of the template lifts it).
+	CanaryNamespace string
 	// FlagCodec seals the teams' perTeam flags; nil refuses them.
 	FlagCodec *flagtag.Codec
 	// FlagWriterImage runs `write-flags` in a claimed pooled instance's pods
@@ -109,6 +113,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		pools = &pool.Pools{Namespace: opts.PoolNamespace, Reader: mgr.GetClient(), Client: mgr.GetClient(), Demand: &pool.Demand{}}
 	}
 	queue := &admission.Queue{Reader: mgr.GetClient(), MaxInstances: opts.MaxInstances, Pools: pools}
+	canaries := &containment.Canaries{Namespace: opts.CanaryNamespace}
 	writer := &controller.StatusWriter{
 		Client: mgr.GetClient(),
 		Reader: mgr.GetClient(),
@@ -157,7 +162,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		translator: renderingTranslator{writer: writer, gate: policyGate, Translator: values.Translator{
 			Reader:          mgr.GetClient(),
 			OrganiserReader: mgr.GetAPIReader(),
-			Admission:       admission.Admission{Quota: quota, Budget: budget, Queue: queue, Pools: pools},
+			Admission:       admission.Admission{Quota: quota, Budget: budget, Queue: queue, Pools: pools, Canaries: canaries},
 			Settings:        opts.Values,
 			Limits:          limits,
 			FlagCodec:       opts.FlagCodec,
@@ -204,7 +209,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	checker := wiring.translator.Translator
-	if err := (&controller.TemplateConditionsReconciler{Client: mgr.GetClient(), Check: checker.CheckTemplate}).SetupWithManager(mgr); err != nil {
+	conditions := &controller.TemplateConditionsReconciler{Client: mgr.GetClient(), Check: checker.CheckTemplate, Canaries: canaries, Recorder: recorder}
+	if err := conditions.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&controller.TemplateStatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)

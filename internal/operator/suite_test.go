@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{AsServiceAccount: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
 		PoolNamespace:           poolNamespace,
+		CanaryNamespace:         poolNamespace,
 		FlagCodec:               harness.FlagCodec(),
 		FlagWriterImage:         flagWriterImage,
 		Values:                  values.Settings{InternalCIDRs: internalCIDRs, IngressFromNamespaces: []string{ingressNamespace}},

@@ -1,6 +1,7 @@
 package operatorcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -41,8 +42,12 @@ func Run(ctx context.Context, fs *flag.FlagSet, args []string) error {
 }
 
 // defaultNamespaces makes the operator's own namespace (own) the one
-// organiser Secrets and shared Services come from, unless flags name others.
+// organiser Secrets and shared Services come from, unless flags name others,
+// and its canaries run in the pool's namespace, else its own.
 func (o *Options) defaultNamespaces(own string) {
+	if o.Operator.CanaryNamespace == "" {
+		o.Operator.CanaryNamespace = cmp.Or(o.Operator.PoolNamespace, own)
+	}
 	if own == "" {
 		return
 	}

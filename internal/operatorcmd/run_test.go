@@ -8,18 +8,27 @@ import (
 )
 
 // TestDefaultNamespaces: organiser Secrets and shared Services come from the
-// operator's own namespace unless the flags name others; outside a pod
-// (no POD_NAMESPACE) nothing is defaulted.
+// operator's own namespace unless the flags name others; canaries run in
+// the pool's namespace, else the operator's own; outside a pod (no
+// POD_NAMESPACE) nothing else is defaulted.
 func TestDefaultNamespaces(t *testing.T) {
 	g := NewWithT(t)
 	var o Options
 	o.defaultNamespaces("challenge-operator-system")
 	g.Expect(o.Operator.Values.FlagSecretNamespaces).To(Equal([]string{"challenge-operator-system"}))
 	g.Expect(o.Operator.Values.SharedServiceNamespaces).To(Equal([]string{"challenge-operator-system"}))
+	g.Expect(o.Operator.CanaryNamespace).To(Equal("challenge-operator-system"))
+
+	pooled, fs := NewFlagSet()
+	g.Expect(fs.Parse([]string{"--pool-namespace=ctf-pool"})).To(Succeed())
+	pooled.defaultNamespaces("challenge-operator-system")
+	g.Expect(pooled.Operator.CanaryNamespace).To(Equal("ctf-pool"), "beside the pool, where platforms have no rights either")
 
 	named, fs := NewFlagSet()
 	g.Expect(fs.Parse([]string{"--flag-secret-namespaces=ctf-secrets"})).To(Succeed())
+	g.Expect(fs.Parse([]string{"--canary-namespace=ctf-canaries"})).To(Succeed())
 	named.defaultNamespaces("challenge-operator-system")
+	g.Expect(named.Operator.CanaryNamespace).To(Equal("ctf-canaries"), "the flag wins")
 	g.Expect(named.Operator.Values.FlagSecretNamespaces).To(Equal([]string{"ctf-secrets"}), "the flag wins")
 	g.Expect(named.Operator.Values.SharedServiceNamespaces).To(Equal([]string{"challenge-operator-system"}))
 

@@ -15,7 +15,6 @@ package pool
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"hash/crc32"
 	"slices"
@@ -28,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 )
 
@@ -301,13 +301,4 @@ func (p *Pools) Release(ctx context.Context, c *ctfv1alpha1.Challenge) (left boo
 
 // PooledName is a new pooled instance's name: its template's (cut to fit a
 // release name), "-pool-" and five random characters.
-func PooledName(template string) string {
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
-	prefix := strings.TrimRight(template[:min(len(template), 40)], "-")
-	suffix := make([]byte, 5)
-	_, _ = rand.Read(suffix)
-	for i, b := range suffix {
-		suffix[i] = alphabet[int(b)%len(alphabet)]
-	}
-	return prefix + "-pool-" + string(suffix)
-}
+func PooledName(template string) string { return identity.OperatorInstance(template, "pool") }

@@ -1,0 +1,150 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// brokenImage is an image the cluster refuses to run, standing for one
+// whose pull fails: KWOK pulls nothing, so a ValidatingAdmissionPolicy
+// refuses its pods, and their Deployment reports the failure as a
+// kubelet's would be (the instance's Error, with the reason).
+const brokenImage = "registry.example/ctf/broken:1"
+
+// refuseImage makes the API server refuse pods running image until the
+// test ends.
+func refuseImage(t *testing.T, name, image string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("object.spec.containers.all(c, c.image != %q)", image),
+				Message:    "Back-off pulling image " + image,
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	g.Expect(k8s.Create(ctx, policy)).To(Succeed())
+	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), binding)
+		_ = k8s.Delete(context.Background(), policy)
+	})
+}
+
+// TestBrokenImageDegradesItsTemplateOnly (issue 33): a template whose image
+// cannot run fails its first three teams' instances, then is Degraded: a
+// fourth team's start waits, Queued with that reason rather than failing,
+// while another template's instance starts as usual. The organiser fixes
+// the image: a canary instance of the operator's own runs, the hold is
+// lifted, the waiting start goes ahead and the canary is gone.
+func TestBrokenImageDegradesItsTemplateOnly(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	refuseImage(t, "refuse-broken-image", brokenImage)
+	broken := newTemplate(t, "broken-image", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Image = brokenImage })
+	other := newTemplate(t, "beside-broken", nil)
+
+	var failed []*ctfv1alpha1.Challenge
+	for i := range ctfv1alpha1.DefaultFailureThreshold {
+		ch := fromTemplate(ns, fmt.Sprintf("broken-%d", i), fmt.Sprintf("team-broken-%d", i), broken.Name)
+		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+		failed = append(failed, ch)
+	}
+	for _, ch := range failed {
+		got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+		g.Expect(got.Status.Message).To(ContainSubstring("Back-off pulling image"))
+	}
+	tmpl := &ctfv1alpha1.ChallengeTemplate{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(broken), tmpl)).To(Succeed())
+		degraded := apimeta.FindStatusCondition(tmpl.Status.Conditions, "Degraded")
+		g.Expect(degraded).NotTo(BeNil())
+		g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue), degraded.Message)
+		g.Expect(degraded.Reason).To(Equal("InstancesFailing"))
+		g.Expect(degraded.Message).To(ContainSubstring("3 of its newest instances failed in a row"))
+		g.Expect(degraded.Message).To(ContainSubstring("Back-off pulling image"))
+		ready := apimeta.FindStatusCondition(tmpl.Status.Conditions, "Ready")
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal("Degraded"))
+		g.Expect(tmpl.Status.Health.Failures).To(BeEquivalentTo(3))
+	}, timeout, interval).Should(Succeed())
+
+	waiting := fromTemplate(ns, "broken-waits", "team-broken-late", broken.Name)
+	g.Expect(k8s.Create(ctx, waiting)).To(Succeed())
+	got := eventuallyPhase(t, waiting, ctfv1alpha1.PhaseQueued)
+	g.Expect(got.Status.Reason).To(Equal("Queued"))
+	g.Expect(got.Status.Message).To(ContainSubstring("Degraded"))
+	g.Expect(got.Status.Message).NotTo(ContainSubstring("team-broken-"), "no other team's instance named")
+
+	start := time.Now()
+	beside := fromTemplate(ns, "beside", "team-beside", other.Name)
+	g.Expect(k8s.Create(ctx, beside)).To(Succeed())
+	eventuallyPhase(t, beside, ctfv1alpha1.PhaseRunning)
+	t.Logf("another template's instance Running in %s beside the Degraded one", time.Since(start).Round(10*time.Millisecond))
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(waiting), got)).To(Succeed())
+	g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseQueued), "still held")
+
+	// The organiser fixes the image: a canary at once, which runs.
+	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(broken), tmpl)).To(Succeed())
+		tmpl.Spec.Image = "registry.example/ctf/fixed:2"
+		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(broken), tmpl)).To(Succeed())
+		degraded := apimeta.FindStatusCondition(tmpl.Status.Conditions, "Degraded")
+		g.Expect(degraded.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(degraded.Reason).To(Equal("CanaryRan"))
+		g.Expect(degraded.Message).To(ContainSubstring(poolNamespace + "/broken-image-canary-"))
+		g.Expect(apimeta.IsStatusConditionTrue(tmpl.Status.Conditions, "Ready")).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	eventuallyPhase(t, waiting, ctfv1alpha1.PhaseRunning)
+	for _, ch := range failed {
+		eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning) // rolled out with the fixed image
+	}
+	g.Eventually(func(g Gomega) {
+		var canaries ctfv1alpha1.ChallengeList
+		g.Expect(k8s.List(ctx, &canaries, client.InNamespace(poolNamespace), client.MatchingLabels{ctfv1alpha1.CanaryLabel: broken.Name})).To(Succeed())
+		g.Expect(canaries.Items).To(BeEmpty(), "the canary's work is done")
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		var events eventsv1.EventList
+		g.Expect(k8s.List(ctx, &events)).To(Succeed())
+		var seen []string
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "ChallengeTemplate" && e.Regarding.Name == broken.Name {
+				seen = append(seen, e.Reason)
+			}
+		}
+		g.Expect(seen).To(ContainElements("Degraded", "CanaryRan"))
+	}, timeout, interval).Should(Succeed())
+}
