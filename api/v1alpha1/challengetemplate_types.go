@@ -481,7 +481,8 @@ func (s *ChallengeTemplateSpec) FailureThreshold() int32 {
 
 // PoolSpec sizes a template's warm pool: ready, unclaimed instances. The
 // operator keeps as many as the busiest of the last five minutes claimed,
-// never fewer than min nor more than max.
+// never fewer than min nor more than max, and, around an opening, at least
+// the opening's size.
 // +kubebuilder:validation:XValidation:rule="!has(self.min) || self.min <= self.max",message="pool.min must not exceed pool.max"
 type PoolSpec struct {
 	// Min is how many unclaimed instances are kept when nobody claims.
@@ -489,10 +490,57 @@ type PoolSpec struct {
 	// +kubebuilder:validation:Maximum=1000
 	// +optional
 	Min int32 `json:"min,omitempty"`
-	// Max is the most unclaimed instances kept, however busy.
+	// Max is the most unclaimed instances kept, however busy, outside an
+	// opening.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	Max int32 `json:"max"`
+	// Opening grows the pool ahead of a moment the organiser knows every
+	// team will come at once (the CTF's start, or this challenge's release),
+	// which demand, counted from the claims of the last minutes, only sees
+	// once the first teams have waited for fresh installs.
+	// +optional
+	Opening *PoolOpening `json:"opening,omitempty"`
+}
+
+// PoolOpening is an opening the pool is grown for: from fillBefore before
+// time until holdFor after it, the pool keeps at least size unclaimed
+// instances (more if demand asks, within max), then goes back to its
+// demand. Editing it is an edit of the template, which replaces the pool's
+// unclaimed instances: set it well before fillBefore.
+type PoolOpening struct {
+	// Time is when the CTF, or this challenge, opens: RFC 3339, e.g.
+	// 2026-11-28T18:00:00Z. Counted to the second.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
+	Time metav1.Time `json:"time"`
+	// Size is how many unclaimed instances the pool holds at the opening.
+	// It may exceed the pool's max, which bounds what demand alone may
+	// grow the pool to: the opening's size is the organiser's deliberate
+	// choice for a known moment, bounded by the same 1000.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Size int32 `json:"size"`
+	// FillBefore is how long before the opening the pool is grown to size:
+	// long enough for that many instances to install and start.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,9}(\.[0-9]{1,9})?(ms|s|m|h)){1,4}$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('24h')",message="must be positive and at most 24h"
+	// +kubebuilder:default="15m"
+	// +optional
+	FillBefore *metav1.Duration `json:"fillBefore,omitempty"`
+	// HoldFor is how long after the opening the pool keeps size before it
+	// shrinks back to its demand: the first rush of teams comes over
+	// minutes, not at one instant.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,9}(\.[0-9]{1,9})?(ms|s|m|h)){1,4}$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('24h')",message="must be positive and at most 24h"
+	// +kubebuilder:default="30m"
+	// +optional
+	HoldFor *metav1.Duration `json:"holdFor,omitempty"`
 }
 
 // InstancerAccess is how a template appears in the instancer.
@@ -781,8 +829,15 @@ type PoolStatus struct {
 	Size int32 `json:"size"`
 	// Ready is how many of them are Running, ready to be claimed.
 	Ready int32 `json:"ready"`
-	// Target is how many the operator keeps now, between min and max.
+	// Target is how many the operator keeps now: between min and max, or
+	// at least the opening's size within its window.
 	Target int32 `json:"target"`
+	// Opening is the time of the opening whose window holds the pool now,
+	// unset outside any window. It marks the window's start and end as
+	// seen, so that each is announced once (Events PoolOpening and
+	// PoolOpeningOver), across restarts of the operator too.
+	// +optional
+	Opening *metav1.Time `json:"opening,omitempty"`
 }
 
 // ChallengeTemplate is an organiser's catalogue entry that Challenges instantiate.

@@ -3,8 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -33,6 +36,9 @@ type PoolReconciler struct {
 	// instance is deleted as an orphan: it may be too new to be cached.
 	Live     client.Reader
 	Recorder events.EventRecorder
+
+	// announced is the last opening Event given per template name.
+	announced sync.Map
 }
 
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=create;delete
@@ -46,6 +52,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if apierrors.IsNotFound(err) {
 			// Its unclaimed instances are owned by it: the garbage collector takes them.
 			metrics.ForgetPool(req.Name)
+			r.announced.Delete(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -56,8 +63,9 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	var target int32
+	opening := pool.OpeningAt(tmpl.Spec.Pool, p.Demand.Clock())
 	if tmpl.Spec.Pool != nil {
-		target = p.Demand.Target(tmpl.Name, tmpl.Spec.Pool.Min, tmpl.Spec.Pool.Max)
+		target = opening.Target(p.Demand.Target(tmpl.Name, tmpl.Spec.Pool.Min, tmpl.Spec.Pool.Max))
 	}
 	plan := p.Plan(tmpl, list.Items, target)
 	for _, pooled := range plan.Claimed {
@@ -81,10 +89,40 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	metrics.ObservePool(tmpl.Name, plan.Status.Size, plan.Status.Ready, plan.Status.Target)
+	var held *metav1.Time
+	if tmpl.Status.Pool != nil {
+		held = tmpl.Status.Pool.Opening
+	}
+	plan.Status.Opening = opening.Held()
 	if err := r.writeStatus(ctx, tmpl, plan.Status); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+	// Announced once the status holds the window, so that a failed write
+	// announces it again rather than never.
+	r.announce(tmpl, opening.Announce(held, target))
+	return ctrl.Result{RequeueAfter: soonest(plan.RequeueAfter, opening.Next)}, nil
+}
+
+// announce gives an opening's Event, once: the cache may not show the
+// status that recorded the window's edge to the next reconcile yet.
+func (r *PoolReconciler) announce(tmpl *ctfv1alpha1.ChallengeTemplate, a *pool.Announcement) {
+	if a == nil {
+		return
+	}
+	said := fmt.Sprint(a.Reason, " ", a.Of.Unix())
+	if last, ok := r.announced.Load(tmpl.Name); ok && last == said {
+		return
+	}
+	r.announced.Store(tmpl.Name, said)
+	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, a.Reason, "Opening", "%s", a.Note)
+}
+
+// soonest is the shorter of two waits, 0 meaning none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // deleteOrphan deletes a claimed pooled instance whose claimant is gone.
@@ -161,7 +199,7 @@ func (r *PoolReconciler) delete(ctx context.Context, tmpl *ctfv1alpha1.Challenge
 
 // writeStatus sets tmpl's status.pool.
 func (r *PoolReconciler) writeStatus(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, status *ctfv1alpha1.PoolStatus) error {
-	if (tmpl.Status.Pool == nil && status == nil) || (tmpl.Status.Pool != nil && status != nil && *tmpl.Status.Pool == *status) {
+	if equality.Semantic.DeepEqual(tmpl.Status.Pool, status) {
 		return nil
 	}
 	patch := client.MergeFrom(tmpl.DeepCopy())

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +78,91 @@ func TestPoolStatusCountsWhatIsLeftAfterAShrink(t *testing.T) {
 	now = now.Add(6 * time.Minute) // the demand ages out of the window
 	g.Expect(reconcileAndRead()).To(HaveValue(Equal(ctfv1alpha1.PoolStatus{Size: 1, Ready: 0, Target: 1})), "shrunk to min")
 	g.Expect(unclaimed()).To(Equal(1))
+}
+
+// TestPoolOpeningWindow: a pool of min 0 holds nothing until its opening's
+// window starts, wakes itself at the start (RequeueAfter), grows to the
+// opening's size beyond its max and says so (Event PoolOpening,
+// status.pool.target and .opening), wakes itself at the end, and then goes
+// back to its demand (Event PoolOpeningOver). The pool controller runs
+// alone on a real API server, reconciled by hand, with the demand's clock,
+// which is the pools', moved forward.
+func TestPoolOpeningWindow(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, cl := controlplane.StartAPIServer(t)
+	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pool"}})).To(Succeed())
+
+	at := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
+	tmpl := &ctfv1alpha1.ChallengeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "opening"},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{
+			Image: "registry.example/ctf/opening:1",
+			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
+			Pool: &ctfv1alpha1.PoolSpec{Min: 0, Max: 1, Opening: &ctfv1alpha1.PoolOpening{
+				Time: metav1.NewTime(at), Size: 3, FillBefore: &metav1.Duration{Duration: time.Hour}}},
+		},
+	}
+	g.Expect(cl.Create(ctx, tmpl)).To(Succeed())
+	g.Expect(tmpl.Spec.Pool.Opening.HoldFor).To(Equal(&metav1.Duration{Duration: 30 * time.Minute}), "the CRD's default")
+
+	now := at.Add(-2 * time.Hour)
+	recorder := events.NewFakeRecorder(100)
+	r := &controller.PoolReconciler{
+		Pools:    &pool.Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: &pool.Demand{Now: func() time.Time { return now }}},
+		Live:     cl,
+		Recorder: recorder,
+	}
+	reconcile := func() (time.Duration, *ctfv1alpha1.PoolStatus) {
+		t.Helper()
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tmpl)})
+		g.Expect(err).NotTo(HaveOccurred())
+		got := &ctfv1alpha1.ChallengeTemplate{}
+		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
+		if st := got.Status.Pool; st != nil && st.Opening != nil {
+			st.Opening = &metav1.Time{Time: st.Opening.UTC()} // decoded in the local zone
+		}
+		return res.RequeueAfter, got.Status.Pool
+	}
+	openings := func() []string {
+		var out []string
+		for {
+			select {
+			case e := <-recorder.Events:
+				if strings.Contains(e, "PoolOpening") {
+					out = append(out, e)
+				}
+			default:
+				return out
+			}
+		}
+	}
+
+	wait, status := reconcile()
+	g.Expect(status).To(HaveValue(Equal(ctfv1alpha1.PoolStatus{})), "before the window: the demand's target, none")
+	g.Expect(wait).To(Equal(time.Hour), "wakes at the window's start")
+	g.Expect(openings()).To(BeEmpty())
+
+	now = now.Add(wait)
+	wait, status = reconcile()
+	g.Expect(status).To(HaveValue(Equal(ctfv1alpha1.PoolStatus{Size: 3, Target: 3, Opening: &metav1.Time{Time: at}})), "the opening's size, above max")
+	g.Expect(wait).To(Equal(time.Minute), "the demand's minute comes before the window's end")
+	g.Expect(openings()).To(Equal([]string{"Normal PoolOpening growing the pool to 3 for the opening at 2026-11-28T18:00:00Z"}))
+
+	now = at.Add(29*time.Minute + 30*time.Second)
+	wait, status = reconcile()
+	g.Expect(status).To(HaveValue(Equal(ctfv1alpha1.PoolStatus{Size: 3, Target: 3, Opening: &metav1.Time{Time: at}})), "held until holdFor has passed")
+	g.Expect(wait).To(Equal(30*time.Second), "wakes at the window's end")
+	g.Expect(openings()).To(BeEmpty(), "announced once")
+
+	now = now.Add(wait)
+	wait, status = reconcile()
+	g.Expect(status).To(HaveValue(Equal(ctfv1alpha1.PoolStatus{})), "back to the demand")
+	g.Expect(wait).To(BeZero(), "no edge left")
+	g.Expect(openings()).To(Equal([]string{"Normal PoolOpeningOver the opening at 2026-11-28T18:00:00Z is past: the pool goes back to its demand"}))
+	var list ctfv1alpha1.ChallengeList
+	g.Expect(cl.List(ctx, &list, client.InNamespace("pool"))).To(Succeed())
+	for _, ch := range list.Items {
+		g.Expect(ch.DeletionTimestamp).NotTo(BeNil(), "%s: shrunk away", ch.Name)
+	}
 }

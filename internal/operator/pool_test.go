@@ -10,8 +10,10 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -274,4 +276,98 @@ func TestClaimPassesTheInstallChecks(t *testing.T) {
 			g.Expect(unclaimed(g, "guarded")).To(Equal(pooled), "the pool keeps its instance")
 		})
 	}
+}
+
+// TestPoolOpening: a template whose pool is {min 0, max 1} and whose
+// opening, an hour ahead, fills two hours before it holds 3 ready pooled
+// instances before the opening, above its max, says so in status.pool and
+// in an Event, without any claim.
+func TestPoolOpening(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	pooledTemplate(t, "opening", 0, 1, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Pool.Opening = &ctfv1alpha1.PoolOpening{Time: metav1.NewTime(at), Size: 3, FillBefore: &metav1.Duration{Duration: 2 * time.Hour}}
+	})
+	g.Eventually(func(g Gomega) {
+		got := unclaimed(g, "opening")
+		g.Expect(got).To(HaveLen(3))
+		for name, phase := range got {
+			g.Expect(phase).To(Equal(ctfv1alpha1.PhaseRunning), name)
+		}
+		tmpl := &ctfv1alpha1.ChallengeTemplate{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "opening"}, tmpl)).To(Succeed())
+		g.Expect(tmpl.Status.Pool).NotTo(BeNil())
+		st := *tmpl.Status.Pool
+		g.Expect(st.Opening).NotTo(BeNil())
+		g.Expect(st.Opening.Time).To(BeTemporally("==", at), "the opening that holds the pool")
+		st.Opening = nil
+		g.Expect(st).To(Equal(ctfv1alpha1.PoolStatus{Size: 3, Ready: 3, Target: 3}), "the opening's target, above max")
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		var events eventsv1.EventList
+		g.Expect(k8s.List(ctx, &events)).To(Succeed())
+		var notes []string
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "ChallengeTemplate" && e.Regarding.Name == "opening" && e.Reason == pool.ReasonOpening {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(ConsistOf("growing the pool to 3 for the opening at " + at.Format(time.RFC3339)))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(time.Now()).To(BeTemporally("<", at), "all before the opening")
+}
+
+// TestPoolOpeningAdmission: an opening's size is 1..1000 and may exceed
+// the pool's max; its time is RFC 3339; its durations are positive and at
+// most a day, defaulted to 15m and 30m.
+func TestPoolOpeningAdmission(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		opening map[string]any
+		refused string // "" when admitted
+	}{
+		{"size above max, durations defaulted", map[string]any{"time": "2026-11-28T18:00:00Z", "size": 1000}, ""},
+		{"a fraction of a second and an offset", map[string]any{"time": "2026-11-28T19:00:00.5+01:00", "size": 3, "fillBefore": "24h", "holdFor": "1m30s"}, ""},
+		{"size 0", map[string]any{"time": "2026-11-28T18:00:00Z", "size": 0}, "spec.pool.opening.size"},
+		{"size 1001", map[string]any{"time": "2026-11-28T18:00:00Z", "size": 1001}, "spec.pool.opening.size"},
+		{"no size", map[string]any{"time": "2026-11-28T18:00:00Z"}, "spec.pool.opening.size"},
+		{"no time", map[string]any{"size": 3}, "spec.pool.opening.time"},
+		{"a time without a zone", map[string]any{"time": "2026-11-28T18:00:00", "size": 3}, "spec.pool.opening.time"},
+		{"a date alone", map[string]any{"time": "2026-11-28", "size": 3}, "spec.pool.opening.time"},
+		{"fillBefore 0s", map[string]any{"time": "2026-11-28T18:00:00Z", "size": 3, "fillBefore": "0s"}, "must be positive and at most 24h"},
+		{"fillBefore 25h", map[string]any{"time": "2026-11-28T18:00:00Z", "size": 3, "fillBefore": "25h"}, "must be positive and at most 24h"},
+		{"holdFor 24h1s", map[string]any{"time": "2026-11-28T18:00:00Z", "size": 3, "holdFor": "24h1s"}, "must be positive and at most 24h"},
+		{"holdFor negative", map[string]any{"time": "2026-11-28T18:00:00Z", "size": 3, "holdFor": "-1m"}, "spec.pool.opening.holdFor"},
+		{"holdFor in days", map[string]any{"time": "2026-11-28T18:00:00Z", "size": 3, "holdFor": "1d"}, "spec.pool.opening.holdFor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tmpl := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": ctfv1alpha1.GroupVersion.String(), "kind": "ChallengeTemplate",
+				"metadata": map[string]any{"name": "opening-admission"},
+				"spec": map[string]any{
+					"image": "registry.example/ctf/web:1",
+					"ports": []any{map[string]any{"name": "nc", "port": 1337}},
+					"pool":  map[string]any{"max": 1, "opening": tt.opening},
+				},
+			}}
+			err := k8s.Create(ctx, tmpl, client.DryRunAll)
+			if tt.refused != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.refused)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			opening, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "pool", "opening")
+			g.Expect(opening).To(HaveKey("fillBefore"), "defaulted")
+			g.Expect(opening).To(HaveKey("holdFor"), "defaulted")
+		})
+	}
+	NewWithT(t).Expect(k8s.Create(ctx, &ctfv1alpha1.ChallengeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "opening-admission"},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{Image: "registry.example/ctf/web:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
+			Pool: &ctfv1alpha1.PoolSpec{Max: 1, Opening: &ctfv1alpha1.PoolOpening{Time: metav1.NewTime(time.Now()), Size: 2}}},
+	}, client.DryRunAll)).To(Succeed(), "the typed client's object, with its durations unset")
 }

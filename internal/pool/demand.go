@@ -29,14 +29,17 @@ type bucket struct {
 	n      int32
 }
 
-func (d *Demand) clock() time.Time {
-	if d.Now != nil {
+// Clock is the pools' time: Now, or time.Now when it is nil. The pool
+// controller reads openings' windows with it, so that a test that moves
+// the demand's clock moves the openings' too.
+func (d *Demand) Clock() time.Time {
+	if d != nil && d.Now != nil {
 		return d.Now()
 	}
 	return time.Now()
 }
 
-func (d *Demand) now() int64 { return d.clock().Unix() / 60 }
+func (d *Demand) now() int64 { return d.Clock().Unix() / 60 }
 
 // Busy is how long to wait until quiet has passed since the last
 // Challenge counted; 0 once it has.
@@ -49,7 +52,7 @@ func (d *Demand) Busy(quiet time.Duration) time.Duration {
 	if d.last.IsZero() {
 		return 0
 	}
-	return max(0, quiet-d.clock().Sub(d.last))
+	return max(0, quiet-d.Clock().Sub(d.last))
 }
 
 // Add counts one Challenge of template now.
@@ -73,7 +76,7 @@ func (d *Demand) Add(template string) {
 		*b = bucket{minute: m}
 	}
 	b.n++
-	d.last = d.clock()
+	d.last = d.Clock()
 	if d.Changed != nil {
 		d.Changed(template)
 	}

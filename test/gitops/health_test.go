@@ -12,12 +12,38 @@ import (
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
-var check = filepath.Join(controlplane.RepoRoot(), "config", "argocd", "ctf.challenge-operator.io", "Challenge")
+// group is the API group's directory of config/argocd: one directory per
+// kind, each with health.lua and its tests in Argo CD's layout.
+var group = filepath.Join(controlplane.RepoRoot(), "config", "argocd", "ctf.challenge-operator.io")
 
-// TestArgoCDHealth runs health.lua as Argo CD does (the object as the
-// global obj, the returned table as the health) on every case of
+// kinds are the kinds that have a health check.
+var kinds = []string{"Challenge", "ChallengeTemplate"}
+
+// TestArgoCDHealth runs each kind's health.lua as Argo CD does (the object
+// as the global obj, the returned table as the health) on every case of its
 // health_test.yaml.
 func TestArgoCDHealth(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) { runHealthTests(t, filepath.Join(group, kind)) })
+	}
+}
+
+// TestArgoCDHealthChecksAreListed: every kind directory is in kinds, so
+// none is shipped untested.
+func TestArgoCDHealthChecksAreListed(t *testing.T) {
+	g := NewWithT(t)
+	entries, err := os.ReadDir(group)
+	g.Expect(err).NotTo(HaveOccurred())
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	g.Expect(dirs).To(ConsistOf(kinds))
+}
+
+func runHealthTests(t *testing.T, check string) {
 	g := NewWithT(t)
 	script, err := os.ReadFile(filepath.Join(check, "health.lua"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -42,7 +68,7 @@ func TestArgoCDHealth(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(yaml.Unmarshal(input, &obj)).To(Succeed())
 
-		L := lua.NewState(lua.Options{SkipOpenLibs: true})
+		L := argoCDState(g)
 		L.SetGlobal("obj", toLua(L, obj))
 		g.Expect(L.DoString(string(script))).To(Succeed(), c.InputPath)
 		health, ok := L.Get(-1).(*lua.LTable)
@@ -57,19 +83,38 @@ func TestArgoCDHealth(t *testing.T) {
 	g.Expect(statuses).To(HaveKey("Degraded"))
 }
 
-// TestArgoCDConfigMapCarriesTheCheck: the argocd-cm patch embeds health.lua
-// as it is.
-func TestArgoCDConfigMapCarriesTheCheck(t *testing.T) {
+// argoCDState is a Lua state with the libraries Argo CD opens for health
+// checks, package, base (ipairs, pairs) and table, and no others (no
+// string or math), so that a script that would fail there fails here.
+func argoCDState(g Gomega) *lua.LState {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+	for name, open := range map[string]lua.LGFunction{
+		lua.LoadLibName: lua.OpenPackage,
+		lua.BaseLibName: lua.OpenBase,
+		lua.TabLibName:  lua.OpenTable,
+	} {
+		g.Expect(L.CallByParam(lua.P{Fn: L.NewFunction(open), Protect: true}, lua.LString(name))).To(Succeed())
+	}
+	return L
+}
+
+// TestArgoCDConfigMapCarriesTheChecks: the argocd-cm patch embeds each
+// kind's health.lua as it is, and nothing else.
+func TestArgoCDConfigMapCarriesTheChecks(t *testing.T) {
 	g := NewWithT(t)
-	script, err := os.ReadFile(filepath.Join(check, "health.lua"))
-	g.Expect(err).NotTo(HaveOccurred())
-	raw, err := os.ReadFile(filepath.Join(check, "..", "..", "argocd-cm.yaml"))
+	raw, err := os.ReadFile(filepath.Join(group, "..", "argocd-cm.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	var cm struct {
 		Data map[string]string `json:"data"`
 	}
 	g.Expect(yaml.Unmarshal(raw, &cm)).To(Succeed())
-	g.Expect(cm.Data).To(HaveKeyWithValue("resource.customizations.health.ctf.challenge-operator.io_Challenge", string(script)))
+	want := map[string]string{}
+	for _, kind := range kinds {
+		script, err := os.ReadFile(filepath.Join(group, kind, "health.lua"))
+		g.Expect(err).NotTo(HaveOccurred())
+		want["resource.customizations.health.ctf.challenge-operator.io_"+kind] = string(script)
+	}
+	g.Expect(cm.Data).To(Equal(want))
 }
 
 // toLua converts a decoded JSON value into Lua values, as Argo CD hands
