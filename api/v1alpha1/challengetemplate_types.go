@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -453,6 +455,92 @@ type ChallengeTemplateSpec struct {
 	// first canary to run lifts it: the waiting starts go ahead.
 	// +optional
 	Failures *FailurePolicy `json:"failures,omitempty"`
+
+	// SolverCheck runs the organiser's solver against a canary instance of
+	// the operator's own, on the operator's timer, so that a challenge that
+	// stopped being solvable is known before teams say so. It never drives
+	// a probe: a slow solver restarts nothing.
+	// +optional
+	SolverCheck *SolverCheck `json:"solverCheck,omitempty"`
+}
+
+// SolverFailureAction is what a failing solver check does besides telling.
+// +kubebuilder:validation:Enum=Alert;Pause
+type SolverFailureAction string
+
+const (
+	// SolverFailureAlert: the condition, the Events, the metric and its
+	// alert; teams go on starting the challenge.
+	SolverFailureAlert SolverFailureAction = "Alert"
+	// SolverFailurePause also holds new starts and claims of the template,
+	// Queued with the reason, until a later run passes.
+	SolverFailurePause SolverFailureAction = "Pause"
+)
+
+// SolverCheck is a solver run as a Job against a canary instance: ctfcli's
+// healthcheck convention, its command given "--connection-info" and the
+// canary's address ("nc HOST PORT", or the URL), with the canary's flags
+// in FLAG (the first) and FLAG_<NAME>. Passing is exiting 0. The Job runs
+// restricted, without a service account token, and may reach the canary's
+// public endpoint and DNS only.
+// +kubebuilder:validation:XValidation:rule="!has(self.timeout) || !has(self.interval) || duration(self.timeout) < duration(self.interval)",message="solverCheck.timeout must be shorter than its interval"
+type SolverCheck struct {
+	// Image runs the solver.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$`
+	Image string `json:"image"`
+	// Command replaces the image's entrypoint.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Command []Argument `json:"command,omitempty"`
+	// Args come before "--connection-info" and the address.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Args []Argument `json:"args,omitempty"`
+	// Interval is the time from one run's end to the next's start.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,9}(\.[0-9]{1,9})?(ms|s|m|h)){1,4}$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="must be between 10s and 24h"
+	// +kubebuilder:default="5m"
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// Timeout fails a run that has not ended.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,9}(\.[0-9]{1,9})?(ms|s|m|h)){1,4}$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s') && duration(self) <= duration('30m')",message="must be between 5s and 30m"
+	// +kubebuilder:default="2m"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// OnFailure is Alert (the default) or Pause: new starts and claims of
+	// the template wait until a run passes again.
+	// +kubebuilder:default=Alert
+	// +optional
+	OnFailure SolverFailureAction `json:"onFailure,omitempty"`
+}
+
+// The solver check's defaults, as the API server sets them.
+const (
+	DefaultSolverInterval = 5 * time.Minute
+	DefaultSolverTimeout  = 2 * time.Minute
+)
+
+// RunInterval is the check's interval, its default when unset.
+func (c *SolverCheck) RunInterval() time.Duration {
+	if c.Interval == nil {
+		return DefaultSolverInterval
+	}
+	return c.Interval.Duration
+}
+
+// RunTimeout is the check's timeout, its default when unset.
+func (c *SolverCheck) RunTimeout() time.Duration {
+	if c.Timeout == nil {
+		return DefaultSolverTimeout
+	}
+	return c.Timeout.Duration
 }
 
 // DefaultFailureThreshold is how many failed instances in a row make a
@@ -789,6 +877,36 @@ type ChallengeTemplateStatus struct {
 	// while it is Degraded.
 	// +optional
 	Health *TemplateHealth `json:"health,omitempty"`
+	// Solver is the state of the template's solver check, when it has one
+	// (the SolverHealthy condition says what it concluded).
+	// +optional
+	Solver *SolverStatus `json:"solver,omitempty"`
+}
+
+// SolverStatus is what the operator knows of a template's solver check.
+type SolverStatus struct {
+	// Canary names the instance the solver runs against, in the operator's
+	// canary namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Canary string `json:"canary,omitempty"`
+	// Job names the run in flight, if any.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Job string `json:"job,omitempty"`
+	// Runs counts the runs started for this canary; each run's Job is named
+	// after it.
+	// +optional
+	Runs int32 `json:"runs,omitempty"`
+	// LastRunAt is when the last run ended.
+	// +optional
+	LastRunAt *metav1.Time `json:"lastRunAt,omitempty"`
+	// ConsecutiveFailures counts the runs that failed since one passed.
+	// +optional
+	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
+	// NextRunAt is when the next run starts.
+	// +optional
+	NextRunAt *metav1.Time `json:"nextRunAt,omitempty"`
 }
 
 // TemplateHealth is what the operator knows of a template's newest

@@ -41,6 +41,12 @@ const (
 	// in its canary namespace while a template is Degraded, with the
 	// template's name.
 	CanaryLabel = "ctf.challenge-operator.io/canary"
+	// SolverCanaryLabel marks the canary instance a template's solver check
+	// runs against, with the template's name.
+	SolverCanaryLabel = "ctf.challenge-operator.io/solver-canary"
+	// SolverLabel is on a solver check's Job, pods, Secret and
+	// NetworkPolicy: the canary's name.
+	SolverLabel = "ctf.challenge-operator.io/solver"
 	// TemplateGenerationAnnotation is the template generation a pooled or
 	// canary Challenge was created for: a pooled one of an older generation
 	// is replaced unclaimed, a canary tried again.

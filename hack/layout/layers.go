@@ -79,6 +79,7 @@ var placed = map[string]string{
 
 	"internal/admission":              engineLayer,
 	"internal/containment":            engineLayer,
+	"internal/solvercheck":            engineLayer,
 	"internal/values":                 engineLayer,
 	"internal/pool":                   engineLayer,
 	"internal/action":                 engineLayer,

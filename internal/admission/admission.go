@@ -54,22 +54,19 @@ func (a Admission) Served(ctx context.Context, c *ctfv1alpha1.Challenge) error {
 // come first: a claim is a team's instance like any other, and a team over
 // them is refused, never queued. A claim adds no instance to the cluster,
 // so it goes ahead of the queue; a pooled instance, no team's until
-// claimed, is neither counted against a budget nor queued. A Degraded
-// template's new installs wait, pooled ones among them, but a claim of a
-// pooled instance that runs goes ahead, and the operator's canary, which
-// tries whether the template runs again, is held by nothing.
+// claimed, is neither counted against a budget nor queued. A template
+// paused by its solver check holds its teams' starts and claims; a
+// Degraded one its new installs, pooled ones among them, while a claim of
+// a pooled instance that runs goes ahead. The operator's canaries are no
+// team's and held by nothing: the containment canary tries whether the
+// template installs again, the solver's claims where there is a pool.
 func (a Admission) Admit(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	if lifecycle.Installed(&c.Status) || a.Canaries.Is(c) {
 		return nil
 	}
-	if a.Quota != nil {
-		if err := a.Quota.Check(ctx, c, tmpl); err != nil {
-			a.Budget.Forget(c)
-			return err
-		}
-	}
-	if !a.Pools.IsPooled(c) {
-		if err := a.Budget.Admit(ctx, c, tmpl); err != nil {
+	solver := a.Canaries.IsSolver(c)
+	if !solver {
+		if err := a.teamBounds(ctx, c, tmpl); err != nil {
 			return err
 		}
 	}
@@ -80,6 +77,9 @@ func (a Admission) Admit(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ct
 	if pooled != nil {
 		return claimed(pooled)
 	}
+	if solver {
+		return nil
+	}
 	if err := containment.Hold(tmpl); err != nil {
 		return err
 	}
@@ -87,6 +87,24 @@ func (a Admission) Admit(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ct
 		return nil
 	}
 	return a.Queue.Check(ctx, c, tmpl)
+}
+
+// teamBounds refuses c beyond its team's quota or budget, and holds a
+// team's start or claim of a paused template.
+func (a Admission) teamBounds(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) error {
+	if a.Quota != nil {
+		if err := a.Quota.Check(ctx, c, tmpl); err != nil {
+			a.Budget.Forget(c)
+			return err
+		}
+	}
+	if a.Pools.IsPooled(c) {
+		return nil
+	}
+	if err := a.Budget.Admit(ctx, c, tmpl); err != nil {
+		return err
+	}
+	return containment.Pause(tmpl)
 }
 
 // claimed is the error that keeps the Helm reconciler from installing

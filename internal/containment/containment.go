@@ -19,8 +19,12 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
-// ConditionDegraded is the template condition that holds its new starts.
-const ConditionDegraded = "Degraded"
+// The template conditions that hold its new starts: Degraded, and
+// SolverHealthy False when its solver check pauses it.
+const (
+	ConditionDegraded      = "Degraded"
+	ConditionSolverHealthy = "SolverHealthy"
+)
 
 // The Degraded condition's reasons, and the Events'.
 const (
@@ -74,13 +78,32 @@ func (c *Canaries) Enabled() bool { return c != nil && c.Namespace != "" }
 // platform may create anything), labelled with its template, which
 // controls it. A label alone proves nothing.
 func (c *Canaries) Is(ch *ctfv1alpha1.Challenge) bool {
-	if !c.Enabled() || ch.Namespace != c.Namespace {
-		return false
-	}
-	template := ch.Labels[ctfv1alpha1.CanaryLabel]
+	return c.Enabled() && ch.Namespace == c.Namespace && ownedCanary(ch, ch.Labels[ctfv1alpha1.CanaryLabel])
+}
+
+// IsSolver tells whether ch is the canary a template's solver check runs
+// against: in the canary namespace, labelled with its template, which
+// controls it.
+func (c *Canaries) IsSolver(ch *ctfv1alpha1.Challenge) bool {
+	return c.Enabled() && ch.Namespace == c.Namespace && ownedCanary(ch, ch.Labels[ctfv1alpha1.SolverCanaryLabel])
+}
+
+// ownedCanary tells whether ch is an instance of template, which controls it.
+func ownedCanary(ch *ctfv1alpha1.Challenge, template string) bool {
 	owner := metav1.GetControllerOf(ch)
 	return template != "" && template == ch.Spec.Template && owner != nil &&
 		owner.Kind == "ChallengeTemplate" && owner.Name == template
+}
+
+// NewSolver is the canary tmpl's solver check runs against: like a
+// containment canary, no team's, but long-lived, and one that may claim
+// a pooled instance (taken from the pool where there is one).
+func (c *Canaries) NewSolver(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1.Challenge {
+	ch := c.New(tmpl)
+	ch.Name = identity.OperatorInstance(tmpl.Name, "solver")
+	ch.Spec.Participant = ch.Name
+	ch.Labels = map[string]string{ctfv1alpha1.SolverCanaryLabel: tmpl.Name}
+	return ch
 }
 
 // New is a canary of tmpl: its participant is its own name, so that no
@@ -107,15 +130,33 @@ func Degraded(tmpl *ctfv1alpha1.ChallengeTemplate) bool {
 	return tmpl != nil && apimeta.IsStatusConditionTrue(tmpl.Status.Conditions, ConditionDegraded)
 }
 
-// Hold is the Queued error of a new start of tmpl while it is held, nil
-// otherwise. It names no other team's instance and none of their errors:
-// the team sees why it waits, the organiser the rest on the template.
+// Hold is the Queued error of a new install of tmpl while it is Degraded,
+// nil otherwise. It names no other team's instance and none of their
+// errors: the team sees why it waits, the organiser the rest on the
+// template.
 func Hold(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	if !Degraded(tmpl) {
 		return nil
 	}
 	return lifecycle.Errorf(lifecycle.ReasonQueued,
 		"the challenge is Degraded: its newest instances keep failing, so this start waits until a trial instance of the operator's runs, then goes ahead")
+}
+
+// Paused tells whether tmpl's solver check fails and its organiser chose
+// to pause it.
+func Paused(tmpl *ctfv1alpha1.ChallengeTemplate) bool {
+	return tmpl != nil && tmpl.Spec.SolverCheck != nil && tmpl.Spec.SolverCheck.OnFailure == ctfv1alpha1.SolverFailurePause &&
+		apimeta.IsStatusConditionFalse(tmpl.Status.Conditions, ConditionSolverHealthy)
+}
+
+// Pause is the Queued error of a team's new start or claim of tmpl while
+// it is paused, nil otherwise.
+func Pause(tmpl *ctfv1alpha1.ChallengeTemplate) error {
+	if !Paused(tmpl) {
+		return nil
+	}
+	return lifecycle.Errorf(lifecycle.ReasonQueued,
+		"the challenge is paused: the organisers' solver no longer solves it, so this start waits until it does again, then goes ahead")
 }
 
 // Event is what Decide says happened, for an Event on the template.
@@ -191,6 +232,10 @@ func (j *judgement) notDegraded() Decision {
 			msg = "its failures never hold its starts (spec.failures.threshold 0)"
 		}
 		d.Degraded = j.condition(metav1.ConditionFalse, ReasonFailuresBelowThreshold, msg)
+		if j.failures == 0 && j.cond != nil && (j.cond.Reason == ReasonCanaryRan || j.cond.Reason == ReasonTemplateEdited) {
+			// How the last hold was lifted says more, until a failure.
+			d.Degraded.Reason, d.Degraded.Message = j.cond.Reason, j.cond.Message
+		}
 		return d
 	}
 	msg := fmt.Sprintf("%d of its newest instances failed in a row, the latest with %s: %s; new starts wait",
@@ -316,13 +361,13 @@ func lastGood(instances []ctfv1alpha1.Challenge, cond *metav1.Condition, now tim
 // failed counts the instances started since since that failed, and
 // returns the latest of them. A claimant shows its pooled instance's
 // status, which counts for itself; a canary counts only for the hold it
-// tries to lift.
+// tries to lift, and the solver's for its check.
 func failed(instances []ctfv1alpha1.Challenge, canaries *Canaries, since time.Time) (int32, *ctfv1alpha1.Challenge) {
 	var n int32
 	var last *ctfv1alpha1.Challenge
 	for i := range instances {
 		ch := &instances[i]
-		if ch.Status.PooledInstance != nil || canaries.Is(ch) || !lifecycle.InstanceFailed(&ch.Status) {
+		if ch.Status.PooledInstance != nil || canaries.Is(ch) || canaries.IsSolver(ch) || !lifecycle.InstanceFailed(&ch.Status) {
 			continue
 		}
 		started := ch.CreationTimestamp.Time

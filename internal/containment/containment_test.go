@@ -185,6 +185,12 @@ func TestLiftedHoldCountsAfresh(t *testing.T) {
 	g.Expect(d.Degraded.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(d.Health.Failures).To(BeZero())
 	g.Expect(d.Delete).To(ConsistOf(HaveField("Name", "web-canary-x")))
+	g.Expect(d.Degraded.Reason).To(Equal(ReasonCanaryRan), "how it was lifted, until a failure")
+
+	failing := team("d", 7*time.Minute, "Error", "ImagePullBackOff")
+	d = Decide(tmpl, append(before, failing), canaries, t0.Add(8*time.Minute))
+	g.Expect(d.Health.Failures).To(BeEquivalentTo(1))
+	g.Expect(d.Degraded.Reason).To(Equal(ReasonFailuresBelowThreshold))
 }
 
 // TestWithoutCanaries: with no canary namespace, an edit lifts the hold.

@@ -158,10 +158,10 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 }
 
 // holdChanged passes a template whose starts stop or start waiting
-// (containment.Degraded).
+// (containment.Degraded, containment.Paused).
 var holdChanged = predicate.TypedFuncs[*ctfv1alpha1.ChallengeTemplate]{
 	UpdateFunc: func(e event.TypedUpdateEvent[*ctfv1alpha1.ChallengeTemplate]) bool {
-		return containment.Degraded(e.ObjectOld) != containment.Degraded(e.ObjectNew)
+		return containment.Degraded(e.ObjectOld) != containment.Degraded(e.ObjectNew) || containment.Paused(e.ObjectOld) != containment.Paused(e.ObjectNew)
 	},
 }
 

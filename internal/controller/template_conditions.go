@@ -155,6 +155,10 @@ func TemplateConditions(tmpl *ctfv1alpha1.ChallengeTemplate, refused error) []me
 		return append(out, cond(TemplateReady, metav1.ConditionFalse, containment.ConditionDegraded, "its new starts wait: "+
 			apimeta.FindStatusCondition(tmpl.Status.Conditions, containment.ConditionDegraded).Message))
 	}
+	if containment.Paused(tmpl) {
+		return append(out, cond(TemplateReady, metav1.ConditionFalse, "SolverFailing", "its teams' new starts and claims wait: "+
+			apimeta.FindStatusCondition(tmpl.Status.Conditions, containment.ConditionSolverHealthy).Message))
+	}
 	if tmpl.Spec.Pool != nil && (tmpl.Status.Pool == nil || tmpl.Status.Pool.Ready == 0) {
 		return append(out, cond(TemplateReady, metav1.ConditionFalse, "PoolFilling", "no pooled instance is ready to claim yet"))
 	}
@@ -162,11 +166,11 @@ func TemplateConditions(tmpl *ctfv1alpha1.ChallengeTemplate, refused error) []me
 }
 
 // equalStatus tells whether a and b have the same conditions (but for their
-// transition times, which SetStatusCondition keeps), health and observed
-// generation.
+// transition times, which SetStatusCondition keeps), health, solver check
+// and observed generation.
 func equalStatus(a, b *ctfv1alpha1.ChallengeTemplate) bool {
 	if a.Status.ObservedGeneration != b.Status.ObservedGeneration || len(a.Status.Conditions) != len(b.Status.Conditions) ||
-		!apiequality.Semantic.DeepEqual(a.Status.Health, b.Status.Health) {
+		!apiequality.Semantic.DeepEqual(a.Status.Health, b.Status.Health) || !apiequality.Semantic.DeepEqual(a.Status.Solver, b.Status.Solver) {
 		return false
 	}
 	for _, c := range b.Status.Conditions {

@@ -2,6 +2,7 @@ package operator
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -28,6 +29,8 @@ func CacheOptions(namespaces []string, features Features) cache.Options {
 		DefaultTransform: stripManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: helmReleases},
+			// The solver checks' runs alone.
+			&batchv1.Job{}: {Label: labels.NewSelector().Add(mustRequirement(ctfv1alpha1.SolverLabel, selection.Exists)), Transform: stripManagedFields},
 		},
 	}
 	for _, obj := range append(controller.ReleaseKinds(true), &corev1.Pod{}, &appsv1.ReplicaSet{}) {

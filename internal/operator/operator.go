@@ -209,6 +209,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	checker := wiring.translator.Translator
+	solver := &controller.SolverCheckReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Organiser: mgr.GetAPIReader(),
+		Codec: opts.FlagCodec, Canaries: canaries, IngressNamespaces: opts.Values.IngressFromNamespaces, Recorder: recorder}
+	if err := solver.SetupWithManager(mgr); err != nil {
+		return err
+	}
 	conditions := &controller.TemplateConditionsReconciler{Client: mgr.GetClient(), Check: checker.CheckTemplate, Canaries: canaries, Recorder: recorder}
 	if err := conditions.SetupWithManager(mgr); err != nil {
 		return err

@@ -129,7 +129,7 @@ func (c *Cluster) startChildren(assets string) error {
 	commands := map[string][]string{
 		"kube-controller-manager": {
 			"--kubeconfig=" + c.Kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
-			"--controllers=deployment-controller,replicaset-controller,garbage-collector-controller,namespace-controller,resourcequota-controller,serviceaccount-controller,endpointslice-controller,node-lifecycle-controller",
+			"--controllers=deployment-controller,replicaset-controller,job-controller,garbage-collector-controller,namespace-controller,resourcequota-controller,serviceaccount-controller,endpointslice-controller,node-lifecycle-controller",
 			"--kube-api-qps=1000", "--kube-api-burst=2000",
 			"--concurrent-deployment-syncs=50", "--concurrent-replicaset-syncs=50",
 		},

@@ -1,0 +1,358 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/containment"
+	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
+	"github.com/challenge-operator/challenge-operator/internal/flagtag"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/metrics"
+	"github.com/challenge-operator/challenge-operator/internal/solvercheck"
+)
+
+// SolverCheckReconciler runs each template's solver check: it keeps the
+// template's solver canary (a Challenge of the operator's own, which claims
+// a pooled instance where there is a pool), runs the organiser's solver
+// against it as a Job on its own timer, and writes the outcome: the
+// SolverHealthy condition, status.solver, Events on a change, metrics.
+// With onFailure Pause, a failing check holds the template's teams' starts
+// and claims (containment.Pause) until a run passes.
+type SolverCheckReconciler struct {
+	Client client.Client
+	// Live reads what the cache does not hold: the solver's Secret, a Job
+	// just created.
+	Live client.Reader
+	// Organiser reads the organiser's flag Secrets, uncached.
+	Organiser client.Reader
+	Codec     *flagtag.Codec
+	Canaries  *containment.Canaries
+	// IngressNamespaces are where the ingress controllers run, through which
+	// a solver reaches an endpoint by name.
+	IngressNamespaces []string
+	Recorder          events.EventRecorder
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;create
+
+// Reconcile runs one template's solver check one step on.
+func (r *SolverCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	tmpl := &ctfv1alpha1.ChallengeTemplate{}
+	if err := r.Client.Get(ctx, req.NamespacedName, tmpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetSolver(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	canaries, err := r.solverCanaries(ctx, tmpl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	before := tmpl.DeepCopy()
+	result, err := r.step(ctx, tmpl, canaries)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if equalStatus(before, tmpl) {
+		return result, nil
+	}
+	err = r.Client.Status().Patch(ctx, tmpl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return result, client.IgnoreNotFound(err)
+}
+
+// step decides and acts for tmpl, whose solver canaries are canaries,
+// leaving the status to write in tmpl.
+func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canaries []*ctfv1alpha1.Challenge) (ctrl.Result, error) {
+	check := tmpl.Spec.SolverCheck
+	if check == nil || !r.Canaries.Enabled() {
+		if err := r.deleteAll(ctx, canaries); err != nil {
+			return ctrl.Result{}, err
+		}
+		tmpl.Status.Solver = nil
+		apimeta.RemoveStatusCondition(&tmpl.Status.Conditions, containment.ConditionSolverHealthy)
+		metrics.ForgetSolver(tmpl.Name)
+		if check != nil {
+			r.setCondition(tmpl, metav1.ConditionUnknown, solvercheck.ReasonNoCanaryNamespace, "the operator has no canary namespace (--canary-namespace) to run the solver check in")
+		}
+		return ctrl.Result{}, nil
+	}
+	st := tmpl.Status.Solver
+	if st == nil {
+		st = &ctfv1alpha1.SolverStatus{}
+		tmpl.Status.Solver = st
+	}
+	var canary *ctfv1alpha1.Challenge
+	var extra []*ctfv1alpha1.Challenge
+	for _, ch := range canaries {
+		if canary == nil && (st.Canary == "" || ch.Name == st.Canary) {
+			canary = ch
+		} else {
+			extra = append(extra, ch)
+		}
+	}
+	if err := r.deleteAll(ctx, extra); err != nil {
+		return ctrl.Result{}, err
+	}
+	if canary == nil {
+		if st.Canary != "" && st.Job == "" && st.NextRunAt != nil && r.now().Before(st.NextRunAt.Time) {
+			return ctrl.Result{RequeueAfter: st.NextRunAt.Sub(r.now())}, nil // created, not in the cache yet
+		}
+		created := r.Canaries.NewSolver(tmpl)
+		if err := r.Client.Create(ctx, created); err != nil {
+			return ctrl.Result{}, fmt.Errorf("creating the solver canary of %s: %w", tmpl.Name, err)
+		}
+		*st = ctfv1alpha1.SolverStatus{Canary: created.Name, NextRunAt: &metav1.Time{Time: r.now().Add(containment.CanaryTimeout)}}
+		r.initialCondition(tmpl, "the solver canary "+created.Name+" is being started")
+		return ctrl.Result{}, nil
+	}
+	st.Canary = canary.Name
+	if st.Job != "" {
+		return r.finish(ctx, tmpl, canary)
+	}
+	if canary.Status.Phase != ctfv1alpha1.PhaseRunning || canary.Status.Endpoint == nil {
+		r.initialCondition(tmpl, fmt.Sprintf("the solver canary %s is %s: %s", canary.Name, canary.Status.Phase, canary.Status.Reason))
+		return ctrl.Result{}, nil // its status changes wake this
+	}
+	if st.Runs > 0 && st.NextRunAt != nil && r.now().Before(st.NextRunAt.Time) {
+		return ctrl.Result{RequeueAfter: st.NextRunAt.Sub(r.now())}, nil
+	}
+	return r.start(ctx, tmpl, canary)
+}
+
+// start begins the next run against canary: its expected flags, its
+// NetworkPolicy, its Job; the run before is deleted.
+func (r *SolverCheckReconciler) start(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canary *ctfv1alpha1.Challenge) (ctrl.Result, error) {
+	st := tmpl.Status.Solver
+	flags, err := r.expectedFlags(ctx, tmpl, canary)
+	if err != nil {
+		var re *lifecycle.ReasonedError
+		msg := err.Error()
+		if errors.As(err, &re) {
+			msg = re.Message
+		}
+		r.setCondition(tmpl, metav1.ConditionUnknown, solvercheck.ReasonFlagUnavailable, "the solver canary's expected flag cannot be read: "+msg)
+		return ctrl.Result{RequeueAfter: tmpl.Spec.SolverCheck.RunInterval()}, nil
+	}
+	if err := r.writeSecret(ctx, solvercheck.Secret(canary, flags)); err != nil {
+		return ctrl.Result{}, err
+	}
+	policy := solvercheck.NetworkPolicy(canary, canary.Status.Endpoint, r.IngressNamespaces)
+	if err := r.Client.Create(ctx, policy); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, fmt.Errorf("creating the solver's NetworkPolicy: %w", err)
+	}
+	if st.Runs > 0 {
+		old := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: canary.Namespace, Name: solvercheck.JobName(canary.Name, st.Runs)}}
+		if err := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting the last solver run: %w", err)
+		}
+	}
+	job := solvercheck.Job(tmpl.Spec.SolverCheck, canary, canary.Status.Endpoint, st.Runs+1)
+	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, fmt.Errorf("starting a solver run: %w", err)
+	}
+	st.Runs++
+	st.Job = job.Name
+	st.NextRunAt = nil
+	r.initialCondition(tmpl, "the first solver run is under way")
+	return ctrl.Result{RequeueAfter: tmpl.Spec.SolverCheck.RunTimeout() + 10*time.Second}, nil
+}
+
+// finish reads the run in flight and records its outcome once it ended.
+func (r *SolverCheckReconciler) finish(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canary *ctfv1alpha1.Challenge) (ctrl.Result, error) {
+	st := tmpl.Status.Solver
+	job := &batchv1.Job{}
+	key := client.ObjectKey{Namespace: canary.Namespace, Name: st.Job}
+	err := r.Client.Get(ctx, key, job)
+	if apierrors.IsNotFound(err) {
+		err = r.Live.Get(ctx, key, job)
+	}
+	var done, passed bool
+	var why string
+	switch {
+	case apierrors.IsNotFound(err):
+		done, why = true, "its Job "+st.Job+" was deleted before it ended"
+	case err != nil:
+		return ctrl.Result{}, err
+	default:
+		done, passed, why = solvercheck.Outcome(job)
+	}
+	if !done {
+		return ctrl.Result{RequeueAfter: tmpl.Spec.SolverCheck.RunTimeout()}, nil
+	}
+	now := r.now()
+	st.Job, st.LastRunAt = "", &metav1.Time{Time: now}
+	st.NextRunAt = &metav1.Time{Time: now.Add(tmpl.Spec.SolverCheck.RunInterval())}
+	was := apimeta.FindStatusCondition(tmpl.Status.Conditions, containment.ConditionSolverHealthy)
+	if passed {
+		st.ConsecutiveFailures = 0
+		msg := fmt.Sprintf("run %d solved the canary %s", st.Runs, canary.Name)
+		if was != nil && was.Status == metav1.ConditionFalse {
+			r.Recorder.Eventf(tmpl, job, corev1.EventTypeNormal, solvercheck.ReasonPassed, "SolverCheck", "the solver solves it again: %s", msg)
+		} else if was == nil || was.Status != metav1.ConditionTrue {
+			r.Recorder.Eventf(tmpl, job, corev1.EventTypeNormal, solvercheck.ReasonPassed, "SolverCheck", "%s", msg)
+		}
+		r.setCondition(tmpl, metav1.ConditionTrue, solvercheck.ReasonPassed, msg)
+	} else {
+		st.ConsecutiveFailures++
+		msg := fmt.Sprintf("run %d did not solve the canary %s (%s), %d in a row", st.Runs, canary.Name, why, st.ConsecutiveFailures)
+		if tmpl.Spec.SolverCheck.OnFailure == ctfv1alpha1.SolverFailurePause {
+			msg += "; new starts and claims wait until a run passes"
+		}
+		if was == nil || was.Status != metav1.ConditionFalse {
+			r.Recorder.Eventf(tmpl, job, corev1.EventTypeWarning, solvercheck.ReasonFailed, "SolverCheck", "%s", msg)
+		}
+		r.setCondition(tmpl, metav1.ConditionFalse, solvercheck.ReasonFailed, msg)
+	}
+	metrics.ObserveSolverRun(tmpl.Name, passed)
+	return ctrl.Result{RequeueAfter: tmpl.Spec.SolverCheck.RunInterval()}, nil
+}
+
+// expectedFlags are the canary's flags as the platform would verify them,
+// by the variable the solver reads each from: FLAG (the first) and
+// FLAG_<NAME>.
+func (r *SolverCheckReconciler) expectedFlags(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canary *ctfv1alpha1.Challenge) (map[string]string, error) {
+	flags := map[string]string{}
+	if tmpl.Spec.Flag != nil {
+		value, err := ctfflag.Resolve(ctx, r.Organiser, tmpl, canary.Spec.Participant)
+		if err != nil {
+			return nil, err
+		}
+		flags["FLAG"] = value
+	}
+	for i := range tmpl.Spec.Flags {
+		f := &tmpl.Spec.Flags[i]
+		value, err := ctfflag.ResolveNamed(ctx, r.Organiser, r.Codec, tmpl, f, canary.Spec.Participant)
+		if err != nil {
+			return nil, err
+		}
+		flags[solvercheck.FlagEnv(f.Name)] = value
+		if _, ok := flags["FLAG"]; !ok {
+			flags["FLAG"] = value
+		}
+	}
+	return flags, nil
+}
+
+// writeSecret creates or updates the solver's Secret (not cached: read live).
+func (r *SolverCheckReconciler) writeSecret(ctx context.Context, want *corev1.Secret) error {
+	got := &corev1.Secret{}
+	err := r.Live.Get(ctx, client.ObjectKeyFromObject(want), got)
+	switch {
+	case apierrors.IsNotFound(err):
+		err = r.Client.Create(ctx, want)
+	case err == nil && !maps.EqualFunc(got.Data, want.Data, func(a, b []byte) bool { return string(a) == string(b) }):
+		got.Data = want.Data
+		err = r.Client.Update(ctx, got)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the solver's flags: %w", err)
+	}
+	return nil
+}
+
+// initialCondition says SolverHealthy is Unknown until the first run ends;
+// a verdict already given stands until the next.
+func (r *SolverCheckReconciler) initialCondition(tmpl *ctfv1alpha1.ChallengeTemplate, message string) {
+	if c := apimeta.FindStatusCondition(tmpl.Status.Conditions, containment.ConditionSolverHealthy); c != nil && c.Status != metav1.ConditionUnknown {
+		return
+	}
+	r.setCondition(tmpl, metav1.ConditionUnknown, solvercheck.ReasonCanaryNotRunning, message)
+}
+
+func (r *SolverCheckReconciler) setCondition(tmpl *ctfv1alpha1.ChallengeTemplate, status metav1.ConditionStatus, reason, message string) {
+	apimeta.SetStatusCondition(&tmpl.Status.Conditions, metav1.Condition{Type: containment.ConditionSolverHealthy, Status: status,
+		Reason: reason, Message: message, ObservedGeneration: tmpl.Generation})
+	metrics.ObserveSolverHealth(tmpl.Name, status == metav1.ConditionTrue, status == metav1.ConditionUnknown)
+}
+
+// solverCanaries lists tmpl's solver canaries (read-only, from the cache).
+func (r *SolverCheckReconciler) solverCanaries(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) ([]*ctfv1alpha1.Challenge, error) {
+	if !r.Canaries.Enabled() {
+		return nil, nil
+	}
+	var list ctfv1alpha1.ChallengeList
+	if err := r.Client.List(ctx, &list, client.InNamespace(r.Canaries.Namespace),
+		client.MatchingLabels{ctfv1alpha1.SolverCanaryLabel: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var out []*ctfv1alpha1.Challenge
+	for i := range list.Items {
+		if ch := &list.Items[i]; r.Canaries.IsSolver(ch) && ch.DeletionTimestamp.IsZero() {
+			out = append(out, ch)
+		}
+	}
+	return out, nil
+}
+
+func (r *SolverCheckReconciler) deleteAll(ctx context.Context, chs []*ctfv1alpha1.Challenge) error {
+	for _, ch := range chs {
+		if err := r.Client.Delete(ctx, ch.DeepCopy(), client.Preconditions{UID: &ch.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting solver canary %s/%s: %w", ch.Namespace, ch.Name, err)
+		}
+	}
+	return nil
+}
+
+func (r *SolverCheckReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// SetupWithManager watches templates, their solver canaries and runs.
+func (r *SolverCheckReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("challengetemplate-solver-check").
+		For(&ctfv1alpha1.ChallengeTemplate{}).
+		Watches(&ctfv1alpha1.Challenge{}, handler.EnqueueRequestsFromMapFunc(r.templateOfCanary), builder.WithPredicates(outcomeChanged)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.templateOfRun)).
+		Complete(r)
+}
+
+// templateOfCanary maps a solver canary to its template.
+func (r *SolverCheckReconciler) templateOfCanary(_ context.Context, obj client.Object) []reconcile.Request {
+	ch, ok := obj.(*ctfv1alpha1.Challenge)
+	if !ok || !r.Canaries.IsSolver(ch) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ch.Spec.Template}}}
+}
+
+// templateOfRun maps a solver run's Job to its canary's template, which
+// the canary's name does not say: every canary's template is asked.
+func (r *SolverCheckReconciler) templateOfRun(ctx context.Context, obj client.Object) []reconcile.Request {
+	canary := obj.GetLabels()[ctfv1alpha1.SolverLabel]
+	if canary == "" || obj.GetNamespace() != r.Canaries.Namespace {
+		return nil
+	}
+	ch := &ctfv1alpha1.Challenge{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: canary}, ch); err != nil || !r.Canaries.IsSolver(ch) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ch.Spec.Template}}}
+}

@@ -1,0 +1,254 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/test/harness"
+)
+
+// solveLikeAKubelet stands for the kubelet running solver pods until ctx
+// ends: KWOK runs no image, so each solver pod ends as a real solver would,
+// exit 0 when the flag its canary serves (the instance's own flag Secret,
+// what a solve would read from the challenge) is the one it was given to
+// expect (FLAG, from the operator's Secret), exit 1 otherwise.
+func solveLikeAKubelet(ctx context.Context, t *testing.T) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var pods corev1.PodList
+		if err := k8s.List(ctx, &pods, client.InNamespace(poolNamespace), client.HasLabels{ctfv1alpha1.SolverLabel}); err != nil {
+			continue
+		}
+		for i := range pods.Items {
+			pod := &pods.Items[i]
+			if pod.Status.Phase != corev1.PodRunning || len(pod.Spec.Containers) == 0 {
+				continue
+			}
+			canary := pod.Labels[ctfv1alpha1.SolverLabel]
+			expected, served := &corev1.Secret{}, &corev1.Secret{}
+			if k8s.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: pod.Spec.Containers[0].EnvFrom[0].SecretRef.Name}, expected) != nil ||
+				k8s.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: identity.FlagSecret(canary)}, served) != nil {
+				continue
+			}
+			exit, phase := int32(1), corev1.PodFailed
+			if string(expected.Data["FLAG"]) == string(served.Data["flag"]) {
+				exit, phase = 0, corev1.PodSucceeded
+			}
+			pod.Status.Phase = phase
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "solver", Image: pod.Spec.Containers[0].Image,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Reason: "Completed",
+					StartedAt: metav1.Now(), FinishedAt: metav1.Now()}}}}
+			for j := range pod.Status.Conditions {
+				if pod.Status.Conditions[j].Type == corev1.PodReady || pod.Status.Conditions[j].Type == corev1.ContainersReady {
+					pod.Status.Conditions[j].Status = corev1.ConditionFalse
+				}
+			}
+			if err := k8s.Status().Update(ctx, pod); err != nil {
+				t.Logf("ending solver pod %s: %v", pod.Name, err)
+			}
+		}
+	}
+}
+
+// gauge is the value of the gauge name for template, and whether it exists.
+func gauge(g Gomega, name, template string) (float64, bool) {
+	families, err := crmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "template" && l.GetValue() == template }) {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// TestSolverCheck (issue 33): a template's solver runs as a restricted Job
+// without a token against a canary of the operator's own, given ctfcli's
+// --connection-info and the expected flag. It passes; then the flag the
+// platform expects changes while the canary serves the old one, and it
+// fails: SolverHealthy False, an Event, the gauge at 0, and (onFailure
+// Pause) a team's start waits, Queued with the reason. The organiser
+// rolls the new flag out, the next run passes, and the waiting start goes
+// ahead.
+func TestSolverCheck(t *testing.T) {
+	g := NewWithT(t)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go solveLikeAKubelet(ctx, t)
+	ns := namespace(t)
+
+	secret := harness.OrganiserSecret("solver-flag", map[string][]byte{"flag": []byte("CTF{solvable}")})
+	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
+	tmpl := newTemplate(t, "solvable", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "flag"}}
+		s.SolverCheck = &ctfv1alpha1.SolverCheck{Image: "registry.example/ctf/solvable-solver:1", Args: []ctfv1alpha1.Argument{"solve.py"},
+			Interval: &metav1.Duration{Duration: 10 * time.Second}, Timeout: &metav1.Duration{Duration: 5 * time.Second},
+			OnFailure: ctfv1alpha1.SolverFailurePause}
+	})
+	healthy := func(status metav1.ConditionStatus, reason string) *ctfv1alpha1.ChallengeTemplate {
+		t.Helper()
+		got := &ctfv1alpha1.ChallengeTemplate{}
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
+			c := apimeta.FindStatusCondition(got.Status.Conditions, "SolverHealthy")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(status), c.Message)
+			g.Expect(c.Reason).To(Equal(reason))
+		}, 2*timeout, interval).Should(Succeed())
+		return got
+	}
+
+	got := healthy(metav1.ConditionTrue, "SolverPassed")
+	canaryName := got.Status.Solver.Canary
+	canary := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: canaryName}, canary)).To(Succeed())
+	g.Expect(canary.Labels).To(HaveKeyWithValue(ctfv1alpha1.SolverCanaryLabel, tmpl.Name))
+	g.Expect(canary.Spec.Participant).To(Equal(canaryName), "no team's")
+	g.Expect(canary.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
+	g.Eventually(func(g Gomega) {
+		v, ok := gauge(g, "challenge_solver_healthy", tmpl.Name)
+		g.Expect(ok).To(BeTrue())
+		g.Expect(v).To(BeEquivalentTo(1))
+	}, timeout, interval).Should(Succeed())
+
+	// The run: restricted, no token, ctfcli's convention, the expected flag
+	// from a Secret of its own, and a NetworkPolicy to the endpoint and DNS.
+	var jobs batchv1.JobList
+	g.Expect(k8s.List(ctx, &jobs, client.InNamespace(poolNamespace), client.MatchingLabels{ctfv1alpha1.SolverLabel: canaryName})).To(Succeed())
+	g.Expect(jobs.Items).NotTo(BeEmpty())
+	pod := jobs.Items[0].Spec.Template.Spec
+	g.Expect(*pod.AutomountServiceAccountToken).To(BeFalse())
+	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+	g.Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+	c := pod.Containers[0]
+	g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+	g.Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+	g.Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+	ep := canary.Status.Endpoint
+	g.Expect(c.Args).To(Equal([]string{"solve.py", "--connection-info", fmt.Sprintf("nc %s %d", ep.Host, ep.Port)}))
+	g.Expect(*jobs.Items[0].Spec.BackoffLimit).To(BeZero())
+	g.Expect(*jobs.Items[0].Spec.ActiveDeadlineSeconds).To(BeEquivalentTo(5))
+	policy := &networkingv1.NetworkPolicy{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: canaryName + "-solver"}, policy)).To(Succeed())
+	g.Expect(policy.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress))
+	g.Expect(policy.Spec.Ingress).To(BeEmpty())
+	g.Expect(policy.Spec.Egress).To(HaveLen(2), "DNS and the endpoint")
+
+	// The flag the platform expects changes; the canary serves the old one.
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	secret.Data["flag"] = []byte("CTF{rotated}")
+	g.Expect(k8s.Update(ctx, secret)).To(Succeed())
+	got = healthy(metav1.ConditionFalse, "SolverFailed")
+	g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, "SolverHealthy").Message).To(ContainSubstring("new starts and claims wait"))
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
+		g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, "Ready").Reason).To(Equal("SolverFailing"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(got.Status.Solver.ConsecutiveFailures).To(BeNumerically(">=", 1))
+	v, _ := gauge(g, "challenge_solver_healthy", tmpl.Name)
+	g.Expect(v).To(BeZero())
+	g.Expect(counted(g, "challenge_solver_check_runs_total", "result", "failed")).To(BeNumerically(">=", 1))
+
+	team := fromTemplate(ns, "solvable-team", "team-solvable", tmpl.Name)
+	g.Expect(k8s.Create(ctx, team)).To(Succeed())
+	waiting := eventuallyPhase(t, team, ctfv1alpha1.PhaseQueued)
+	g.Expect(waiting.Status.Message).To(ContainSubstring("paused"))
+
+	// The organiser rolls the new flag out (an edit of the template
+	// renders its instances again): the next run passes, and the held
+	// start goes ahead.
+	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
+		got.Spec.Env = append(got.Spec.Env, ctfv1alpha1.EnvVar{Name: "ROLLOUT", Value: "2"})
+		g.Expect(k8s.Update(ctx, got)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	healthy(metav1.ConditionTrue, "SolverPassed")
+	eventuallyPhase(t, team, ctfv1alpha1.PhaseRunning)
+	g.Eventually(func(g Gomega) {
+		var events eventsv1.EventList
+		g.Expect(k8s.List(ctx, &events)).To(Succeed())
+		var seen []string
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "ChallengeTemplate" && e.Regarding.Name == tmpl.Name {
+				seen = append(seen, e.Reason+": "+e.Note)
+			}
+		}
+		g.Expect(seen).To(ContainElements(HavePrefix("SolverFailed: run"), HavePrefix("SolverPassed: the solver solves it again")))
+	}, timeout, interval).Should(Succeed())
+}
+
+// TestSolverCheckAdmission: a solver check and a failure threshold are
+// refused at admission when hostile or inconsistent, and defaulted.
+func TestSolverCheckAdmission(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name    string
+		spec    map[string]any
+		refused string // "" when admitted
+	}{
+		{"defaults", map[string]any{"solverCheck": map[string]any{"image": "registry.example/ctf/solver:1"}}, ""},
+		{"every field", map[string]any{"solverCheck": map[string]any{"image": "registry.example/ctf/solver:1", "command": []any{"python3"},
+			"args": []any{"solve.py"}, "interval": "1m", "timeout": "30s", "onFailure": "Pause"}, "failures": map[string]any{"threshold": 5}}, ""},
+		{"no image", map[string]any{"solverCheck": map[string]any{}}, "spec.solverCheck.image"},
+		{"an image with a space", map[string]any{"solverCheck": map[string]any{"image": "a b"}}, "spec.solverCheck.image"},
+		{"a timeout as long as the interval", map[string]any{"solverCheck": map[string]any{"image": "s:1", "interval": "1m", "timeout": "1m"}}, "timeout must be shorter than its interval"},
+		{"an interval below 10s", map[string]any{"solverCheck": map[string]any{"image": "s:1", "interval": "5s", "timeout": "5s"}}, "must be between 10s and 24h"},
+		{"a timeout above 30m", map[string]any{"solverCheck": map[string]any{"image": "s:1", "interval": "2h", "timeout": "31m"}}, "must be between 5s and 30m"},
+		{"an unknown action", map[string]any{"solverCheck": map[string]any{"image": "s:1", "onFailure": "Restart"}}, "spec.solverCheck.onFailure"},
+		{"a line break in an argument", map[string]any{"solverCheck": map[string]any{"image": "s:1", "args": []any{"a\nb"}}}, "spec.solverCheck.args[0]"},
+		{"a negative threshold", map[string]any{"failures": map[string]any{"threshold": -1}}, "spec.failures.threshold"},
+		{"a threshold above 100", map[string]any{"failures": map[string]any{"threshold": 101}}, "spec.failures.threshold"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			spec := map[string]any{"image": "registry.example/ctf/web:1", "ports": []any{map[string]any{"name": "nc", "port": 1337}}}
+			maps.Copy(spec, tt.spec)
+			tmpl := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": ctfv1alpha1.GroupVersion.String(), "kind": "ChallengeTemplate",
+				"metadata": map[string]any{"name": "solver-admission"}, "spec": spec,
+			}}
+			err := k8s.Create(ctx, tmpl, client.DryRunAll)
+			if tt.refused != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.refused)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			if _, ok := tt.spec["solverCheck"]; ok {
+				check, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "solverCheck")
+				g.Expect(check).To(HaveKey("interval"), "defaulted")
+				g.Expect(check).To(HaveKey("timeout"), "defaulted")
+				g.Expect(check).To(HaveKey("onFailure"), "defaulted")
+			}
+		})
+	}
+}
