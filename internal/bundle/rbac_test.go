@@ -149,6 +149,7 @@ var operatorOwnNeeds = map[string][]string{
 	"gateways.gateway.networking.k8s.io": {"get", "list", "watch"}, // where a route's listener is
 	"events":                             {"create", "patch"},
 	"events.events.k8s.io":               {"create", "patch"},
+	"jobs.batch":                         {"create", "delete", "get", "list", "watch"}, // solver checks' runs
 }
 
 // TestRolesCoverExactlyWhatTheChartRenders checks the generated ClusterRoles:
