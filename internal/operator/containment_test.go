@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,6 +58,12 @@ func refuseImage(t *testing.T, name, image string) {
 		_ = k8s.Delete(context.Background(), binding)
 		_ = k8s.Delete(context.Background(), policy)
 	})
+	// The API server enforces a policy once its informers have it: until a
+	// pod of the image is refused, it is not.
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: image}}}}
+	g.Eventually(func() error { return k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll) }, timeout, interval).
+		Should(MatchError(ContainSubstring("Back-off pulling image")))
 }
 
 // TestBrokenImageDegradesItsTemplateOnly (issue 33): a template whose image
