@@ -50,6 +50,9 @@ type Observer struct {
 	// with 9,000 instances in one namespace, and the reason each install
 	// took longer as more were resident).
 	Indexed bool
+	// Rollouts stand in for the Deployments an upgrade changed until the
+	// cache has them; nil for none.
+	Rollouts *Rollouts
 }
 
 // InstanceField indexes an instance's Deployments and pods by its name
@@ -138,7 +141,7 @@ func (o *Observer) deployments(ctx context.Context, ch *ctfv1alpha1.Challenge) (
 	if err := o.Reader.List(ctx, &list, o.ofInstance(ch)...); err != nil {
 		return nil, fmt.Errorf("listing Deployments of %s/%s: %w", ch.Namespace, ch.Name, err)
 	}
-	return list.Items, nil
+	return o.Rollouts.Fresh(list.Items), nil
 }
 
 func workloadsOf(deployments []appsv1.Deployment) ([]lifecycle.Workload, error) {

@@ -196,8 +196,21 @@ func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Uns
 		// arriving meanwhile must find the record, or it flashes Pending. A
 		// failed write leaves a record no status refers to.
 		w.recordHandled(ch, observed)
+		if upgraded(ch, observed) {
+			if err := w.Observer.Rollouts.Expect(ctx, w.Observer.namespace(ch), ch); err != nil {
+				return err
+			}
+		}
 		return w.write(ctx, ch, observed, lifecycle.NoOperation)
 	})
+}
+
+// upgraded tells whether the Helm reconciler has just handled a new
+// generation of an installed release (an upgrade, or a renewal that
+// renders the same): its Deployments may have changed under the cache.
+func upgraded(ch *ctfv1alpha1.Challenge, observed int64) bool {
+	return ch.Status.ObservedGeneration != 0 && ch.Status.ObservedGeneration < observed &&
+		meta.IsStatusConditionTrue(ch.Status.Conditions, lifecycle.ConditionDeployed)
 }
 
 // fromHelm completes the status the Helm reconciler holds in obj with the

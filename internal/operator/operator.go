@@ -119,7 +119,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Reader: mgr.GetClient(),
 		Live:   mgr.GetAPIReader(),
 		Observer: &controller.Observer{Reader: mgr.GetClient(), Indexed: true, NodeAddress: opts.NodeAddress,
-			NamespacePerInstance: features.NamespacePerInstance, Gateways: features.Gateways, Queue: queue, Pools: pools},
+			NamespacePerInstance: features.NamespacePerInstance, Gateways: features.Gateways, Queue: queue, Pools: pools,
+			Rollouts: &controller.Rollouts{Live: mgr.GetAPIReader()}},
 		Recorder: recorder,
 	}
 	metrics.Register(mgr.GetClient(), pools.IsPooled)
