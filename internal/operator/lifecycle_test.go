@@ -307,6 +307,20 @@ func expectEvents(t *testing.T, ns, name string, reasons ...string) {
 	}, timeout, interval).Should(Succeed())
 }
 
+// templateEvents are the Events about the template named name, as
+// "<reason>: <note>".
+func templateEvents(g Gomega, name string) []string {
+	var events eventsv1.EventList
+	g.Expect(k8s.List(context.Background(), &events)).To(Succeed())
+	var seen []string
+	for _, e := range events.Items {
+		if e.Regarding.Kind == "ChallengeTemplate" && e.Regarding.Name == name {
+			seen = append(seen, e.Reason+": "+e.Note)
+		}
+	}
+	return seen
+}
+
 func helmStorage(t *testing.T, ns string) *storage.Storage {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cluster.Config)

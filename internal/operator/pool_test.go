@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -305,15 +305,13 @@ func TestPoolOpening(t *testing.T) {
 		g.Expect(st).To(Equal(ctfv1alpha1.PoolStatus{Size: 3, Ready: 3, Target: 3}), "the opening's target, above max")
 	}, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		var events eventsv1.EventList
-		g.Expect(k8s.List(ctx, &events)).To(Succeed())
-		var notes []string
-		for _, e := range events.Items {
-			if e.Regarding.Kind == "ChallengeTemplate" && e.Regarding.Name == "opening" && e.Reason == pool.ReasonOpening {
-				notes = append(notes, e.Note)
+		var opening []string
+		for _, e := range templateEvents(g, "opening") {
+			if strings.HasPrefix(e, pool.ReasonOpening+": ") {
+				opening = append(opening, e)
 			}
 		}
-		g.Expect(notes).To(ConsistOf("growing the pool to 3 for the opening at " + at.Format(time.RFC3339)))
+		g.Expect(opening).To(ConsistOf(pool.ReasonOpening + ": growing the pool to 3 for the opening at " + at.Format(time.RFC3339)))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(time.Now()).To(BeTemporally("<", at), "all before the opening")
 }

@@ -87,6 +87,12 @@ func queueWaits(g Gomega) uint64 {
 // counted is the value of the counter name whose labels include label=value
 // (any series of name when label is empty); 0 before the first count.
 func counted(g Gomega, name, label, value string) float64 {
+	return series(g, name, label, value).GetCounter().GetValue()
+}
+
+// series is the first series of the metric name whose labels include
+// label=value (any series of name when label is empty); nil when none.
+func series(g Gomega, name, label, value string) *dto.Metric {
 	families, err := crmetrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
@@ -95,9 +101,9 @@ func counted(g Gomega, name, label, value string) float64 {
 		}
 		for _, m := range f.GetMetric() {
 			if label == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == label && l.GetValue() == value }) {
-				return m.GetCounter().GetValue()
+				return m
 			}
 		}
 	}
-	return 0
+	return nil
 }
