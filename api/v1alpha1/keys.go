@@ -79,3 +79,10 @@ const (
 	// ManagedByLabel is "Helm", which Helm needs to adopt live objects.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 )
+
+// UninstallFinalizer is the Helm reconciler's finalizer on every Challenge
+// (helm-operator-plugins' own, which it adds before anything is installed
+// and removes once the release and every object of the instance are gone).
+// The webhook sets it at creation, which spares the reconciler an update of
+// each new Challenge.
+const UninstallFinalizer = "uninstall-helm-release"

@@ -37,6 +37,7 @@ type ClientGetter struct {
 	inFlight    *inFlight
 	uninstalled uninstalled
 	installing  installing
+	discovery   *discoveryMemo
 	// Leftovers, when set, runs after every uninstall, whether the release
 	// was found or not (the namespace controller or the garbage collector may
 	// delete the record first): it removes what the release record no longer
@@ -70,7 +71,9 @@ type ClientGetter struct {
 // as a hook. Nor do they validate the manifest against the API server's
 // OpenAPI document: the API server validates every object it is sent anyway,
 // and that client-side check fetched and parsed the document on every
-// install and upgrade, two thirds of the operator's CPU in a burst.
+// install and upgrade, two thirds of the operator's CPU in a burst. Their
+// reachability check and capabilities are asked of the API server once a
+// minute, not in every action (discoveryMemo).
 func NewClientGetter(cfg helmclient.ActionConfigGetter, recorder events.EventRecorder, opts ...helmclient.ActionClientGetterOption) (*ClientGetter, error) {
 	opts = append([]helmclient.ActionClientGetterOption{
 		helmclient.AppendUninstallOptions(func(u *action.Uninstall) error {
@@ -107,7 +110,7 @@ func NewClientGetter(cfg helmclient.ActionConfigGetter, recorder events.EventRec
 	if err != nil {
 		return nil, err
 	}
-	return &ClientGetter{inner: inner, recorder: recorder, inFlight: &inFlight{names: map[string]bool{}}}, nil
+	return &ClientGetter{inner: inner, recorder: recorder, inFlight: &inFlight{names: map[string]bool{}}, discovery: newDiscoveryMemo()}, nil
 }
 
 // uninstalled remembers, by Challenge UID, the releases this process has
@@ -143,12 +146,13 @@ func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (
 	if err != nil {
 		return nil, err
 	}
+	g.discovery.fill(ac.Config())
 	key := obj.GetNamespace() + "/" + obj.GetName()
 	if err := g.unlockStale(ctx, ac, key, obj); err != nil {
 		return nil, err
 	}
 	tc := &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight, ctx: ctx, obj: obj, leftovers: g.Leftovers,
-		uninstalled: &g.uninstalled, installing: &g.installing, checkRecord: g.CheckRecord, recorder: g.recorder}
+		uninstalled: &g.uninstalled, installing: &g.installing, checkRecord: g.CheckRecord, recorder: g.recorder, discovery: g.discovery}
 	if g.RenderInputs != nil {
 		if tc.renderInputs, err = g.RenderInputs(ctx, obj); err != nil {
 			return nil, err
@@ -194,6 +198,7 @@ type trackedClient struct {
 	installing  *installing
 	checkRecord func(ctx context.Context, obj client.Object, manifest string, applies bool) error
 	recorder    events.EventRecorder
+	discovery   *discoveryMemo
 	// hashing is on when renderInputs were given.
 	hashing      bool
 	renderInputs string
@@ -212,6 +217,7 @@ func (c *trackedClient) Install(name, namespace string, chrt *chart.Chart, vals 
 	// deletes while it runs.
 	c.installing.keys.Store(c.key, struct{}{})
 	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+	c.discovery.learn(c.Config())
 	if err == nil {
 		c.installing.keys.Delete(c.key)
 	}
@@ -242,6 +248,7 @@ func (c *trackedClient) Upgrade(name, namespace string, chrt *chart.Chart, vals 
 	}
 	defer c.inFlight.start(c.key)()
 	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	c.discovery.learn(c.Config())
 	return rel, redacted(err, vals)
 }
 

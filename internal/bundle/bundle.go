@@ -84,8 +84,14 @@ type builder struct {
 	cluster  []rbacv1.ClusterRole
 	bindings map[string]string // role name -> service account
 	scopes   scopes            // built-in kinds and the CRDs of the build
-	webhooks []admissionregistrationv1.ValidatingWebhookConfiguration
+	webhooks []webhooks
 	examples []map[string]any
+}
+
+// webhooks are a webhook configuration of config/webhook, mutating or validating.
+type webhooks struct {
+	typ operatorsv1alpha1.WebhookAdmissionType
+	cfg admissionregistrationv1.ValidatingWebhookConfiguration
 }
 
 func (b *builder) add(o *unstructured.Unstructured) error {
@@ -126,9 +132,14 @@ func (b *builder) add(o *unstructured.Unstructured) error {
 		// whose bundle holds a kind the cluster lacks. The operator applies
 		// them itself where they are served: --create-monitors.)
 		return b.extra(o)
-	case "ValidatingWebhookConfiguration":
-		var w admissionregistrationv1.ValidatingWebhookConfiguration
-		if err := convert(o, &w); err != nil {
+	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+		// A mutating webhook has a validating one's fields, and a
+		// reinvocation policy the operator's leaves at its default.
+		w := webhooks{typ: operatorsv1alpha1.ValidatingAdmissionWebhook}
+		if o.GetKind() == "MutatingWebhookConfiguration" {
+			w.typ = operatorsv1alpha1.MutatingAdmissionWebhook
+		}
+		if err := convert(o, &w.cfg); err != nil {
 			return err
 		}
 		b.webhooks = append(b.webhooks, w)
@@ -286,11 +297,11 @@ func (b *builder) extraClusterRole(r rbacv1.ClusterRole) error {
 // serving certificate it mounts into the Deployment.
 func (b *builder) webhookDefinitions() {
 	b.csv.Spec.WebhookDefinitions = nil
-	for _, cfg := range b.webhooks {
-		for _, w := range cfg.Webhooks {
+	for _, ws := range b.webhooks {
+		for _, w := range ws.cfg.Webhooks {
 			def := operatorsv1alpha1.WebhookDescription{
 				GenerateName:            w.Name,
-				Type:                    operatorsv1alpha1.ValidatingAdmissionWebhook,
+				Type:                    ws.typ,
 				DeploymentName:          b.deploys[0].Name,
 				ContainerPort:           443,
 				TargetPort:              ptrTo(intOrString(9443)),

@@ -10,6 +10,7 @@ import (
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
+	"k8s.io/utils/ptr"
 
 	"github.com/challenge-operator/challenge-operator/internal/operatorcmd"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
@@ -88,8 +89,13 @@ func TestCSVCarriesWhatOperatorHubShows(t *testing.T) {
 	g.Expect(modes).To(ContainElements("OwnNamespace", "SingleNamespace", "AllNamespaces"))
 	g.Expect(csv.Spec.MinKubeVersion).NotTo(BeEmpty())
 	g.Expect(csv.Annotations).To(HaveKey("alm-examples"))
-	g.Expect(csv.Spec.WebhookDefinitions).To(HaveLen(1))
-	g.Expect(csv.Spec.WebhookDefinitions[0].DeploymentName).To(Equal(csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Name))
+	var webhooks []string
+	for _, w := range csv.Spec.WebhookDefinitions {
+		webhooks = append(webhooks, string(w.Type)+" "+ptr.Deref(w.WebhookPath, ""))
+		g.Expect(w.DeploymentName).To(Equal(csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Name))
+	}
+	g.Expect(webhooks).To(Equal([]string{"MutatingAdmissionWebhook /mutate-ctf-challenge-operator-io-v1alpha1-challenge",
+		"ValidatingAdmissionWebhook /validate-ctf-challenge-operator-io-v1alpha1-challenge"}))
 	var status []string
 	for _, crd := range csv.Spec.CustomResourceDefinitions.Owned {
 		if crd.Kind == "Challenge" {

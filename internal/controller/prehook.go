@@ -16,11 +16,15 @@ import (
 )
 
 // MarkReleasingHook runs just before the Helm reconciler installs or upgrades:
-// when the Challenge's generation has not been handled yet, it writes Pending
-// (Installing or Upgrading) so that the platform never sees a gap between None
-// and the outcome. A generation that renders as the last one (a renewal) is
-// no upgrade: nothing is marked. The reconciler only logs hook errors; the status written
-// after the release is complete on its own.
+// when the Challenge's generation is an upgrade not handled yet, it writes
+// Pending (Upgrading), so that a platform reading Running knows the instance
+// is about to change. A generation that renders as the last one (a renewal)
+// is no upgrade: nothing is marked. Nor is an install: its own status,
+// written as soon as Helm has created the objects, is the instance's first
+// step out of None (or Queued, or a refusal), and a mark of it (Installing)
+// only filled the moments Helm works with a status write more per start.
+// The reconciler only logs hook errors; the status written after the
+// release is complete on its own.
 func MarkReleasingHook(w *StatusWriter) hook.PreHook {
 	return hook.PreHookFunc(func(obj *unstructured.Unstructured, _ chartutil.Values, log logr.Logger) error {
 		ch := &ctfv1alpha1.Challenge{}
@@ -28,7 +32,7 @@ func MarkReleasingHook(w *StatusWriter) hook.PreHook {
 			return fmt.Errorf("decoding Challenge: %w", err)
 		}
 		op := w.operationFor(ch)
-		if op == lifecycle.NoOperation || !obj.GetDeletionTimestamp().IsZero() {
+		if op != lifecycle.Upgrading || !obj.GetDeletionTimestamp().IsZero() {
 			return nil
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -139,7 +139,7 @@ func TestNothingIsKeptOfAChallengeWhoseLastFinalizerGoes(t *testing.T) {
 	if err := cl.Get(ctx, client.ObjectKeyFromObject(ch), &ctfv1alpha1.Challenge{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the Challenge after its last finalizer: %v, want not found", err)
 	}
-	if _, kept := writer.finalized.Load(client.ObjectKeyFromObject(ch)); kept {
+	if _, kept := writer.written.Load(client.ObjectKeyFromObject(ch)); kept {
 		t.Error("a finalizer step is kept for a Challenge that is gone")
 	}
 }

@@ -54,15 +54,19 @@ type StatusWriter struct {
 	// outcome the Helm reconciler last wrote, with its spec: what a new
 	// generation is compared with to tell a renewal from a spec to roll out.
 	handled sync.Map
-	// finalized holds, by namespace/name, the resourceVersions before and
-	// after the Helm reconciler's last finalizer patch (finalizerStep), until
-	// the next status write from the cache consumes it.
-	finalized sync.Map
+	// written holds, by namespace/name, the last write of this process to
+	// the Challenge (a writtenStep) until the cache is seen past it.
+	written sync.Map
 }
 
-// finalizerStep is a write that changed only a Challenge's finalizers: the
-// status at to is the status at from.
-type finalizerStep struct{ from, to string }
+// writtenStep is a write of this process that moved a Challenge from
+// resourceVersion from to to: a status it wrote, or, with status nil, the
+// Helm reconciler's patch of its finalizers alone (the status at to is the
+// status at from).
+type writtenStep struct {
+	from, to string
+	status   *ctfv1alpha1.ChallengeStatus
+}
 
 // FinalizersWritten records that the Helm reconciler moved the Challenge at
 // key from resourceVersion from to to by changing its finalizers alone. The
@@ -71,7 +75,43 @@ type finalizerStep struct{ from, to string }
 // from the API server and a second write (a claim's cost went from 3 writes
 // to 5). Knowing the patch, the writer writes at to straight away.
 func (w *StatusWriter) FinalizersWritten(key client.ObjectKey, from, to string) {
-	w.finalized.Store(key, finalizerStep{from: from, to: to})
+	w.written.Store(key, writtenStep{from: from, to: to})
+}
+
+// recordWrite records the status write that moved ch from resourceVersion from
+// to its own. The next change to the instance's workloads often reaches the
+// status controller before the write reaches the cache; recomputed from the
+// status before it, the status differs from that one and was written again
+// at from: a conflict, a requeue and a recompute (24 for 100 installs in a
+// burst). A teardown's write is not kept: the Challenge goes soon after, and
+// a step recorded once Forget has run would stay for good.
+func (w *StatusWriter) recordWrite(ch *ctfv1alpha1.Challenge, from string) {
+	if from == "" || !ch.DeletionTimestamp.IsZero() {
+		return
+	}
+	w.written.Store(client.ObjectKeyFromObject(ch), writtenStep{from: from, to: ch.ResourceVersion, status: ch.Status.DeepCopy()})
+}
+
+// caughtUp brings ch, as a cache holds it, to this process's last write of
+// it when the cache has not seen that write yet: the Challenge at to is the
+// one at from with the status written. Once the cache holds the write, it
+// is forgotten. A cache at any other version is left as it is: older, it
+// fails the write with a conflict, as it did; newer, the next write forgets.
+func (w *StatusWriter) caughtUp(ch *ctfv1alpha1.Challenge) {
+	key := client.ObjectKeyFromObject(ch)
+	v, ok := w.written.Load(key)
+	if !ok {
+		return
+	}
+	switch step := v.(writtenStep); ch.ResourceVersion {
+	case step.to:
+		w.written.CompareAndDelete(key, v)
+	case step.from:
+		ch.ResourceVersion = step.to
+		if step.status != nil {
+			ch.Status = *step.status.DeepCopy()
+		}
+	}
 }
 
 // Rendering records that the Helm reconciler renders the release of obj at
@@ -152,7 +192,7 @@ func (w *StatusWriter) operationFor(ch *ctfv1alpha1.Challenge) lifecycle.Operati
 func (w *StatusWriter) Forget(key client.ObjectKey) {
 	w.rendered.Delete(key)
 	w.handled.Delete(key)
-	w.finalized.Delete(key)
+	w.written.Delete(key)
 }
 
 // observedGeneration is the generation a status written by the Helm
@@ -171,6 +211,7 @@ func (w *StatusWriter) observedGeneration(ch *ctfv1alpha1.Challenge) int64 {
 // a renewal of a queued instance flashed Pending and admitted it, starting
 // its lifetime while it still waited.
 func (w *StatusWriter) Refresh(ctx context.Context, ch *ctfv1alpha1.Challenge) error {
+	w.caughtUp(ch)
 	op := w.operationFor(ch)
 	if op == lifecycle.Installing && (ch.Status.Phase == ctfv1alpha1.PhaseQueued || ch.Status.Phase == ctfv1alpha1.PhaseError) {
 		op = lifecycle.NoOperation
@@ -255,13 +296,8 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 	if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), last); err != nil {
 		return nil, err
 	}
+	w.caughtUp(last)
 	ch.ResourceVersion = last.ResourceVersion
-	if step, ok := w.finalized.LoadAndDelete(client.ObjectKeyFromObject(obj)); ok {
-		if step := step.(finalizerStep); step.from == last.ResourceVersion {
-			// last is the status as it stands; only the finalizers moved on.
-			ch.ResourceVersion = step.to
-		}
-	}
 	ch.DeletionTimestamp = last.DeletionTimestamp
 	ch.Status.StartedAt, ch.Status.AdmittedAt = last.Status.StartedAt, last.Status.AdmittedAt
 	ch.Status.ReadyAt = last.Status.ReadyAt
@@ -324,7 +360,8 @@ func (w *StatusWriter) apply(ctx context.Context, ch *ctfv1alpha1.Challenge) err
 	u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
 	u.SetNamespace(ch.Namespace)
 	u.SetName(ch.Name)
-	u.SetResourceVersion(ch.ResourceVersion)
+	from := ch.ResourceVersion
+	u.SetResourceVersion(from)
 	if err := w.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
 		return err
@@ -333,6 +370,7 @@ func (w *StatusWriter) apply(ctx context.Context, ch *ctfv1alpha1.Challenge) err
 	// with the managedFields read before, that update would hand the status
 	// fields back to the manager that wrote them last with Update.
 	ch.ResourceVersion, ch.ManagedFields = u.GetResourceVersion(), u.GetManagedFields()
+	w.recordWrite(ch, from)
 	return nil
 }
 

@@ -355,30 +355,41 @@ func TestWebhookIsTheGeneratedOne(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	generated, err := manifests.Decode(bytes.NewReader(data))
 	g.Expect(err).NotTo(HaveOccurred())
-	var want admissionregistrationv1.ValidatingWebhookConfiguration
-	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(byKind(generated, "ValidatingWebhookConfiguration")[0].Object, &want)).To(Succeed())
-	for _, mode := range []string{"cluster", "namespaced"} {
-		rendered := byKind(mustRender(t, map[string]any{"installMode": mode, "webhook": map[string]any{"enable": true}}), "ValidatingWebhookConfiguration")
-		g.Expect(rendered).To(HaveLen(1))
-		var have admissionregistrationv1.ValidatingWebhookConfiguration
-		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(rendered[0].Object, &have)).To(Succeed())
-		g.Expect(have.Webhooks).To(HaveLen(len(want.Webhooks)))
-		for i, w := range want.Webhooks {
-			h := have.Webhooks[i]
-			g.Expect(h.ClientConfig.Service.Name).To(Equal("challenge-operator-webhook-service"))
-			g.Expect(h.ClientConfig.Service.Namespace).To(Equal(releaseNamespace))
-			g.Expect(h.ClientConfig.Service.Path).To(Equal(w.ClientConfig.Service.Path))
-			if mode == "namespaced" {
-				g.Expect(h.NamespaceSelector.MatchLabels).To(Equal(map[string]string{"kubernetes.io/metadata.name": releaseNamespace}),
-					"a namespaced operator judges its own namespace's Challenges only")
-			} else {
-				g.Expect(h.NamespaceSelector).To(BeNil())
-			}
-			h.ClientConfig, w.ClientConfig, h.NamespaceSelector = admissionregistrationv1.WebhookClientConfig{}, admissionregistrationv1.WebhookClientConfig{}, nil
-			g.Expect(h).To(Equal(w), "webhook %s as controller-gen wrote it", w.Name)
+	// A mutating webhook has a validating one's fields, and a reinvocation
+	// policy neither sets: both are read as validating ones.
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		var want admissionregistrationv1.ValidatingWebhookConfiguration
+		g.Expect(byKind(generated, kind)).To(HaveLen(1), kind)
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(byKind(generated, kind)[0].Object, &want)).To(Succeed())
+		for _, mode := range []string{"cluster", "namespaced"} {
+			rendered := byKind(mustRender(t, map[string]any{"installMode": mode, "webhook": map[string]any{"enable": true}}), kind)
+			g.Expect(rendered).To(HaveLen(1), kind)
+			var have admissionregistrationv1.ValidatingWebhookConfiguration
+			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(rendered[0].Object, &have)).To(Succeed())
+			expectGeneratedWebhooks(g, mode, want, have)
 		}
-		g.Expect(have.Annotations).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", releaseNamespace+"/challenge-operator-serving-cert"))
 	}
+}
+
+// expectGeneratedWebhooks checks the chart's webhooks (have) against
+// controller-gen's (want) in installMode mode.
+func expectGeneratedWebhooks(g Gomega, mode string, want, have admissionregistrationv1.ValidatingWebhookConfiguration) {
+	g.Expect(have.Webhooks).To(HaveLen(len(want.Webhooks)))
+	for i, w := range want.Webhooks {
+		h := have.Webhooks[i]
+		g.Expect(h.ClientConfig.Service.Name).To(Equal("challenge-operator-webhook-service"))
+		g.Expect(h.ClientConfig.Service.Namespace).To(Equal(releaseNamespace))
+		g.Expect(h.ClientConfig.Service.Path).To(Equal(w.ClientConfig.Service.Path))
+		if mode == "namespaced" {
+			g.Expect(h.NamespaceSelector.MatchLabels).To(Equal(map[string]string{"kubernetes.io/metadata.name": releaseNamespace}),
+				"a namespaced operator judges its own namespace's Challenges only")
+		} else {
+			g.Expect(h.NamespaceSelector).To(BeNil())
+		}
+		h.ClientConfig, w.ClientConfig, h.NamespaceSelector = admissionregistrationv1.WebhookClientConfig{}, admissionregistrationv1.WebhookClientConfig{}, nil
+		g.Expect(h).To(Equal(w), "webhook %s as controller-gen wrote it", w.Name)
+	}
+	g.Expect(have.Annotations).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", releaseNamespace+"/challenge-operator-serving-cert"))
 }
 
 func TestMonitorsAndPoliciesNameWhatExists(t *testing.T) {

@@ -62,8 +62,12 @@ type Options struct {
 	// release to, unless a template's policy says otherwise. Its network
 	// fields are taken from Values.
 	Limits policy.Limits
-	// Webhook serves the validating admission webhook for Challenges.
+	// Webhook serves the admission webhooks for Challenges: the validating
+	// one, and the mutating one that sets the Helm reconciler's finalizer.
 	Webhook bool
+	// Namespaces are those Challenges are reconciled in (the cache's);
+	// empty, all. The mutating webhook finalizes no other Challenge.
+	Namespaces []string
 	// PoolNamespace is where templates' warm pools keep their instances;
 	// empty means no pools.
 	PoolNamespace string
@@ -142,7 +146,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	quota := &admission.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	budget := teamBudget(mgr.GetClient(), opts, quota)
 	if features.Webhook {
-		if err := webhook.Setup(mgr, quota, budget, opts.Values); err != nil {
+		if err := webhook.Setup(mgr, quota, budget, opts.Values, opts.Namespaces); err != nil {
 			return fmt.Errorf("setting up the webhook: %w", err)
 		}
 	}

@@ -130,6 +130,7 @@ func run(ctx context.Context, opts Options) error {
 	if opts.Operator.FlagCodec == nil {
 		ctrl.Log.Info("no flag key: templates' perTeam flags are refused until the Secret challenge-operator-flag-key is mounted", "file", opts.FlagKeyFile)
 	}
+	opts.Operator.Namespaces = WatchNamespaces()
 	if err := operator.Setup(mgr, opts.Operator); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,8 +9,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/challenge-operator/challenge-operator/internal/manifests"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
@@ -27,8 +29,9 @@ var h *harness.Harness
 // instances of 2 CPU.
 var teamBudgetCPU = resource.MustParse("3500m")
 
-// TestMain runs the operator with the webhook and one namespace per instance.
+// TestMain runs the operator with the webhooks and one namespace per instance.
 func TestMain(m *testing.M) {
+	validating, mutating := generatedWebhooks()
 	os.Exit(harness.Run(m, harness.Options{
 		AsServiceAccount: true,
 		Operator: operator.Options{
@@ -36,23 +39,44 @@ func TestMain(m *testing.M) {
 			TeamBudgetCPU:              teamBudgetCPU,
 			Values:                     values.Settings{NamespacePerInstance: true},
 		},
-		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{generatedWebhook()},
+		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
+		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
 	}, &h, nil))
 }
 
-// generatedWebhook is config/webhook as controller-gen writes it, limited to
-// the namespaces labelled for it.
-func generatedWebhook() *admissionregistrationv1.ValidatingWebhookConfiguration {
+// generatedWebhooks are config/webhook as controller-gen writes it, limited
+// to the namespaces labelled for them.
+func generatedWebhooks() (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
 	data, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "config", "webhook", "manifests.yaml"))
 	if err != nil {
 		panic(err)
 	}
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := yaml.Unmarshal(data, cfg); err != nil {
+	objs, err := manifests.Decode(bytes.NewReader(data))
+	if err != nil {
 		panic(err)
 	}
-	for i := range cfg.Webhooks {
-		cfg.Webhooks[i].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "on"}}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	for _, o := range objs {
+		var into any
+		switch o.GetKind() {
+		case "ValidatingWebhookConfiguration":
+			into = validating
+		case "MutatingWebhookConfiguration":
+			into = mutating
+		default:
+			panic("config/webhook holds a " + o.GetKind())
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
+			panic(err)
+		}
 	}
-	return cfg
+	onlyLabelled := &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "on"}}
+	for i := range validating.Webhooks {
+		validating.Webhooks[i].NamespaceSelector = onlyLabelled
+	}
+	for i := range mutating.Webhooks {
+		mutating.Webhooks[i].NamespaceSelector = onlyLabelled
+	}
+	return validating, mutating
 }

@@ -2,7 +2,9 @@
 // refuse later with phase Error: duplicate, over-quota and over-budget
 // instances, values a template does not allow, reserved label and
 // annotation keys, lifetimes over its maximum; on creation and on every
-// update. It is optional: the operator reaches the same verdicts without it.
+// update. A mutating webhook beside it sets the Helm reconciler's finalizer
+// on creation (Finalizer). Both are optional: the operator reaches the same
+// verdicts, and adds its finalizer, without them.
 package webhook
 
 import (
@@ -14,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	webhookadmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -98,8 +101,11 @@ func refusal(ch *ctfv1alpha1.Challenge, err error) error {
 	return err
 }
 
-// Setup registers the validating webhook with the manager's webhook server.
-func Setup(mgr ctrl.Manager, quota *admission.Quota, budget *admission.Budget, settings values.Settings) error {
+// Setup registers the validating webhook and the finalizer's mutating one
+// with the manager's webhook server; namespaces are those the operator
+// reconciles Challenges in (empty: all).
+func Setup(mgr ctrl.Manager, quota *admission.Quota, budget *admission.Budget, settings values.Settings, namespaces []string) error {
+	mgr.GetWebhookServer().Register(FinalizerPath, &ctrlwebhook.Admission{Handler: &Finalizer{Namespaces: namespaces}})
 	return builder.WebhookManagedBy(mgr, &ctfv1alpha1.Challenge{}).
 		WithValidator(&ChallengeValidator{Reader: mgr.GetClient(), Quota: quota, Budget: budget, Settings: settings}).
 		Complete()

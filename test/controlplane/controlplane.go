@@ -37,9 +37,10 @@ type Options struct {
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// LogDir receives one log file per component; a temporary directory when empty.
 	LogDir string
-	// ValidatingWebhooks are installed pointing at a local webhook server
-	// (see Cluster.Webhook for where to serve them).
+	// ValidatingWebhooks and MutatingWebhooks are installed pointing at a
+	// local webhook server (see Cluster.Webhook for where to serve them).
 	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+	MutatingWebhooks   []*admissionregistrationv1.MutatingWebhookConfiguration
 }
 
 // Cluster is a running local control plane.
@@ -81,6 +82,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		ErrorIfCRDPathMissing: len(opts.CRDDirectoryPaths) > 0,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			ValidatingWebhooks: opts.ValidatingWebhooks,
+			MutatingWebhooks:   opts.MutatingWebhooks,
 			LocalServingHost:   "127.0.0.1",
 		},
 	}

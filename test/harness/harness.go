@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,6 +67,8 @@ type Harness struct {
 	Client  client.Client
 	// LogFile is where the operator logs.
 	LogFile string
+	// Requests counts the API requests of the operator, across restarts.
+	Requests *Requests
 
 	nsCount atomic.Int32
 	// root, opts and stop let Restart start a fresh operator.
@@ -82,8 +85,10 @@ type Options struct {
 	// role when that mode is on), rather than as the cluster admin: a right
 	// missing from the RBAC fails the suite.
 	AsServiceAccount bool
-	// ValidatingWebhooks are installed and served by the operator.
+	// ValidatingWebhooks and MutatingWebhooks are installed and served by
+	// the operator (its Webhook option is on with either).
 	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+	MutatingWebhooks   []*admissionregistrationv1.MutatingWebhookConfiguration
 	// GatewayAPI installs the Gateway API's standard CRDs, from its Go module.
 	GatewayAPI bool
 	// AfterTests, when set, runs once the tests are done, before the operator
@@ -125,13 +130,14 @@ func Run(m *testing.M, opts Options, h **Harness, ready func()) int {
 	cluster, err := controlplane.Start(ctx, controlplane.Options{
 		CRDDirectoryPaths:  crds,
 		ValidatingWebhooks: opts.ValidatingWebhooks,
+		MutatingWebhooks:   opts.MutatingWebhooks,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting control plane:", err)
 		return 1
 	}
 	defer cluster.Stop()
-	*h = &Harness{Cluster: cluster, LogFile: filepath.Join(cluster.LogDir, "operator.log"), root: root, opts: opts}
+	*h = &Harness{Cluster: cluster, LogFile: filepath.Join(cluster.LogDir, "operator.log"), Requests: newRequests(), root: root, opts: opts}
 	if err := (*h).start(); err != nil {
 		fmt.Fprintln(os.Stderr, "starting operator:", err)
 		return 1
@@ -216,6 +222,8 @@ func (h *Harness) startOperator(ctx context.Context, opts Options) (stopped <-ch
 			return nil, err
 		}
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, requests: h.Requests} })
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -232,7 +240,7 @@ func (h *Harness) startOperator(ctx context.Context, opts Options) (stopped <-ch
 	if err != nil {
 		return nil, err
 	}
-	opts.Operator.Webhook = len(opts.ValidatingWebhooks) > 0
+	opts.Operator.Webhook = len(opts.ValidatingWebhooks)+len(opts.MutatingWebhooks) > 0
 	if len(opts.Operator.Values.FlagSecretNamespaces) == 0 {
 		opts.Operator.Values.FlagSecretNamespaces = []string{OrganiserNamespace}
 	}

@@ -1,0 +1,101 @@
+package harness
+
+import (
+	"maps"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// Requests counts the operator's API requests by what they do, as a
+// benchmark's per-instance figures break down: "GET services", "APPLY
+// challenges/status", "WATCH pods", "GET /version". Namespaced requests are
+// also counted per namespace, so that a test can tell its own instance's
+// requests from the rest of the suite's.
+type Requests struct {
+	mu   sync.Mutex
+	all  map[string]int
+	byNS map[string]map[string]int
+}
+
+// newRequests returns an empty count.
+func newRequests() *Requests {
+	return &Requests{all: map[string]int{}, byNS: map[string]map[string]int{}}
+}
+
+// All is a copy of every request counted so far.
+func (r *Requests) All() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.all)
+}
+
+// In is a copy of the requests counted so far in namespace ns.
+func (r *Requests) In(ns string) map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.byNS[ns])
+}
+
+func (r *Requests) count(req *http.Request) {
+	kind, ns := describe(req)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.all[kind]++
+	if ns == "" {
+		return
+	}
+	if r.byNS[ns] == nil {
+		r.byNS[ns] = map[string]int{}
+	}
+	r.byNS[ns][kind]++
+}
+
+// describe names what req does: its verb (APPLY for a server-side apply,
+// WATCH for a watch, LIST for a GET of a collection) and resource, or its
+// path when it names none; and the namespace it is in, if any.
+func describe(req *http.Request) (kind, namespace string) {
+	verb := req.Method
+	switch {
+	case req.URL.Query().Get("watch") == "true":
+		verb = "WATCH"
+	case verb == http.MethodPatch && strings.HasPrefix(req.Header.Get("Content-Type"), "application/apply-patch"):
+		verb = "APPLY"
+	}
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:] // api/v1
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:] // apis/group/version
+	default:
+		return verb + " " + req.URL.Path, ""
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) != 2 {
+		namespace, parts = parts[1], parts[2:]
+	} else if len(parts) == 2 && parts[0] == "namespaces" {
+		namespace = parts[1]
+	}
+	if len(parts) == 0 {
+		return verb + " " + req.URL.Path, namespace
+	}
+	resource := parts[0]
+	if len(parts) >= 3 {
+		resource += "/" + parts[2]
+	}
+	if verb == http.MethodGet && len(parts) == 1 {
+		verb = "LIST"
+	}
+	return verb + " " + resource, namespace
+}
+
+// countingTransport counts every request before sending it.
+type countingTransport struct {
+	next     http.RoundTripper
+	requests *Requests
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.requests.count(req)
+	return t.next.RoundTrip(req)
+}
