@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,32 +114,12 @@ func (r *PoolReconciler) deleteOrphan(ctx context.Context, pooled *ctfv1alpha1.C
 // create adds n unclaimed instances to tmpl's pool.
 func (r *PoolReconciler) create(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, n int32) error {
 	for range n {
-		if err := r.Pools.Client.Create(ctx, r.newPooled(tmpl)); err != nil {
+		if err := r.Pools.Client.Create(ctx, pool.New(tmpl, r.Pools.Namespace)); err != nil {
 			return fmt.Errorf("adding to the pool of %s: %w", tmpl.Name, err)
 		}
 	}
 	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, pool.ReasonRefilled, "Refill", "added %d pooled instances in %s", n, r.Pools.Namespace)
 	return nil
-}
-
-// newPooled is an unclaimed instance of tmpl: its participant is its own
-// name, so that no quota counts two pooled instances as one team's. The
-// template owns it until it is claimed.
-func (r *PoolReconciler) newPooled(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1.Challenge {
-	name := pool.PooledName(tmpl.Name)
-	return &ctfv1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Namespace:   r.Pools.Namespace,
-			Labels:      map[string]string{ctfv1alpha1.PoolLabel: tmpl.Name},
-			Annotations: map[string]string{ctfv1alpha1.TemplateGenerationAnnotation: fmt.Sprint(tmpl.Generation)},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "ChallengeTemplate",
-				Name: tmpl.Name, UID: tmpl.UID, Controller: ptr.To(true),
-			}},
-		},
-		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: name},
-	}
 }
 
 // delete removes a batch of unclaimed pooled instances, each only if it is

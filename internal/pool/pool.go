@@ -24,7 +24,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -199,7 +201,7 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 	}
 	for i := range order {
 		pooled := order[i].DeepCopy()
-		claim(pooled, c)
+		MarkClaimed(pooled, c)
 		err := p.Client.Update(ctx, pooled)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			continue // another claim or a drain got there first
@@ -269,9 +271,10 @@ func current(pooled *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate)
 	return pooled.Annotations[ctfv1alpha1.TemplateGenerationAnnotation] == fmt.Sprint(tmpl.Generation)
 }
 
-// claim marks pooled as c's. The template no longer owns it: deleting the
-// template leaves a team's instance alone, as it does a fresh one.
-func claim(pooled *ctfv1alpha1.Challenge, c *ctfv1alpha1.Challenge) {
+// MarkClaimed marks pooled as c's: what a claim's update writes. The
+// template no longer owns it: deleting the template leaves a team's instance
+// alone, as it does a fresh one.
+func MarkClaimed(pooled *ctfv1alpha1.Challenge, c *ctfv1alpha1.Challenge) {
 	if pooled.Annotations == nil {
 		pooled.Annotations = map[string]string{}
 	}
@@ -297,6 +300,27 @@ func (p *Pools) Release(ctx context.Context, c *ctfv1alpha1.Challenge) (left boo
 		}
 	}
 	return true, nil
+}
+
+// New is an unclaimed instance of tmpl in namespace, as the pool
+// controller creates it: its participant is its own name, so that no quota
+// counts two pooled instances as one team's. The template owns it until it
+// is claimed.
+func New(tmpl *ctfv1alpha1.ChallengeTemplate, namespace string) *ctfv1alpha1.Challenge {
+	name := PooledName(tmpl.Name)
+	return &ctfv1alpha1.Challenge{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   namespace,
+			Labels:      map[string]string{ctfv1alpha1.PoolLabel: tmpl.Name},
+			Annotations: map[string]string{ctfv1alpha1.TemplateGenerationAnnotation: fmt.Sprint(tmpl.Generation)},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "ChallengeTemplate",
+				Name: tmpl.Name, UID: tmpl.UID, Controller: ptr.To(true),
+			}},
+		},
+		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: name},
+	}
 }
 
 // PooledName is a new pooled instance's name: its template's (cut to fit a
