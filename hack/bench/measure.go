@@ -124,17 +124,28 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	defer cluster.Stop()
 	poolSize, pooled := poolSizeOf(sys, n)
 	r.PoolSize = poolSize
+	if sys == claimFloor {
+		r.PoolSize = n
+	}
 	chs := make([]*ctfv1alpha1.Challenge, n)
 	for i := range chs {
 		chs[i] = harness.NewChallenge(benchNamespace, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i))
-		if pooled {
+		if pooled || sys == claimFloor {
 			chs[i] = harness.FromTemplate(benchNamespace, chs[i].Name, chs[i].Spec.Participant, pooledTemplate)
 		}
 		if viaInstancer(sys) {
 			chs[i].Name = instancer.InstanceName(instancer.NameKey(benchKeys), pooledTemplate, chs[i].Spec.Participant)
 		}
 	}
-	create, err := creator(ctx, cl, cluster, sys, chs, root)
+	var floor *floorClaims
+	var create func(i int) error
+	if sys == claimFloor {
+		if floor, err = fillFloorPool(ctx, cl, n); err == nil {
+			create = floor.create(ctx, chs)
+		}
+	} else {
+		create, err = creator(ctx, cl, cluster, sys, chs, root)
+	}
 	if err != nil {
 		return r, err
 	}
@@ -201,8 +212,10 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	readyCh := make(chan map[string]time.Time, 1)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	if err := watchReady(watchCtx, cl, sys, n, readyCh); err != nil {
-		return r, err
+	if floor == nil {
+		if err := watchReady(watchCtx, cl, sys, n, readyCh); err != nil {
+			return r, err
+		}
 	}
 	var burstRequestsBefore map[string]float64
 	if os.Getenv("BENCH_DEBUG") != "" {
@@ -226,10 +239,17 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		return r, err
 	}
 	var ready map[string]time.Time
-	select {
-	case ready = <-readyCh:
-	case <-time.After(time.Duration(n)*time.Second + 10*time.Minute):
-		return r, fmt.Errorf("not all %d Running in time", n)
+	if floor != nil {
+		if ready, err = floor.wait(); err != nil {
+			return r, err
+		}
+		r.RequestsPerInstance = floor.requestsPerClaim(n)
+	} else {
+		select {
+		case ready = <-readyCh:
+		case <-time.After(time.Duration(n)*time.Second + 10*time.Minute):
+			return r, fmt.Errorf("not all %d Running in time", n)
+		}
 	}
 	last := start
 	var latencies []float64
@@ -500,6 +520,15 @@ func watchReady(ctx context.Context, cl client.WithWatch, sys string, n int, out
 }
 
 func deleteAll(ctx context.Context, cl client.Client, sys string) error {
+	if sys == claimFloor {
+		// No operator deletes the claimed instances with their claimants.
+		for _, ns := range []string{benchNamespace, poolNamespace} {
+			if err := cl.DeleteAllOf(ctx, &ctfv1alpha1.Challenge{}, client.InNamespace(ns)); err != nil {
+				return err
+			}
+		}
+		return cl.Delete(ctx, &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: pooledTemplate}})
+	}
 	if _, pooled := poolSizeOf(sys, 0); pooled {
 		if err := cl.DeleteAllOf(ctx, &ctfv1alpha1.Challenge{}, client.InNamespace(benchNamespace)); err != nil {
 			return err
@@ -526,7 +555,7 @@ func deleteAll(ctx context.Context, cl client.Client, sys string) error {
 
 // nothingLeft reports whether no instance object, pod, release record or CR is left.
 func nothingLeft(ctx context.Context, cl client.Client, sys string) (bool, error) {
-	if _, pooled := poolSizeOf(sys, 0); pooled {
+	if _, pooled := poolSizeOf(sys, 0); pooled || sys == claimFloor {
 		if done, err := nothingLeftIn(ctx, cl, poolNamespace); !done || err != nil {
 			return done, err
 		}
@@ -805,14 +834,9 @@ func isOurs(sys string) bool {
 	return sys == "ours" || pooled
 }
 
-// fillPool creates the pooled template and waits until its pool holds size
-// Running instances, then measures the pool at rest: requests and CPU from
-// 10 to 70 s after, and memory.
-func fillPool(ctx context.Context, cl client.Client, proc process, size int32, flags bool, r *result) error {
-	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: poolNamespace}}); err != nil {
-		return err
-	}
-	start := time.Now()
+// pooledTemplateOf is the pooled systems' template, with a pool of size
+// (and a perTeam flag with flags).
+func pooledTemplateOf(size int32, flags bool) *ctfv1alpha1.ChallengeTemplate {
 	tmpl := &ctfv1alpha1.ChallengeTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: pooledTemplate},
 		Spec: ctfv1alpha1.ChallengeTemplateSpec{
@@ -828,6 +852,18 @@ func fillPool(ctx context.Context, cl client.Client, proc process, size int32, f
 	if flags {
 		tmpl.Spec.Flags = perTeamFlags()
 	}
+	return tmpl
+}
+
+// fillPool creates the pooled template and waits until its pool holds size
+// Running instances, then measures the pool at rest: requests and CPU from
+// 10 to 70 s after, and memory.
+func fillPool(ctx context.Context, cl client.Client, proc process, size int32, flags bool, r *result) error {
+	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: poolNamespace}}); err != nil {
+		return err
+	}
+	start := time.Now()
+	tmpl := pooledTemplateOf(size, flags)
 	if err := cl.Create(ctx, tmpl); err != nil {
 		return err
 	}
