@@ -52,8 +52,9 @@ type Pools struct {
 	// claims remembers the claims this process made, by claimant UID: the
 	// cache may not show a claim yet when the claimant is reconciled again.
 	claims sync.Map
-	// taken holds when this process claimed each pooled instance (by
-	// namespace/name): its cache may show it unclaimed for a while yet.
+	// taken holds when this process claimed, or began to claim, each pooled
+	// instance (by namespace/name): its cache may show it unclaimed for a
+	// while yet, and a claim under way is no other claim's to try.
 	taken   map[types.NamespacedName]time.Time
 	takenMu sync.Mutex
 }
@@ -62,8 +63,11 @@ type Pools struct {
 // any cache lag.
 const takenFor = time.Minute
 
-// take records a claim of this process and forgets the old ones.
-func (p *Pools) take(key types.NamespacedName) {
+// take reserves key for a claim of this process, unless another claim of
+// it holds key already, and forgets the old ones. Claims made at once then
+// never try the same instance: the loser's update would be refused as a
+// conflict, a write and a round trip lost to the burst.
+func (p *Pools) take(key types.NamespacedName) bool {
 	p.takenMu.Lock()
 	defer p.takenMu.Unlock()
 	now := time.Now()
@@ -75,7 +79,18 @@ func (p *Pools) take(key types.NamespacedName) {
 			delete(p.taken, k)
 		}
 	}
+	if _, ok := p.taken[key]; ok {
+		return false
+	}
 	p.taken[key] = now
+	return true
+}
+
+// release gives up a reservation whose claim did not happen.
+func (p *Pools) release(key types.NamespacedName) {
+	p.takenMu.Lock()
+	defer p.takenMu.Unlock()
+	delete(p.taken, key)
 }
 
 // isTaken tells whether this process claimed key lately.
@@ -200,17 +215,25 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 		p.Demand.Add(tmpl.Name)
 	}
 	for i := range order {
+		key := client.ObjectKeyFromObject(&order[i])
+		if !p.take(key) {
+			continue // another claim of this process is on it
+		}
 		pooled := order[i].DeepCopy()
 		MarkClaimed(pooled, c)
 		err := p.Client.Update(ctx, pooled)
+		if err != nil {
+			// Still claimable unless a claim got there first: a write to it
+			// since the cache's read (a conflict) may have left it unclaimed.
+			p.release(key)
+		}
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			continue // another claim or a drain got there first
+			continue // another claim, another write or a drain got there first
 		}
 		if err != nil {
 			return nil, fmt.Errorf("claiming %s/%s: %w", pooled.Namespace, pooled.Name, err)
 		}
 		p.claims.Store(c.UID, refTo(pooled))
-		p.take(client.ObjectKeyFromObject(pooled))
 		metrics.ObserveClaim(tmpl.Name, true)
 		return pooled, nil
 	}
