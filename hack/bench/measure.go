@@ -218,8 +218,14 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		}
 	}
 	var burstRequestsBefore map[string]float64
+	// stopTimeline ends the timeline 10 s after the last Running, with the burst's requests.
+	timelineCtx, stopTimeline := context.WithCancel(ctx)
+	defer stopTimeline()
 	if os.Getenv("BENCH_DEBUG") != "" {
 		burstRequestsBefore = apiserverRequests(ctx, cluster.Config)
+		if proc.Process != nil {
+			go timeline(timelineCtx, time.Now())
+		}
 	}
 	start := time.Now()
 	profiled := make(chan error, 1)
@@ -269,6 +275,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	if proc.Process != nil {
 		controllerLabel := controllerLabel(sys)
 		sleepUntil(last.Add(10 * time.Second))
+		stopTimeline()
 		a, err := proc.sample(controllerLabel)
 		if err != nil {
 			return r, err
@@ -749,6 +756,26 @@ func printRequestDiff(phase string, before, after map[string]float64) {
 	for _, r := range rows[:min(len(rows), 25)] {
 		fmt.Fprintf(os.Stderr, "  %8.0f %s\n", r.n, r.key)
 	}
+}
+
+// timeline prints, every half second until ctx ends, the operator's API
+// requests per second and what its Helm controllers' queues hold: whether a
+// burst is held by the client's rate limit (--kube-api-qps) or by a queue.
+func timeline(ctx context.Context, t0 time.Time) {
+	body, _ := scrape()
+	last := sum(body, "rest_client_requests_total")
+	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, false, func(context.Context) (bool, error) {
+		body, err := scrape()
+		if err != nil {
+			return false, nil //nolint:nilerr // try again at the next tick
+		}
+		requests := sum(body, "rest_client_requests_total")
+		fmt.Fprintf(os.Stderr, "+%5.1fs %6.0f requests/s; queued: teams %.0f, pool %.0f, pool sizing %.0f\n", since(t0, time.Now()), (requests-last)*2,
+			sum(body, "workqueue_depth", `name="challenge-controller"`), sum(body, "workqueue_depth", `name="challenge-pool-controller"`),
+			sum(body, "workqueue_depth", `name="challenge-pool"`))
+		last = requests
+		return false, nil
+	})
 }
 
 func scrape() (string, error) {
