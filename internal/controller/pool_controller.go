@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,6 +60,15 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		target = p.Demand.Target(tmpl.Name, tmpl.Spec.Pool.Min, tmpl.Spec.Pool.Max)
 	}
 	plan := p.Plan(tmpl, list.Items, target)
+	wait, since := p.Demand.Hold(sizingKey(tmpl), poolQuiet, poolPatience)
+	if wait > 0 {
+		// Teams are claiming: the pool's changes (its refill, chiefly) wait
+		// for quiet as its Helm work does, and for as long at most. Made now,
+		// they would load the API server every claim waits on, and a refill
+		// could not be installed before then anyway. Meanwhile its status
+		// says what it holds.
+		return ctrl.Result{RequeueAfter: wait}, r.report(ctx, tmpl, plan.Standing)
+	}
 	for _, pooled := range plan.Claimed {
 		if err := r.deleteOrphan(ctx, pooled); err != nil {
 			return ctrl.Result{}, err
@@ -68,22 +78,34 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	if plan.Status == nil {
-		metrics.ForgetPool(tmpl.Name)
-		return ctrl.Result{}, r.writeStatus(ctx, tmpl, nil)
+		return ctrl.Result{}, r.report(ctx, tmpl, nil)
 	}
 	if plan.Add > 0 {
-		if err := r.create(ctx, tmpl, plan.Add); err != nil {
+		if err := r.create(ctx, tmpl, plan.Add, since); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	if err := r.delete(ctx, tmpl, plan.Shrink); err != nil {
 		return ctrl.Result{}, err
 	}
-	metrics.ObservePool(tmpl.Name, plan.Status.Size, plan.Status.Ready, plan.Status.Target)
-	if err := r.writeStatus(ctx, tmpl, plan.Status); err != nil {
+	if err := r.report(ctx, tmpl, plan.Status); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// sizingKey names the sizing of tmpl's pool among the pools' work held
+// back while teams claim (pool.Demand.Hold).
+func sizingKey(tmpl *ctfv1alpha1.ChallengeTemplate) string { return "pool sizing " + tmpl.Name }
+
+// report writes status (nil: no pool) into tmpl's status.pool and the pool metrics.
+func (r *PoolReconciler) report(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, status *ctfv1alpha1.PoolStatus) error {
+	if status == nil {
+		metrics.ForgetPool(tmpl.Name)
+	} else {
+		metrics.ObservePool(tmpl.Name, status.Size, status.Ready, status.Target)
+	}
+	return r.writeStatus(ctx, tmpl, status)
 }
 
 // deleteOrphan deletes a claimed pooled instance whose claimant is gone.
@@ -111,12 +133,15 @@ func (r *PoolReconciler) deleteOrphan(ctx context.Context, pooled *ctfv1alpha1.C
 	return client.IgnoreNotFound(r.Pools.Client.Delete(ctx, pooled.DeepCopy(), client.Preconditions{UID: &pooled.UID}))
 }
 
-// create adds n unclaimed instances to tmpl's pool.
-func (r *PoolReconciler) create(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, n int32) error {
+// create adds n unclaimed instances to tmpl's pool. A refill held back
+// since then has waited for quiet already: its installs wait no longer in all.
+func (r *PoolReconciler) create(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, n int32, since time.Time) error {
 	for range n {
-		if err := r.Pools.Client.Create(ctx, pool.New(tmpl, r.Pools.Namespace)); err != nil {
+		pooled := pool.New(tmpl, r.Pools.Namespace)
+		if err := r.Pools.Client.Create(ctx, pooled); err != nil {
 			return fmt.Errorf("adding to the pool of %s: %w", tmpl.Name, err)
 		}
+		r.Pools.Demand.Waited(client.ObjectKeyFromObject(pooled).String(), since)
 	}
 	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, pool.ReasonRefilled, "Refill", "added %d pooled instances in %s", n, r.Pools.Namespace)
 	return nil
