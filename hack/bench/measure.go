@@ -267,6 +267,9 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		latencies = append(latencies, since(created[i], t))
 	}
 	r.AllRunning = since(start, last)
+	if burstRequestsBefore != nil {
+		printRequestDiff("burst, until the last Running", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
+	}
 	if err := <-profiled; err != nil {
 		return r, err
 	}
@@ -281,7 +284,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 			return r, err
 		}
 		if burstRequestsBefore != nil {
-			printRequestDiff("burst", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
+			printRequestDiff("burst, until 10 s after the last Running", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
 		}
 		sleepUntil(last.Add(70 * time.Second))
 		b, err := proc.sample(controllerLabel)
