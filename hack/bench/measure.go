@@ -227,6 +227,12 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 			go timeline(timelineCtx, time.Now())
 		}
 	}
+	var beforeBurst sample
+	if proc.Process != nil {
+		if beforeBurst, err = proc.sample(controllerLabel(sys)); err != nil {
+			return r, err
+		}
+	}
 	start := time.Now()
 	profiled := make(chan error, 1)
 	if cfg.profile != "" && isOurs(sys) {
@@ -250,6 +256,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 			return r, err
 		}
 		r.RequestsPerInstance = floor.requestsPerClaim(n)
+		r.RequestsToRunningPerInstance = r.RequestsPerInstance
 	} else {
 		select {
 		case ready = <-readyCh:
@@ -267,6 +274,13 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		latencies = append(latencies, since(created[i], t))
 	}
 	r.AllRunning = since(start, last)
+	if proc.Process != nil {
+		atLast, err := proc.sample(controllerLabel(sys))
+		if err != nil {
+			return r, err
+		}
+		r.RequestsToRunningPerInstance = (atLast.requests - beforeBurst.requests) / float64(n)
+	}
 	if burstRequestsBefore != nil {
 		printRequestDiff("burst, until the last Running", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
 	}

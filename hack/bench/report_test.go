@@ -86,19 +86,19 @@ func TestPoolReportRatiosToTheClaimFloor(t *testing.T) {
 	cfg, err := parse(strings.Fields("-section pools -n 200,500 -reps 1 -idle=false -secrets 0 -out /tmp/r.md"))
 	g.Expect(err).NotTo(HaveOccurred())
 	results := []result{
-		{System: claimFloor, N: 200, Rep: 1, PoolSize: 200, AllRunning: 2, P50: 0.1, P95: 0.5, P99: 0.6, RequestsPerInstance: 2, DeleteAll: 3},
-		{System: "pooled", N: 200, Rep: 1, PoolSize: 200, PoolFill: 40, AllRunning: 3, P50: 0.4, P95: 1, P99: 1.2, RequestsPerInstance: 38},
+		{System: claimFloor, N: 200, Rep: 1, PoolSize: 200, AllRunning: 2, P50: 0.1, P95: 0.5, P99: 0.6, RequestsPerInstance: 2, RequestsToRunningPerInstance: 2, DeleteAll: 3},
+		{System: "pooled", N: 200, Rep: 1, PoolSize: 200, PoolFill: 40, AllRunning: 3, P50: 0.4, P95: 1, P99: 1.2, RequestsPerInstance: 38, RequestsToRunningPerInstance: 5.25},
 		{System: "instancer", N: 200, Rep: 1, PoolSize: 200, PoolFill: 41, AllRunning: 5.5, P50: 1, P95: 2.25, P99: 3, RequestsPerInstance: 39},
 		{System: "pooled", N: 500, Rep: 1, PoolSize: 500, PoolFill: 90, AllRunning: 8, P50: 3, P95: 6, P99: 7, RequestsPerInstance: 38},
 	}
 	content := report(cfg, results)
 	g.Expect(content).NotTo(ContainSubstring("| N | metric |"), "no fresh system measured: no table of them")
 	g.Expect(content).To(ContainSubstring("The pooled systems beside the claim floor:"))
-	g.Expect(content).To(ContainSubstring("| API requests per instance, burst | all Running / floor | p95 / floor |\n"))
-	g.Expect(content).To(ContainSubstring("| 200 | claim-floor | 200 | - | - | - | - | 2.0 | 0.10 / 0.50 / 0.60 | 2.0 | 1.00 | 1.00 |\n"))
-	g.Expect(content).To(ContainSubstring("| 200 | pooled | 200 | 40.0 | 0.000 | 0.00 | 0 | 3.0 | 0.40 / 1.00 / 1.20 | 38.0 | 1.50 | 2.00 |\n"))
-	g.Expect(content).To(ContainSubstring("| 200 | instancer | 200 | 41.0 | 0.000 | 0.00 | 0 | 5.5 | 1.00 / 2.25 / 3.00 | 39.0 | 2.75 | 4.50 |\n"))
-	g.Expect(content).To(ContainSubstring("| 500 | pooled | 500 | 90.0 | 0.000 | 0.00 | 0 | 8.0 | 3.00 / 6.00 / 7.00 | 38.0 | - | - |\n"), "no floor at 500")
+	g.Expect(content).To(ContainSubstring("| API requests per instance, burst | API requests per instance, to the last Running | all Running / floor | p95 / floor |\n"))
+	g.Expect(content).To(ContainSubstring("| 200 | claim-floor | 200 | - | - | - | - | 2.0 | 0.10 / 0.50 / 0.60 | 2.0 | 2.0 | 1.00 | 1.00 |\n"))
+	g.Expect(content).To(ContainSubstring("| 200 | pooled | 200 | 40.0 | 0.000 | 0.00 | 0 | 3.0 | 0.40 / 1.00 / 1.20 | 38.0 | 5.2 | 1.50 | 2.00 |\n"))
+	g.Expect(content).To(ContainSubstring("| 200 | instancer | 200 | 41.0 | 0.000 | 0.00 | 0 | 5.5 | 1.00 / 2.25 / 3.00 | 39.0 | 0.0 | 2.75 | 4.50 |\n"))
+	g.Expect(content).To(ContainSubstring("| 500 | pooled | 500 | 90.0 | 0.000 | 0.00 | 0 | 8.0 | 3.00 / 6.00 / 7.00 | 38.0 | 0.0 | - | - |\n"), "no floor at 500")
 	g.Expect(content).To(ContainSubstring(floorNote))
 
 	cfg.systems = []string{"ours", "pooled"}
