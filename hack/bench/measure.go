@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,10 +50,32 @@ const (
 	// poolNamespace holds the pooled instances of the pooled systems.
 	poolNamespace  = "bench-pool"
 	pooledTemplate = "bench"
-	metricsAddr    = "127.0.0.1:18480"
-	pprofAddr      = "127.0.0.1:18481"
 	instanceLabel  = ctfv1alpha1.InstanceLabel
 )
+
+// The addresses the processes under measurement serve on, free ones drawn
+// at start: with fixed ports, a second bench on the machine found the
+// first one's operator answering on them while its own could not listen,
+// and measured the wrong process.
+var metricsAddr, pprofAddr, instancerAddr, instancerProbeAddr = func() (string, string, string, string) {
+	a := freeAddrs(4)
+	return a[0], a[1], a[2], a[3]
+}()
+
+// freeAddrs are n distinct local addresses no process listens on now.
+func freeAddrs(n int) []string {
+	addrs := make([]string, 0, n)
+	for range n {
+		// Held open until all are drawn, so that no two are the same.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(fmt.Sprintf("finding a free port: %v", err))
+		}
+		defer func() { _ = l.Close() }()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs
+}
 
 // stockGVK is the kind the stock helm-operator reconciles: a CR whose spec is the values.
 var stockGVK = schema.GroupVersionKind{Group: "bench.challenge-operator.io", Version: "v1", Kind: "StockChallenge"}
