@@ -19,11 +19,6 @@ import (
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
-const (
-	instancerAddr      = "127.0.0.1:18482"
-	instancerProbeAddr = "127.0.0.1:18483"
-)
-
 // benchKeys is the instancer's token key, drawn once: its instance names
 // are keyed with it (instancer.NameKey), and measure predicts them.
 var benchKeys = func() token.Keys {

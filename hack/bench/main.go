@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,7 +67,7 @@ func parse(args []string) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	sizes := fs.String("n", "100,500,1000", "comma-separated burst sizes")
-	systems := fs.String("systems", "floor,kubectl,ours,stock", "systems to measure, in order")
+	systems := fs.String("systems", sectionSystems["comparison"], "systems to measure, in order (default with -section: that section's, e.g. pools: "+sectionSystems["pools"]+")")
 	fs.IntVar(&cfg.reps, "reps", 3, "repetitions per system and size (the report shows medians)")
 	fs.BoolVar(&cfg.idle, "idle", true, "also measure five minutes after the burst")
 	fs.IntVar(&cfg.secrets, "secrets", 5000, "unrelated 32 KiB Secrets created to measure cache growth (0 skips)")
@@ -88,6 +89,9 @@ func parse(args []string) (config, error) {
 		}
 		cfg.sizes = append(cfg.sizes, n)
 	}
+	if cfg.section != "" && !flagSet(fs, "systems") {
+		*systems = sectionSystems[cfg.section]
+	}
 	cfg.systems = strings.Split(*systems, ",")
 	if cfg.section == "" {
 		cfg.section = sectionFor(cfg.systems, cfg.resident)
@@ -99,6 +103,13 @@ func parse(args []string) (config, error) {
 		cfg.raw = filepath.Join(filepath.Dir(cfg.out), "benchmarks-"+cfg.section+".json")
 	}
 	return cfg, nil
+}
+
+// flagSet tells whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func fatal(err error) {
@@ -156,6 +167,11 @@ type result struct {
 	P99        float64 `json:"createToRunningP99Seconds"`
 	// RequestsPerInstance counts the operator's API requests until 10 s after the last Running, per instance.
 	RequestsPerInstance float64 `json:"requestsPerInstance,omitempty"`
+	// RequestsToRunningPerInstance counts them from the first create to the
+	// last Running alone, per instance: a burst's own, without what the
+	// operator did before it (a pool's fill) or after (its refill). The claim
+	// floor's are its claims' writes.
+	RequestsToRunningPerInstance float64 `json:"requestsToRunningPerInstance,omitempty"`
 	// HelmReconcilesPerInstance counts the Helm controller's reconciles until 70 s after the last Running.
 	HelmReconcilesPerInstance float64 `json:"helmReconcilesPerInstance"`
 	// After is 10 to 70 s after the last Running; Idle is 5 to 6 minutes after.
@@ -246,8 +262,23 @@ func report(cfg config, results []result) string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s Operators pinned to CPU %s; medians of %d repetition(s).\n\nMachine: %s.\n\n", cfg.run.line(cfg.raw), cfg.cpu, cfg.reps, cfg.run.Machine)
-	fmt.Fprintf(&b, "| N | metric | floor | kubectl | ours | stock | ours/stock | ours/floor | ours/kubectl |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "%s Operators pinned to CPU %s; medians of %d repetition(s).\n\nMachine: %s.\n", cfg.run.line(cfg.raw), cfg.cpu, cfg.reps, cfg.run.Machine)
+	burstTable(&b, cfg, med)
+	poolReport(&b, cfg, results)
+	return b.String()
+}
+
+// burstTable adds the table of the fresh systems (floor, kubectl, ours,
+// stock), if the run measured any.
+func burstTable(b *strings.Builder, cfg config, med map[string]map[int]result) {
+	measured := false
+	for _, bySize := range med {
+		measured = measured || len(bySize) > 0
+	}
+	if !measured {
+		return
+	}
+	fmt.Fprintf(b, "\n| N | metric | floor | kubectl | ours | stock | ours/stock | ours/floor | ours/kubectl |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range cfg.sizes {
 		rows := []struct {
 			name  string
@@ -291,16 +322,15 @@ func report(cfg config, results []result) string {
 				}
 				return fmt.Sprintf("%.2f", row.f(r)/row.f(o))
 			}
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", n, row.name, cell("floor"), cell("kubectl"), cell("ours"), cell("stock"),
+			fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", n, row.name, cell("floor"), cell("kubectl"), cell("ours"), cell("stock"),
 				ratio("stock"), ratio("floor"), ratio("kubectl"))
 		}
 	}
-	poolReport(&b, cfg, results)
-	return b.String()
 }
 
 // poolReport adds the warm pools' table: each pooled system's burst beside
-// ours installing fresh.
+// ours installing fresh and the claim floor, when the run measured them,
+// with each one's ratios to the floor's.
 func poolReport(b *strings.Builder, cfg config, results []result) {
 	var pooled []string
 	for _, sys := range cfg.systems {
@@ -308,32 +338,71 @@ func poolReport(b *strings.Builder, cfg config, results []result) {
 			pooled = append(pooled, sys)
 		}
 	}
-	if len(pooled) == 0 {
+	if len(pooled) == 0 && !slices.Contains(cfg.systems, claimFloor) {
 		return
 	}
-	fmt.Fprintf(b, "\nThe pooled systems beside ours installing fresh:\n\n")
-	fmt.Fprintf(b, "| N | system | pool | fill (s) | at rest: requests/s | at rest: CPU %% of a core | at rest: RSS (MiB) | all Running (s) | create to Running p50 / p95 / p99 (s) | API requests per instance, burst |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	floored := slices.ContainsFunc(results, func(r result) bool { return r.System == claimFloor })
+	besides := []string{}
+	for _, sys := range []string{"ours", claimFloor} {
+		if slices.ContainsFunc(results, func(r result) bool { return r.System == sys }) {
+			besides = append(besides, map[string]string{"ours": "ours installing fresh", claimFloor: "the claim floor"}[sys])
+		}
+	}
+	if len(besides) > 0 {
+		fmt.Fprintf(b, "\nThe pooled systems beside %s:\n\n", strings.Join(besides, " and "))
+	} else {
+		fmt.Fprintf(b, "\nThe pooled systems:\n\n")
+	}
+	header := "| N | system | pool | fill (s) | at rest: requests/s | at rest: CPU % of a core | at rest: RSS (MiB) | all Running (s) | create to Running p50 / p95 / p99 (s) | API requests per instance, burst |"
+	rule := "|---|---|---|---|---|---|---|---|---|---|"
+	if floored {
+		header += " API requests per instance, to the last Running | all Running / floor | p95 / floor |"
+		rule += "---|---|---|"
+	}
+	b.WriteString(header + "\n" + rule + "\n")
 	for _, n := range cfg.sizes {
-		for _, sys := range append([]string{"ours"}, pooled...) {
+		floor, hasFloor := mediansOf(results, claimFloor, n)
+		for _, sys := range append([]string{"ours", claimFloor}, pooled...) {
 			m, ok := mediansOf(results, sys, n)
 			if !ok {
 				continue
 			}
 			rest := func(format string, v float64) string {
-				if m.PoolSize == 0 {
+				if m.PoolSize == 0 || isFloor(sys) {
 					return "-"
 				}
 				return fmt.Sprintf(format, v)
 			}
-			fmt.Fprintf(b, "| %d | %s | %d | %s | %s | %s | %s | %.1f | %.2f / %.2f / %.2f | %.1f |\n", n, sys, m.PoolSize,
+			fmt.Fprintf(b, "| %d | %s | %d | %s | %s | %s | %s | %.1f | %.2f / %.2f / %.2f | %.1f |", n, sys, m.PoolSize,
 				rest("%.1f", m.PoolFill), rest("%.3f", m.PoolRestRequestsPerSecond), rest("%.2f", m.PoolRestCPUPercent), rest("%.0f", m.PoolRestRSSMiB),
 				m.AllRunning, m.P50, m.P95, m.P99, m.RequestsPerInstance)
+			if floored {
+				fmt.Fprintf(b, " %.1f | %s | %s |", m.RequestsToRunningPerInstance, ratioTo(m.AllRunning, floor.AllRunning, hasFloor), ratioTo(m.P95, floor.P95, hasFloor))
+			}
+			b.WriteString("\n")
 		}
+	}
+	if floored {
+		fmt.Fprintf(b, "\n%s\n", floorNote)
 	}
 }
 
+// floorNote says how the claim floor's row reads.
+const floorNote = "claim-floor: no operator; the pool written as a full one is, then the same creates, each followed at once by " +
+	"the two writes a claim needs (the pooled instance's update, the Challenge's status Running). Its all Running is from " +
+	"the first create to the last status write, its create to Running from each create to that Challenge's status write, " +
+	"its requests its claims' writes. Requests to the last Running are the operator's from the first create to the last Running."
+
+// ratioTo is x over the floor's figure, "-" without a floor.
+func ratioTo(x, floor float64, ok bool) string {
+	if !ok || floor == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", x/floor)
+}
+
 // isFloor tells whether sys runs no operator.
-func isFloor(sys string) bool { return sys == "floor" || sys == "kubectl" }
+func isFloor(sys string) bool { return sys == "floor" || sys == "kubectl" || sys == claimFloor }
 
 func cpuModel() string {
 	data, _ := os.ReadFile("/proc/cpuinfo")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,10 +50,32 @@ const (
 	// poolNamespace holds the pooled instances of the pooled systems.
 	poolNamespace  = "bench-pool"
 	pooledTemplate = "bench"
-	metricsAddr    = "127.0.0.1:18480"
-	pprofAddr      = "127.0.0.1:18481"
 	instanceLabel  = ctfv1alpha1.InstanceLabel
 )
+
+// The addresses the processes under measurement serve on, free ones drawn
+// at start: with fixed ports, a second bench on the machine found the
+// first one's operator answering on them while its own could not listen,
+// and measured the wrong process.
+var metricsAddr, pprofAddr, instancerAddr, instancerProbeAddr = func() (string, string, string, string) {
+	a := freeAddrs(4)
+	return a[0], a[1], a[2], a[3]
+}()
+
+// freeAddrs are n distinct local addresses no process listens on now.
+func freeAddrs(n int) []string {
+	addrs := make([]string, 0, n)
+	for range n {
+		// Held open until all are drawn, so that no two are the same.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(fmt.Sprintf("finding a free port: %v", err))
+		}
+		defer func() { _ = l.Close() }()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs
+}
 
 // stockGVK is the kind the stock helm-operator reconciles: a CR whose spec is the values.
 var stockGVK = schema.GroupVersionKind{Group: "bench.challenge-operator.io", Version: "v1", Kind: "StockChallenge"}
@@ -124,17 +147,28 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	defer cluster.Stop()
 	poolSize, pooled := poolSizeOf(sys, n)
 	r.PoolSize = poolSize
+	if sys == claimFloor {
+		r.PoolSize = n
+	}
 	chs := make([]*ctfv1alpha1.Challenge, n)
 	for i := range chs {
 		chs[i] = harness.NewChallenge(benchNamespace, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i))
-		if pooled {
+		if pooled || sys == claimFloor {
 			chs[i] = harness.FromTemplate(benchNamespace, chs[i].Name, chs[i].Spec.Participant, pooledTemplate)
 		}
 		if viaInstancer(sys) {
 			chs[i].Name = instancer.InstanceName(instancer.NameKey(benchKeys), pooledTemplate, chs[i].Spec.Participant)
 		}
 	}
-	create, err := creator(ctx, cl, cluster, sys, chs, root)
+	var floor *floorClaims
+	var create func(i int) error
+	if sys == claimFloor {
+		if floor, err = fillFloorPool(ctx, cl, n); err == nil {
+			create = floor.create(ctx, chs)
+		}
+	} else {
+		create, err = creator(ctx, cl, cluster, sys, chs, root)
+	}
 	if err != nil {
 		return r, err
 	}
@@ -201,12 +235,26 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	readyCh := make(chan map[string]time.Time, 1)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	if err := watchReady(watchCtx, cl, sys, n, readyCh); err != nil {
-		return r, err
+	if floor == nil {
+		if err := watchReady(watchCtx, cl, sys, n, readyCh); err != nil {
+			return r, err
+		}
 	}
 	var burstRequestsBefore map[string]float64
+	// stopTimeline ends the timeline 10 s after the last Running, with the burst's requests.
+	timelineCtx, stopTimeline := context.WithCancel(ctx)
+	defer stopTimeline()
 	if os.Getenv("BENCH_DEBUG") != "" {
 		burstRequestsBefore = apiserverRequests(ctx, cluster.Config)
+		if proc.Process != nil {
+			go timeline(timelineCtx, time.Now())
+		}
+	}
+	var beforeBurst sample
+	if proc.Process != nil {
+		if beforeBurst, err = proc.sample(controllerLabel(sys)); err != nil {
+			return r, err
+		}
 	}
 	start := time.Now()
 	profiled := make(chan error, 1)
@@ -226,10 +274,18 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		return r, err
 	}
 	var ready map[string]time.Time
-	select {
-	case ready = <-readyCh:
-	case <-time.After(time.Duration(n)*time.Second + 10*time.Minute):
-		return r, fmt.Errorf("not all %d Running in time", n)
+	if floor != nil {
+		if ready, err = floor.wait(); err != nil {
+			return r, err
+		}
+		r.RequestsPerInstance = floor.requestsPerClaim(n)
+		r.RequestsToRunningPerInstance = r.RequestsPerInstance
+	} else {
+		select {
+		case ready = <-readyCh:
+		case <-time.After(time.Duration(n)*time.Second + 10*time.Minute):
+			return r, fmt.Errorf("not all %d Running in time", n)
+		}
 	}
 	last := start
 	var latencies []float64
@@ -241,6 +297,16 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		latencies = append(latencies, since(created[i], t))
 	}
 	r.AllRunning = since(start, last)
+	if proc.Process != nil {
+		atLast, err := proc.sample(controllerLabel(sys))
+		if err != nil {
+			return r, err
+		}
+		r.RequestsToRunningPerInstance = (atLast.requests - beforeBurst.requests) / float64(n)
+	}
+	if burstRequestsBefore != nil {
+		printRequestDiff("burst, until the last Running", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
+	}
 	if err := <-profiled; err != nil {
 		return r, err
 	}
@@ -249,12 +315,13 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	if proc.Process != nil {
 		controllerLabel := controllerLabel(sys)
 		sleepUntil(last.Add(10 * time.Second))
+		stopTimeline()
 		a, err := proc.sample(controllerLabel)
 		if err != nil {
 			return r, err
 		}
 		if burstRequestsBefore != nil {
-			printRequestDiff("burst", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
+			printRequestDiff("burst, until 10 s after the last Running", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
 		}
 		sleepUntil(last.Add(70 * time.Second))
 		b, err := proc.sample(controllerLabel)
@@ -500,6 +567,15 @@ func watchReady(ctx context.Context, cl client.WithWatch, sys string, n int, out
 }
 
 func deleteAll(ctx context.Context, cl client.Client, sys string) error {
+	if sys == claimFloor {
+		// No operator deletes the claimed instances with their claimants.
+		for _, ns := range []string{benchNamespace, poolNamespace} {
+			if err := cl.DeleteAllOf(ctx, &ctfv1alpha1.Challenge{}, client.InNamespace(ns)); err != nil {
+				return err
+			}
+		}
+		return cl.Delete(ctx, &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: pooledTemplate}})
+	}
 	if _, pooled := poolSizeOf(sys, 0); pooled {
 		if err := cl.DeleteAllOf(ctx, &ctfv1alpha1.Challenge{}, client.InNamespace(benchNamespace)); err != nil {
 			return err
@@ -526,7 +602,7 @@ func deleteAll(ctx context.Context, cl client.Client, sys string) error {
 
 // nothingLeft reports whether no instance object, pod, release record or CR is left.
 func nothingLeft(ctx context.Context, cl client.Client, sys string) (bool, error) {
-	if _, pooled := poolSizeOf(sys, 0); pooled {
+	if _, pooled := poolSizeOf(sys, 0); pooled || sys == claimFloor {
 		if done, err := nothingLeftIn(ctx, cl, poolNamespace); !done || err != nil {
 			return done, err
 		}
@@ -722,6 +798,26 @@ func printRequestDiff(phase string, before, after map[string]float64) {
 	}
 }
 
+// timeline prints, every half second until ctx ends, the operator's API
+// requests per second and what its Helm controllers' queues hold: whether a
+// burst is held by the client's rate limit (--kube-api-qps) or by a queue.
+func timeline(ctx context.Context, t0 time.Time) {
+	body, _ := scrape()
+	last := sum(body, "rest_client_requests_total")
+	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, false, func(context.Context) (bool, error) {
+		body, err := scrape()
+		if err != nil {
+			return false, nil //nolint:nilerr // try again at the next tick
+		}
+		requests := sum(body, "rest_client_requests_total")
+		fmt.Fprintf(os.Stderr, "+%5.1fs %6.0f requests/s; queued: teams %.0f, pool %.0f, pool sizing %.0f\n", since(t0, time.Now()), (requests-last)*2,
+			sum(body, "workqueue_depth", `name="challenge-controller"`), sum(body, "workqueue_depth", `name="challenge-pool-controller"`),
+			sum(body, "workqueue_depth", `name="challenge-pool"`))
+		last = requests
+		return false, nil
+	})
+}
+
 func scrape() (string, error) {
 	resp, err := http.Get("http://" + metricsAddr + "/metrics")
 	if err != nil {
@@ -805,14 +901,9 @@ func isOurs(sys string) bool {
 	return sys == "ours" || pooled
 }
 
-// fillPool creates the pooled template and waits until its pool holds size
-// Running instances, then measures the pool at rest: requests and CPU from
-// 10 to 70 s after, and memory.
-func fillPool(ctx context.Context, cl client.Client, proc process, size int32, flags bool, r *result) error {
-	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: poolNamespace}}); err != nil {
-		return err
-	}
-	start := time.Now()
+// pooledTemplateOf is the pooled systems' template, with a pool of size
+// (and a perTeam flag with flags).
+func pooledTemplateOf(size int32, flags bool) *ctfv1alpha1.ChallengeTemplate {
 	tmpl := &ctfv1alpha1.ChallengeTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: pooledTemplate},
 		Spec: ctfv1alpha1.ChallengeTemplateSpec{
@@ -828,6 +919,18 @@ func fillPool(ctx context.Context, cl client.Client, proc process, size int32, f
 	if flags {
 		tmpl.Spec.Flags = perTeamFlags()
 	}
+	return tmpl
+}
+
+// fillPool creates the pooled template and waits until its pool holds size
+// Running instances, then measures the pool at rest: requests and CPU from
+// 10 to 70 s after, and memory.
+func fillPool(ctx context.Context, cl client.Client, proc process, size int32, flags bool, r *result) error {
+	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: poolNamespace}}); err != nil {
+		return err
+	}
+	start := time.Now()
+	tmpl := pooledTemplateOf(size, flags)
 	if err := cl.Create(ctx, tmpl); err != nil {
 		return err
 	}

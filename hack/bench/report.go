@@ -33,7 +33,7 @@ func sectionFor(systems []string, resident bool) string {
 	}
 	section := "fresh"
 	for _, sys := range systems {
-		if _, pooled := poolSizeOf(sys, 0); pooled {
+		if _, pooled := poolSizeOf(sys, 0); pooled || sys == claimFloor {
 			return "pools"
 		}
 		if sys == "stock" || sys == "kubectl" {
@@ -41,6 +41,16 @@ func sectionFor(systems []string, resident bool) string {
 		}
 	}
 	return section
+}
+
+// sectionSystems are the systems a section's run measures when -section
+// names it and -systems is not given: the pools' claims beside their floor,
+// directly and through the instancer.
+var sectionSystems = map[string]string{
+	"fresh":      "floor,ours",
+	"pools":      claimFloor + ",pooled,instancer",
+	"resident":   "ours",
+	"comparison": "floor,kubectl,ours,stock",
 }
 
 // runInfo says when, at which commit, on what machine and with which

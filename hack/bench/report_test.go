@@ -32,6 +32,8 @@ func TestSectionFor(t *testing.T) {
 		{"ours,pooled,pooled:100", false, "pools"},
 		{"pooled,instancer", false, "pools"},
 		{"instancer:100,stock", false, "pools"},
+		{"claim-floor,pooled,instancer", false, "pools"},
+		{"claim-floor", false, "pools"},
 		{"ours", true, "resident"},
 	} {
 		NewWithT(t).Expect(sectionFor(strings.Split(tt.systems, ","), tt.resident)).To(Equal(tt.want), tt.systems)
@@ -42,7 +44,9 @@ func TestParseNamesEachModesOwnFiles(t *testing.T) {
 	for _, tt := range []struct {
 		args              string
 		section, out, raw string
-		err               string
+		// systems, when set, is what the run measures.
+		systems string
+		err     string
 	}{
 		{args: "", section: "comparison", out: "docs/benchmarks.md", raw: "docs/benchmarks-comparison.json"},
 		{args: "-systems floor,ours -idle=false", section: "fresh", out: "docs/benchmarks.md", raw: "docs/benchmarks-fresh.json"},
@@ -50,6 +54,10 @@ func TestParseNamesEachModesOwnFiles(t *testing.T) {
 		{args: "-resident -n 1000", section: "resident", out: "docs/benchmarks.md", raw: "docs/benchmarks-resident.json"},
 		{args: "-systems ours -section pools -out /tmp/r.md", section: "pools", out: "/tmp/r.md", raw: "/tmp/benchmarks-pools.json"},
 		{args: "-json x.json", section: "comparison", out: "docs/benchmarks.md", raw: "x.json"},
+		{args: "-section pools -n 500", section: "pools", out: "docs/benchmarks.md", raw: "docs/benchmarks-pools.json", systems: "claim-floor,pooled,instancer"},
+		{args: "-section pools -systems pooled,pooled-flags", section: "pools", out: "docs/benchmarks.md", raw: "docs/benchmarks-pools.json", systems: "pooled,pooled-flags"},
+		{args: "-section fresh", section: "fresh", out: "docs/benchmarks.md", raw: "docs/benchmarks-fresh.json", systems: "floor,ours"},
+		{args: "", section: "comparison", out: "docs/benchmarks.md", raw: "docs/benchmarks-comparison.json", systems: "floor,kubectl,ours,stock"},
 		{args: "-section nightly", err: `-section "nightly"`},
 		{args: "-n 0", err: "want positive integers"},
 	} {
@@ -62,8 +70,43 @@ func TestParseNamesEachModesOwnFiles(t *testing.T) {
 			}
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect([]string{cfg.section, cfg.out, cfg.raw}).To(Equal([]string{tt.section, tt.out, tt.raw}))
+			if tt.systems != "" {
+				g.Expect(strings.Join(cfg.systems, ",")).To(Equal(tt.systems))
+			}
 		})
 	}
+}
+
+// TestPoolReportRatiosToTheClaimFloor: with the claim floor in the run,
+// every pooled system's row says its all Running and its p95 over the
+// floor's at the same size, the floor's own row 1.00; a size the floor was
+// not measured at has none, and a run without the floor has no such columns.
+func TestPoolReportRatiosToTheClaimFloor(t *testing.T) {
+	g := NewWithT(t)
+	cfg, err := parse(strings.Fields("-section pools -n 200,500 -reps 1 -idle=false -secrets 0 -out /tmp/r.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	results := []result{
+		{System: claimFloor, N: 200, Rep: 1, PoolSize: 200, AllRunning: 2, P50: 0.1, P95: 0.5, P99: 0.6, RequestsPerInstance: 2, RequestsToRunningPerInstance: 2, DeleteAll: 3},
+		{System: "pooled", N: 200, Rep: 1, PoolSize: 200, PoolFill: 40, AllRunning: 3, P50: 0.4, P95: 1, P99: 1.2, RequestsPerInstance: 38, RequestsToRunningPerInstance: 5.25},
+		{System: "instancer", N: 200, Rep: 1, PoolSize: 200, PoolFill: 41, AllRunning: 5.5, P50: 1, P95: 2.25, P99: 3, RequestsPerInstance: 39},
+		{System: "pooled", N: 500, Rep: 1, PoolSize: 500, PoolFill: 90, AllRunning: 8, P50: 3, P95: 6, P99: 7, RequestsPerInstance: 38},
+	}
+	content := report(cfg, results)
+	g.Expect(content).NotTo(ContainSubstring("| N | metric |"), "no fresh system measured: no table of them")
+	g.Expect(content).To(ContainSubstring("The pooled systems beside the claim floor:"))
+	g.Expect(content).To(ContainSubstring("| API requests per instance, burst | API requests per instance, to the last Running | all Running / floor | p95 / floor |\n"))
+	g.Expect(content).To(ContainSubstring("| 200 | claim-floor | 200 | - | - | - | - | 2.0 | 0.10 / 0.50 / 0.60 | 2.0 | 2.0 | 1.00 | 1.00 |\n"))
+	g.Expect(content).To(ContainSubstring("| 200 | pooled | 200 | 40.0 | 0.000 | 0.00 | 0 | 3.0 | 0.40 / 1.00 / 1.20 | 38.0 | 5.2 | 1.50 | 2.00 |\n"))
+	g.Expect(content).To(ContainSubstring("| 200 | instancer | 200 | 41.0 | 0.000 | 0.00 | 0 | 5.5 | 1.00 / 2.25 / 3.00 | 39.0 | 0.0 | 2.75 | 4.50 |\n"))
+	g.Expect(content).To(ContainSubstring("| 500 | pooled | 500 | 90.0 | 0.000 | 0.00 | 0 | 8.0 | 3.00 / 6.00 / 7.00 | 38.0 | 0.0 | - | - |\n"), "no floor at 500")
+	g.Expect(content).To(ContainSubstring(floorNote))
+
+	cfg.systems = []string{"ours", "pooled"}
+	withoutFloor := report(cfg, append([]result{{System: "ours", N: 200, Rep: 1, AllRunning: 30}}, results[1]))
+	g.Expect(withoutFloor).To(ContainSubstring("The pooled systems beside ours installing fresh:"))
+	g.Expect(withoutFloor).To(ContainSubstring("| N | metric |"))
+	g.Expect(withoutFloor).NotTo(ContainSubstring("/ floor"))
+	g.Expect(withoutFloor).To(ContainSubstring("| 200 | pooled | 200 | 40.0 | 0.000 | 0.00 | 0 | 3.0 | 0.40 / 1.00 / 1.20 | 38.0 |\n"))
 }
 
 func TestReplaceSection(t *testing.T) {

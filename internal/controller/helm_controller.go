@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
@@ -131,27 +130,14 @@ const (
 )
 
 // whenQuiet runs r once no team has asked for an instance for poolQuiet, or
-// once a request has waited poolPatience: a refill's install, a claim's
-// relabelling and a pooled instance's teardown all load the API server
-// that claims wait on.
+// once a request has waited poolPatience (pool.Demand.Hold): a refill's
+// install, a claim's relabelling and a pooled instance's teardown all load
+// the API server that claims wait on.
 func whenQuiet(r reconcile.Reconciler, demand *pool.Demand) reconcile.Reconciler {
-	var waiting sync.Map // reconcile.Request -> when it was first held back
-	// Patience runs on the clock the demand measures quiet by (time.Now
-	// unless a test sets the demand's).
-	now := func() time.Time {
-		if demand != nil && demand.Now != nil {
-			return demand.Now()
-		}
-		return time.Now()
-	}
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		if wait := demand.Busy(poolQuiet); wait > 0 {
-			since, _ := waiting.LoadOrStore(req, now())
-			if left := poolPatience - now().Sub(since.(time.Time)); left > 0 {
-				return reconcile.Result{RequeueAfter: min(wait, left)}, nil
-			}
+		if wait, _ := demand.Hold(req.String(), poolQuiet, poolPatience); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
 		}
-		waiting.Delete(req)
 		return r.Reconcile(ctx, req)
 	})
 }

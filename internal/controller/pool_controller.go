@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +67,18 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		target = opening.Target(p.Demand.Target(tmpl.Name, tmpl.Spec.Pool.Min, tmpl.Spec.Pool.Max))
 	}
 	plan := p.Plan(tmpl, list.Items, target)
+	wait, since := p.Demand.Hold(sizingKey(tmpl), poolQuiet, poolPatience)
+	if wait > 0 {
+		// Teams are claiming: the pool's changes (its refill, chiefly) wait
+		// for quiet as its Helm work does, and for as long at most. Made now,
+		// they would load the API server every claim waits on, and a refill
+		// could not be installed before then anyway. Meanwhile its status
+		// says what it holds (and the opening it held, still announced).
+		if plan.Standing != nil && tmpl.Status.Pool != nil {
+			plan.Standing.Opening = tmpl.Status.Pool.Opening
+		}
+		return ctrl.Result{RequeueAfter: wait}, r.report(ctx, tmpl, plan.Standing)
+	}
 	for _, pooled := range plan.Claimed {
 		if err := r.deleteOrphan(ctx, pooled); err != nil {
 			return ctrl.Result{}, err
@@ -77,24 +88,22 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	if plan.Status == nil {
-		metrics.ForgetPool(tmpl.Name)
-		return ctrl.Result{}, r.writeStatus(ctx, tmpl, nil)
+		return ctrl.Result{}, r.report(ctx, tmpl, nil)
 	}
 	if plan.Add > 0 {
-		if err := r.create(ctx, tmpl, plan.Add); err != nil {
+		if err := r.create(ctx, tmpl, plan.Add, since); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	if err := r.delete(ctx, tmpl, plan.Shrink); err != nil {
 		return ctrl.Result{}, err
 	}
-	metrics.ObservePool(tmpl.Name, plan.Status.Size, plan.Status.Ready, plan.Status.Target)
 	var held *metav1.Time
 	if tmpl.Status.Pool != nil {
 		held = tmpl.Status.Pool.Opening
 	}
 	plan.Status.Opening = opening.Held()
-	if err := r.writeStatus(ctx, tmpl, plan.Status); err != nil {
+	if err := r.report(ctx, tmpl, plan.Status); err != nil {
 		return ctrl.Result{}, err
 	}
 	// Announced once the status holds the window, so that a failed write
@@ -125,6 +134,20 @@ func soonest(a, b time.Duration) time.Duration {
 	return a
 }
 
+// sizingKey names the sizing of tmpl's pool among the pools' work held
+// back while teams claim (pool.Demand.Hold).
+func sizingKey(tmpl *ctfv1alpha1.ChallengeTemplate) string { return "pool sizing " + tmpl.Name }
+
+// report writes status (nil: no pool) into tmpl's status.pool and the pool metrics.
+func (r *PoolReconciler) report(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, status *ctfv1alpha1.PoolStatus) error {
+	if status == nil {
+		metrics.ForgetPool(tmpl.Name)
+	} else {
+		metrics.ObservePool(tmpl.Name, status.Size, status.Ready, status.Target)
+	}
+	return r.writeStatus(ctx, tmpl, status)
+}
+
 // deleteOrphan deletes a claimed pooled instance whose claimant is gone.
 // Its claimant deletes it on its way out; only a claim whose claimant went
 // away before its finalizer held it (a crash between claim and status)
@@ -150,35 +173,18 @@ func (r *PoolReconciler) deleteOrphan(ctx context.Context, pooled *ctfv1alpha1.C
 	return client.IgnoreNotFound(r.Pools.Client.Delete(ctx, pooled.DeepCopy(), client.Preconditions{UID: &pooled.UID}))
 }
 
-// create adds n unclaimed instances to tmpl's pool.
-func (r *PoolReconciler) create(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, n int32) error {
+// create adds n unclaimed instances to tmpl's pool. A refill held back
+// since then has waited for quiet already: its installs wait no longer in all.
+func (r *PoolReconciler) create(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, n int32, since time.Time) error {
 	for range n {
-		if err := r.Pools.Client.Create(ctx, r.newPooled(tmpl)); err != nil {
+		pooled := pool.New(tmpl, r.Pools.Namespace)
+		if err := r.Pools.Client.Create(ctx, pooled); err != nil {
 			return fmt.Errorf("adding to the pool of %s: %w", tmpl.Name, err)
 		}
+		r.Pools.Demand.Waited(client.ObjectKeyFromObject(pooled).String(), since)
 	}
 	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, pool.ReasonRefilled, "Refill", "added %d pooled instances in %s", n, r.Pools.Namespace)
 	return nil
-}
-
-// newPooled is an unclaimed instance of tmpl: its participant is its own
-// name, so that no quota counts two pooled instances as one team's. The
-// template owns it until it is claimed.
-func (r *PoolReconciler) newPooled(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1.Challenge {
-	name := pool.PooledName(tmpl.Name)
-	return &ctfv1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Namespace:   r.Pools.Namespace,
-			Labels:      map[string]string{ctfv1alpha1.PoolLabel: tmpl.Name},
-			Annotations: map[string]string{ctfv1alpha1.TemplateGenerationAnnotation: fmt.Sprint(tmpl.Generation)},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "ChallengeTemplate",
-				Name: tmpl.Name, UID: tmpl.UID, Controller: ptr.To(true),
-			}},
-		},
-		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: name},
-	}
 }
 
 // delete removes a batch of unclaimed pooled instances, each only if it is

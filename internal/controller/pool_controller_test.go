@@ -72,12 +72,86 @@ func TestPoolStatusCountsWhatIsLeftAfterAShrink(t *testing.T) {
 	for range 3 {
 		demand.Add(tmpl.Name)
 	}
+	now = now.Add(2 * time.Second) // quiet: the pool's changes are no longer held back
 	g.Expect(reconcileAndRead()).To(HaveValue(Equal(ctfv1alpha1.PoolStatus{Size: 3, Ready: 0, Target: 3})), "grown to the demand")
 	g.Expect(unclaimed()).To(Equal(3))
 
 	now = now.Add(6 * time.Minute) // the demand ages out of the window
 	g.Expect(reconcileAndRead()).To(HaveValue(Equal(ctfv1alpha1.PoolStatus{Size: 1, Ready: 0, Target: 1})), "shrunk to min")
 	g.Expect(unclaimed()).To(Equal(1))
+}
+
+// TestPoolRefillWaitsForQuiet: while teams claim, the pool is not refilled
+// (its creates would load the API server the claims wait on) but its
+// status says what it holds; once no team has asked for 2 s, or after 10 s
+// of a steady stream, the refill is made, and its installs, which the
+// pooled Helm controller holds back on the same rule, are not held back
+// again for what the refill has waited already.
+func TestPoolRefillWaitsForQuiet(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, cl := controlplane.StartAPIServer(t)
+	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pool"}})).To(Succeed())
+	tmpl := &ctfv1alpha1.ChallengeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "refilled"},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{
+			Image: "registry.example/ctf/refilled:1",
+			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
+			Pool:  &ctfv1alpha1.PoolSpec{Min: 1, Max: 20},
+		},
+	}
+	g.Expect(cl.Create(ctx, tmpl)).To(Succeed())
+
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	demand := &pool.Demand{Now: func() time.Time { return now }}
+	r := &controller.PoolReconciler{
+		Pools:    &pool.Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: demand},
+		Live:     cl,
+		Recorder: events.NewFakeRecorder(100),
+	}
+	reconcile := func() (ctrl.Result, *ctfv1alpha1.PoolStatus, []ctfv1alpha1.Challenge) {
+		t.Helper()
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tmpl)})
+		g.Expect(err).NotTo(HaveOccurred())
+		got := &ctfv1alpha1.ChallengeTemplate{}
+		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
+		var list ctfv1alpha1.ChallengeList
+		g.Expect(cl.List(ctx, &list, client.InNamespace("pool"))).To(Succeed())
+		return res, got.Status.Pool, list.Items
+	}
+
+	// A team's request every second for 9 s: held back, the status as it stands.
+	for second := range 10 {
+		if second > 0 {
+			now = now.Add(time.Second)
+		}
+		demand.Add(tmpl.Name)
+		res, status, pooled := reconcile()
+		g.Expect(pooled).To(BeEmpty(), "at %d s", second)
+		g.Expect(status).To(HaveValue(Equal(ctfv1alpha1.PoolStatus{Size: 0, Ready: 0, Target: int32(second + 1)})))
+		g.Expect(res.RequeueAfter).To(Equal(min(2*time.Second, time.Duration(10-second)*time.Second)))
+	}
+	// 10 s held back: the refill is made although teams still ask.
+	now = now.Add(time.Second)
+	demand.Add(tmpl.Name)
+	_, status, pooled := reconcile()
+	g.Expect(pooled).To(HaveLen(11))
+	g.Expect(status).To(HaveValue(Equal(ctfv1alpha1.PoolStatus{Size: 11, Ready: 0, Target: 11})))
+	for _, ch := range pooled {
+		wait, _ := demand.Hold(client.ObjectKeyFromObject(&ch).String(), 2*time.Second, 10*time.Second)
+		g.Expect(wait).To(BeZero(), "%s's install is not held back again", ch.Name)
+	}
+
+	// The next request holds the pool back afresh; quiet lets it go at once.
+	now = now.Add(time.Second)
+	demand.Add(tmpl.Name)
+	res, _, pooled := reconcile()
+	g.Expect(pooled).To(HaveLen(11))
+	g.Expect(res.RequeueAfter).To(Equal(2 * time.Second))
+	now = now.Add(2 * time.Second)
+	_, status, pooled = reconcile()
+	g.Expect(pooled).To(HaveLen(12))
+	g.Expect(status).To(HaveValue(Equal(ctfv1alpha1.PoolStatus{Size: 12, Ready: 0, Target: 12})))
 }
 
 // TestPoolOpeningWindow: a pool of min 0 holds nothing until its opening's

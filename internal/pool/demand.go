@@ -22,6 +22,9 @@ type Demand struct {
 	mu      sync.Mutex
 	minutes map[string]*[demandWindow]bucket
 	last    time.Time
+	// held is when each piece of the pools' work held back (Hold) was
+	// first held.
+	held map[string]time.Time
 }
 
 type bucket struct {
@@ -53,6 +56,54 @@ func (d *Demand) Busy(quiet time.Duration) time.Duration {
 		return 0
 	}
 	return max(0, quiet-d.Clock().Sub(d.last))
+}
+
+// Hold is how long the pools' work named key should still wait, so that
+// teams asking for instances are served by the API server alone: until
+// quiet has passed since the last Challenge counted, at most patience after
+// key was first held. 0 means run it now; key is then forgotten and, when
+// it comes back busy, waits afresh. since is when key was first held (zero
+// if it never was): work that follows from it (a refill's installs after
+// its creates) is held no longer in all (Waited).
+func (d *Demand) Hold(key string, quiet, patience time.Duration) (wait time.Duration, since time.Time) {
+	if d == nil {
+		return 0, time.Time{}
+	}
+	busy := d.Busy(quiet)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.Clock()
+	since, held := d.held[key]
+	if busy > 0 {
+		if !held {
+			since = now
+			if d.held == nil {
+				d.held = map[string]time.Time{}
+			}
+			d.held[key] = since
+		}
+		if left := patience - now.Sub(since); left > 0 {
+			return min(busy, left), since
+		}
+	}
+	delete(d.held, key)
+	return 0, since
+}
+
+// Waited records that the work named key has waited since then already, if
+// it was held back for less: the work that called for it (Hold's since).
+func (d *Demand) Waited(key string, since time.Time) {
+	if d == nil || since.IsZero() {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.held == nil {
+		d.held = map[string]time.Time{}
+	}
+	if at, ok := d.held[key]; !ok || since.Before(at) {
+		d.held[key] = since
+	}
 }
 
 // Add counts one Challenge of template now.

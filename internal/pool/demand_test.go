@@ -44,3 +44,45 @@ func TestDemandFollowsTheBusiestRecentMinute(t *testing.T) {
 		t.Fatalf("other's demand has aged out: %d", got)
 	}
 }
+
+// TestHoldAndWaited: work is held while teams ask, at most patience after
+// it was first held, and forgotten once it runs; work that follows from
+// held work (Waited) counts its wait from that work's, never a later one.
+func TestHoldAndWaited(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	d := &Demand{Now: func() time.Time { return now }}
+	const quiet, patience = 2 * time.Second, 10 * time.Second
+	check := func(key string, wantWait time.Duration) time.Time {
+		t.Helper()
+		wait, since := d.Hold(key, quiet, patience)
+		if wait != wantWait {
+			t.Fatalf("%s at %s: wait %s, want %s", key, now.Format(time.TimeOnly), wait, wantWait)
+		}
+		return since
+	}
+	if wait, since := (*Demand)(nil).Hold("a", quiet, patience); wait != 0 || !since.IsZero() {
+		t.Fatalf("no demand: wait %s since %s", wait, since)
+	}
+	check("a", 0) // nobody asked
+	d.Add("web")
+	t0 := now
+	if since := check("a", quiet); !since.Equal(t0) {
+		t.Fatalf("held since %s, want %s", since, t0)
+	}
+	now = now.Add(9 * time.Second)
+	d.Add("web")
+	check("a", time.Second)
+	d.Waited("b", t0)                  // follows from a: has waited 9 s already
+	d.Waited("b", t0.Add(time.Second)) // a later start changes nothing
+	d.Waited("c", time.Time{})         // nothing held: nothing recorded
+	check("b", time.Second)
+	check("c", quiet)
+	now = now.Add(time.Second)
+	if since := check("a", 0); !since.Equal(t0) {
+		t.Fatalf("run after patience: since %s, want %s", since, t0)
+	}
+	check("b", 0)
+	check("a", time.Second) // forgotten once run: held afresh, for what is left of quiet
+	now = now.Add(quiet)
+	check("c", 0) // quiet
+}

@@ -40,6 +40,10 @@ type Plan struct {
 	// Status is the template's status.pool once the pool is resized; nil
 	// when the template has no pool.
 	Status *ctfv1alpha1.PoolStatus
+	// Standing is the template's status.pool as the pool stands, before
+	// any of the plan's changes: what it says while they wait (nil when the
+	// template has no pool).
+	Standing *ctfv1alpha1.PoolStatus
 	// RequeueAfter is when to look again (0: not before an event): demand
 	// above the pool's min ages out minute by minute.
 	RequeueAfter time.Duration
@@ -81,6 +85,7 @@ func (p *Pools) Plan(tmpl *ctfv1alpha1.ChallengeTemplate, items []ctfv1alpha1.Ch
 		return plan
 	}
 	size := int32(len(unclaimed))
+	plan.Standing = &ctfv1alpha1.PoolStatus{Size: size, Ready: countClaimable(unclaimed, tmpl), Target: target}
 	// held is how many unclaimed instances the pool holds once grown or shrunk.
 	held := size
 	switch {
@@ -102,18 +107,23 @@ func (p *Pools) Plan(tmpl *ctfv1alpha1.ChallengeTemplate, items []ctfv1alpha1.Ch
 		unclaimed = unclaimed[size-target:]
 		held = target
 	}
-	var ready int32
-	for _, pooled := range unclaimed {
-		if Claimable(pooled, tmpl) {
-			ready++
-		}
-	}
-	plan.Status = &ctfv1alpha1.PoolStatus{Size: held, Ready: ready, Target: target}
+	plan.Status = &ctfv1alpha1.PoolStatus{Size: held, Ready: countClaimable(unclaimed, tmpl), Target: target}
 	if target > tmpl.Spec.Pool.Min {
 		// Demand ages out minute by minute: look again then.
 		plan.RequeueAfter = time.Minute
 	}
 	return plan
+}
+
+// countClaimable is how many of pooled may be claimed now.
+func countClaimable(pooled []*ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) int32 {
+	var n int32
+	for _, ch := range pooled {
+		if Claimable(ch, tmpl) {
+			n++
+		}
+	}
+	return n
 }
 
 // Orphaned tells whether a claimed pooled instance's claimant, whose UID the

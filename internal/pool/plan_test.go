@@ -249,6 +249,35 @@ func withSummary(s planSummary, change func(*planSummary)) planSummary {
 	return s
 }
 
+// TestPlanStanding: what a pool's status says while its changes wait: the
+// unclaimed instances of the template's generation it holds now and how
+// many are ready, beside the target; none without a pool.
+func TestPlanStanding(t *testing.T) {
+	p := &Pools{Namespace: "pool"}
+	for _, tt := range []struct {
+		name   string
+		tmpl   *ctfv1alpha1.ChallengeTemplate
+		items  []ctfv1alpha1.Challenge
+		target int32
+		want   *ctfv1alpha1.PoolStatus
+	}{
+		{"empty, to be filled", testTemplate(2, 5), nil, 4, &ctfv1alpha1.PoolStatus{Size: 0, Ready: 0, Target: 4}},
+		{"short, to grow", testTemplate(1, 5), []ctfv1alpha1.Challenge{testPooled("a", 0, running), testPooled("b", 1)}, 3,
+			&ctfv1alpha1.PoolStatus{Size: 2, Ready: 1, Target: 3}},
+		{"a surplus, to shrink", testTemplate(1, 5), []ctfv1alpha1.Challenge{testPooled("a", 0, running), testPooled("b", 1, running)}, 1,
+			&ctfv1alpha1.PoolStatus{Size: 2, Ready: 2, Target: 1}},
+		{"claimed, leaving and older ones are not held", testTemplate(1, 5), []ctfv1alpha1.Challenge{
+			testPooled("a", 0, running), testPooled("claimed", 1, running, claimedByTeam),
+			testPooled("leaving", 2, running, leaving), testPooled("old", 3, running, generation(1)),
+		}, 2, &ctfv1alpha1.PoolStatus{Size: 1, Ready: 1, Target: 2}},
+		{"no pool", testTemplate(0, 0), []ctfv1alpha1.Challenge{testPooled("a", 0, running)}, 0, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(p.Plan(tt.tmpl, tt.items, tt.target).Standing).To(Equal(tt.want))
+		})
+	}
+}
+
 // TestOrphaned: a claimed pooled instance is an orphan when its claimant,
 // as read, is gone or is another Challenge under the same name.
 func TestOrphaned(t *testing.T) {

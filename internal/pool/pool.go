@@ -23,7 +23,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -50,8 +52,9 @@ type Pools struct {
 	// claims remembers the claims this process made, by claimant UID: the
 	// cache may not show a claim yet when the claimant is reconciled again.
 	claims sync.Map
-	// taken holds when this process claimed each pooled instance (by
-	// namespace/name): its cache may show it unclaimed for a while yet.
+	// taken holds when this process claimed, or began to claim, each pooled
+	// instance (by namespace/name): its cache may show it unclaimed for a
+	// while yet, and a claim under way is no other claim's to try.
 	taken   map[types.NamespacedName]time.Time
 	takenMu sync.Mutex
 }
@@ -60,8 +63,11 @@ type Pools struct {
 // any cache lag.
 const takenFor = time.Minute
 
-// take records a claim of this process and forgets the old ones.
-func (p *Pools) take(key types.NamespacedName) {
+// take reserves key for a claim of this process, unless another claim of
+// it holds key already, and forgets the old ones. Claims made at once then
+// never try the same instance: the loser's update would be refused as a
+// conflict, a write and a round trip lost to the burst.
+func (p *Pools) take(key types.NamespacedName) bool {
 	p.takenMu.Lock()
 	defer p.takenMu.Unlock()
 	now := time.Now()
@@ -73,7 +79,18 @@ func (p *Pools) take(key types.NamespacedName) {
 			delete(p.taken, k)
 		}
 	}
+	if _, ok := p.taken[key]; ok {
+		return false
+	}
 	p.taken[key] = now
+	return true
+}
+
+// release gives up a reservation whose claim did not happen.
+func (p *Pools) release(key types.NamespacedName) {
+	p.takenMu.Lock()
+	defer p.takenMu.Unlock()
+	delete(p.taken, key)
 }
 
 // isTaken tells whether this process claimed key lately.
@@ -198,17 +215,25 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 		p.Demand.Add(tmpl.Name)
 	}
 	for i := range order {
+		key := client.ObjectKeyFromObject(&order[i])
+		if !p.take(key) {
+			continue // another claim of this process is on it
+		}
 		pooled := order[i].DeepCopy()
-		claim(pooled, c)
+		MarkClaimed(pooled, c)
 		err := p.Client.Update(ctx, pooled)
+		if err != nil {
+			// Still claimable unless a claim got there first: a write to it
+			// since the cache's read (a conflict) may have left it unclaimed.
+			p.release(key)
+		}
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			continue // another claim or a drain got there first
+			continue // another claim, another write or a drain got there first
 		}
 		if err != nil {
 			return nil, fmt.Errorf("claiming %s/%s: %w", pooled.Namespace, pooled.Name, err)
 		}
 		p.claims.Store(c.UID, refTo(pooled))
-		p.take(client.ObjectKeyFromObject(pooled))
 		metrics.ObserveClaim(tmpl.Name, true)
 		return pooled, nil
 	}
@@ -269,9 +294,10 @@ func current(pooled *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate)
 	return pooled.Annotations[ctfv1alpha1.TemplateGenerationAnnotation] == fmt.Sprint(tmpl.Generation)
 }
 
-// claim marks pooled as c's. The template no longer owns it: deleting the
-// template leaves a team's instance alone, as it does a fresh one.
-func claim(pooled *ctfv1alpha1.Challenge, c *ctfv1alpha1.Challenge) {
+// MarkClaimed marks pooled as c's: what a claim's update writes. The
+// template no longer owns it: deleting the template leaves a team's instance
+// alone, as it does a fresh one.
+func MarkClaimed(pooled *ctfv1alpha1.Challenge, c *ctfv1alpha1.Challenge) {
 	if pooled.Annotations == nil {
 		pooled.Annotations = map[string]string{}
 	}
@@ -297,6 +323,27 @@ func (p *Pools) Release(ctx context.Context, c *ctfv1alpha1.Challenge) (left boo
 		}
 	}
 	return true, nil
+}
+
+// New is an unclaimed instance of tmpl in namespace, as the pool
+// controller creates it: its participant is its own name, so that no quota
+// counts two pooled instances as one team's. The template owns it until it
+// is claimed.
+func New(tmpl *ctfv1alpha1.ChallengeTemplate, namespace string) *ctfv1alpha1.Challenge {
+	name := PooledName(tmpl.Name)
+	return &ctfv1alpha1.Challenge{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   namespace,
+			Labels:      map[string]string{ctfv1alpha1.PoolLabel: tmpl.Name},
+			Annotations: map[string]string{ctfv1alpha1.TemplateGenerationAnnotation: fmt.Sprint(tmpl.Generation)},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "ChallengeTemplate",
+				Name: tmpl.Name, UID: tmpl.UID, Controller: ptr.To(true),
+			}},
+		},
+		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: name},
+	}
 }
 
 // PooledName is a new pooled instance's name: its template's (cut to fit a

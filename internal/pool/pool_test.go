@@ -265,7 +265,7 @@ func TestClaim(t *testing.T) {
 		ch.OwnerReferences = []metav1.OwnerReference{{Kind: "ChallengeTemplate", Name: "web", UID: "uid-web"}}
 	})
 	want := pooled.DeepCopy()
-	claim(&pooled, testClaimant())
+	MarkClaimed(&pooled, testClaimant())
 
 	want.Annotations[ctfv1alpha1.ClaimantAnnotation] = "team-a/web/uid-claimant"
 	want.Annotations[ctfv1alpha1.ClaimantParticipantAnnotation] = "team-a"
@@ -279,6 +279,27 @@ func TestClaim(t *testing.T) {
 
 	bare := testPooled("bare", 0, running)
 	bare.Annotations = nil
-	claim(&bare, testClaimant())
+	MarkClaimed(&bare, testClaimant())
 	g.Expect(bare.Annotations).To(HaveKeyWithValue(ctfv1alpha1.ClaimantAnnotation, "team-a/web/uid-claimant"), "an instance without annotations gets them")
+}
+
+// TestNew: a new pooled instance is the template's, in the pool namespace,
+// made for its current generation, its own participant, and owned by the
+// template until claimed; a pool of them is claimable once Running.
+func TestNew(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := testTemplate(1, 5)
+	tmpl.UID = "uid-web"
+	ch := New(tmpl, "pool")
+	g.Expect(ch.Namespace).To(Equal("pool"))
+	g.Expect(ch.Name).To(MatchRegexp(`^web-pool-[b-z2-9]{5}$`))
+	g.Expect(ch.Spec).To(Equal(ctfv1alpha1.ChallengeSpec{Template: "web", Participant: ch.Name}))
+	g.Expect(ch.OwnerReferences).To(ConsistOf(HaveField("UID", apitypes.UID("uid-web"))))
+	g.Expect(*ch.OwnerReferences[0].Controller).To(BeTrue())
+	g.Expect((&Pools{Namespace: "pool"}).IsPooled(ch)).To(BeTrue())
+	g.Expect(Claimable(ch, tmpl)).To(BeFalse(), "not Running yet")
+	ch.Status.Phase = ctfv1alpha1.PhaseRunning
+	g.Expect(Claimable(ch, tmpl)).To(BeTrue())
+	tmpl.Generation++
+	g.Expect(Claimable(ch, tmpl)).To(BeFalse(), "made for the generation before")
 }

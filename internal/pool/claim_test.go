@@ -1,0 +1,101 @@
+package pool
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apitypes "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+)
+
+// claimTestPools is a pool of one Running instance of "web" on a fake API
+// server whose updates go through update.
+func claimTestPools(t *testing.T, update func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error) *Pools {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	NewWithT(t).Expect(ctfv1alpha1.AddToScheme(scheme)).To(Succeed())
+	pooled := testPooled("web-pool-a", 0, running)
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&pooled).
+		WithInterceptorFuncs(interceptor.Funcs{Update: update}).Build()
+	return &Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: &Demand{}}
+}
+
+func claimantWithUID(uid string) *ctfv1alpha1.Challenge {
+	return testClaimant(func(c *ctfv1alpha1.Challenge) { c.UID = apitypes.UID(uid); c.Name = uid })
+}
+
+// TestClaimsAtOnceNeverTryTheSameInstance: while one claim's update of a
+// pooled instance is under way, another claim of the same process skips
+// that instance instead of sending an update the API server would refuse
+// as a conflict (in a burst of 200 claims, 28 were).
+func TestClaimsAtOnceNeverTryTheSameInstance(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	var updates atomic.Int32
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	p := claimTestPools(t, func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		if updates.Add(1) == 1 {
+			close(entered)
+			<-proceed
+		}
+		return cl.Update(ctx, obj, opts...)
+	})
+	tmpl := testTemplate(1, 5)
+
+	var wg sync.WaitGroup
+	var first *ctfv1alpha1.Challenge
+	var firstErr error
+	wg.Go(func() { first, firstErr = p.Claim(ctx, claimantWithUID("uid-first"), tmpl) })
+	<-entered
+	second, err := p.Claim(ctx, claimantWithUID("uid-second"), tmpl)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(second).To(BeNil(), "the only instance is being claimed: none for the second")
+	g.Expect(updates.Load()).To(Equal(int32(1)), "the second claim sent no update")
+	close(proceed)
+	wg.Wait()
+	g.Expect(firstErr).NotTo(HaveOccurred())
+	g.Expect(first).NotTo(BeNil())
+	g.Expect(first.Annotations).To(HaveKeyWithValue(ctfv1alpha1.ClaimantAnnotation, "team-a/uid-first/uid-first"))
+}
+
+// TestAClaimRefusedLeavesTheInstanceClaimable: an update refused as a
+// conflict (a write since the cache's read, not necessarily a claim) gives
+// the reservation up: the next claim tries the instance again and gets it.
+func TestAClaimRefusedLeavesTheInstanceClaimable(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	var updates atomic.Int32
+	p := claimTestPools(t, func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		if updates.Add(1) == 1 {
+			return apierrors.NewConflict(schema.GroupResource{Group: ctfv1alpha1.GroupVersion.Group, Resource: "challenges"}, obj.GetName(), nil)
+		}
+		return cl.Update(ctx, obj, opts...)
+	})
+	tmpl := testTemplate(1, 5)
+
+	refused, err := p.Claim(ctx, claimantWithUID("uid-first"), tmpl)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(refused).To(BeNil())
+	claimed, err := p.Claim(ctx, claimantWithUID("uid-second"), tmpl)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(claimed).NotTo(BeNil(), "tried again after the conflict")
+	g.Expect(updates.Load()).To(Equal(int32(2)))
+
+	// Claimed: this process skips it while its cache may still show it unclaimed.
+	stale := testPooled("web-pool-a", 0, running)
+	p.Reader = fake.NewClientBuilder().WithScheme(p.Client.Scheme()).WithObjects(&stale).Build()
+	again, err := p.Claim(ctx, claimantWithUID("uid-third"), tmpl)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(BeNil())
+	g.Expect(updates.Load()).To(Equal(int32(2)), "no update of an instance this process claimed")
+}
