@@ -73,9 +73,6 @@ func (r *TemplateConditionsReconciler) Reconcile(ctx context.Context, req ctrl.R
 		return ctrl.Result{}, err
 	}
 	health := containment.Decide(tmpl, list.Items, r.Canaries, r.now())
-	if err := r.applyCanaries(ctx, tmpl, health); err != nil {
-		return ctrl.Result{}, err
-	}
 	before := tmpl.DeepCopy()
 	apimeta.SetStatusCondition(&tmpl.Status.Conditions, health.Degraded)
 	for _, c := range TemplateConditions(tmpl, r.Check(tmpl)) {
@@ -86,21 +83,27 @@ func (r *TemplateConditionsReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	tmpl.Status.ObservedGeneration = tmpl.Generation
 	tmpl.Status.Health = &health.Health
+	if !equalStatus(before, tmpl) {
+		// Written before anything is done about it, optimistically locked:
+		// a decision made from a template that changed meanwhile is made
+		// again, and one whose canary was deleted (it ran) is never lost to
+		// a refused write (the status would wait for a canary gone).
+		err := r.Client.Status().Patch(ctx, tmpl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		if err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if err := r.applyCanaries(ctx, tmpl, health); err != nil {
+		return ctrl.Result{}, err
+	}
 	metrics.ObserveTemplateHealth(tmpl.Name, containment.Degraded(tmpl), health.Ran)
 	if health.Event != nil {
 		r.Recorder.Eventf(tmpl, nil, health.Event.Type, health.Event.Reason, "Contain", "%s", health.Event.Message)
 	}
-	result := ctrl.Result{RequeueAfter: health.RequeueAfter}
-	if equalStatus(before, tmpl) {
-		return result, nil
-	}
-	// Optimistically locked: a canary's outcome is written once, from the
-	// template it was decided on.
-	err := r.Client.Status().Patch(ctx, tmpl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return result, client.IgnoreNotFound(err)
+	return ctrl.Result{RequeueAfter: health.RequeueAfter}, nil
 }
 
 // conflictRetry is how soon a template whose status changed under a

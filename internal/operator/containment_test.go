@@ -81,7 +81,7 @@ func TestBrokenImageDegradesItsTemplateOnly(t *testing.T) {
 
 	var failed []*ctfv1alpha1.Challenge
 	for i := range ctfv1alpha1.DefaultFailureThreshold {
-		ch := fromTemplate(ns, fmt.Sprintf("broken-%d", i), fmt.Sprintf("team-broken-%d", i), broken.Name)
+		ch := fromTemplate(ns, fmt.Sprintf("broken-%d", i), fmt.Sprintf("%s-broken-%d", ns, i), broken.Name)
 		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 		failed = append(failed, ch)
 	}
@@ -104,15 +104,15 @@ func TestBrokenImageDegradesItsTemplateOnly(t *testing.T) {
 		g.Expect(tmpl.Status.Health.Failures).To(BeEquivalentTo(3))
 	}, timeout, interval).Should(Succeed())
 
-	waiting := fromTemplate(ns, "broken-waits", "team-broken-late", broken.Name)
+	waiting := fromTemplate(ns, "broken-waits", ns+"-broken-late", broken.Name)
 	g.Expect(k8s.Create(ctx, waiting)).To(Succeed())
 	got := eventuallyPhase(t, waiting, ctfv1alpha1.PhaseQueued)
 	g.Expect(got.Status.Reason).To(Equal("Queued"))
 	g.Expect(got.Status.Message).To(ContainSubstring("Degraded"))
-	g.Expect(got.Status.Message).NotTo(ContainSubstring("team-broken-"), "no other team's instance named")
+	g.Expect(got.Status.Message).NotTo(Or(ContainSubstring(ns+"/broken-"), ContainSubstring(ns+"-broken-")), "no other team's instance named")
 
 	start := time.Now()
-	beside := fromTemplate(ns, "beside", "team-beside", other.Name)
+	beside := fromTemplate(ns, "beside", ns+"-beside", other.Name)
 	g.Expect(k8s.Create(ctx, beside)).To(Succeed())
 	eventuallyPhase(t, beside, ctfv1alpha1.PhaseRunning)
 	t.Logf("another template's instance Running in %s beside the Degraded one", time.Since(start).Round(10*time.Millisecond))
