@@ -25,6 +25,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/solvercheck"
 )
 
@@ -47,6 +48,10 @@ type SolverCheckReconciler struct {
 	// IngressNamespaces are where the ingress controllers run, through which
 	// a solver reaches an endpoint by name.
 	IngressNamespaces []string
+	// Limits are the cluster admin's bounds: the solver's image comes from
+	// a registry they allow, as the template's policy narrows them, like
+	// every image of its instances.
+	Limits policy.Limits
 	Recorder          events.EventRecorder
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -147,6 +152,15 @@ func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.Chal
 // NetworkPolicy, its Job; the run before is deleted.
 func (r *SolverCheckReconciler) start(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canary *ctfv1alpha1.Challenge) (ctrl.Result, error) {
 	st := tmpl.Status.Solver
+	limits, err := policy.LimitsFor(r.Limits, tmpl)
+	if err == nil {
+		err = limits.ImageAllowed(tmpl.Spec.SolverCheck.Image)
+	}
+	if err != nil {
+		// The organiser's to fix: no verdict, so no pause of the teams.
+		r.setCondition(tmpl, metav1.ConditionUnknown, solvercheck.ReasonImageNotAllowed, "the solver does not run: "+err.Error())
+		return ctrl.Result{}, nil // an edit of the template wakes this
+	}
 	flags, err := r.expectedFlags(ctx, tmpl, canary)
 	if err != nil {
 		var re *lifecycle.ReasonedError

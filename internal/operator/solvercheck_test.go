@@ -230,3 +230,30 @@ func TestSolverCheckAdmission(t *testing.T) {
 		})
 	}
 }
+
+// TestSolverImageOutsideTheAdminsBounds: a solver's image is held to the
+// registries the cluster admin allows, as an instance's are: one that
+// would make the node pull from the metadata address runs no Job, and the
+// template says why, without pausing anyone (no verdict).
+func TestSolverImageOutsideTheAdminsBounds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tmpl := newTemplate(t, "solver-from-metadata", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.SolverCheck = &ctfv1alpha1.SolverCheck{Image: "169.254.169.254/solver:1", OnFailure: ctfv1alpha1.SolverFailurePause,
+			Interval: &metav1.Duration{Duration: 10 * time.Second}, Timeout: &metav1.Duration{Duration: 5 * time.Second}}
+	})
+	got := &ctfv1alpha1.ChallengeTemplate{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
+		c := apimeta.FindStatusCondition(got.Status.Conditions, "SolverHealthy")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionUnknown))
+		g.Expect(c.Reason).To(Equal("ImageNotAllowed"))
+		g.Expect(c.Message).To(ContainSubstring("is an IP address"))
+		g.Expect(c.Message).To(ContainSubstring("--allowed-registries"))
+	}, 2*timeout, interval).Should(Succeed())
+	var jobs batchv1.JobList
+	g.Expect(k8s.List(ctx, &jobs, client.InNamespace(poolNamespace), client.MatchingLabels{ctfv1alpha1.SolverLabel: got.Status.Solver.Canary})).To(Succeed())
+	g.Expect(jobs.Items).To(BeEmpty())
+	g.Expect(apimeta.IsStatusConditionTrue(got.Status.Conditions, "Ready")).To(BeTrue(), "nobody paused")
+}

@@ -27,6 +27,17 @@ func (c *checker) images(o *object, p *corev1.PodSpec) error {
 	return nil
 }
 
+// ImageAllowed reports why image may not be pulled under l (its
+// registries, as a template's policy narrowed them): for images the
+// operator runs beside an instance's, which no gate of a release sees (a
+// solver check's).
+func (l Limits) ImageAllowed(image string) error {
+	if err := imageAllowed(image, l.AllowedRegistries); err != nil {
+		return &Violation{Rule: ruleImageRegistry, Object: "image " + image, Detail: err.Error() + " (--allowed-registries, narrowed by the template's policy)"}
+	}
+	return nil
+}
+
 // imageAllowed reports why image may not be pulled: its registry and repository must match an
 // allowed entry, or, with no entries, its registry must be a public DNS name.
 func imageAllowed(image string, allowed []string) error {

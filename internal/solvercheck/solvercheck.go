@@ -34,6 +34,9 @@ const (
 	// ReasonFlagUnavailable: the canary's expected flag cannot be read; the
 	// message names the Secret, never a value.
 	ReasonFlagUnavailable = "FlagUnavailable"
+	// ReasonImageNotAllowed: the solver's image is from a registry the
+	// cluster admin's bounds (or the template's policy) do not allow.
+	ReasonImageNotAllowed = "ImageNotAllowed"
 )
 
 // ContainerName is the solver's container.
