@@ -51,8 +51,8 @@ type SolverCheckReconciler struct {
 	// Limits are the cluster admin's bounds: the solver's image comes from
 	// a registry they allow, as the template's policy narrows them, like
 	// every image of its instances.
-	Limits policy.Limits
-	Recorder          events.EventRecorder
+	Limits   policy.Limits
+	Recorder events.EventRecorder
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -152,13 +152,9 @@ func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.Chal
 // NetworkPolicy, its Job; the run before is deleted.
 func (r *SolverCheckReconciler) start(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canary *ctfv1alpha1.Challenge) (ctrl.Result, error) {
 	st := tmpl.Status.Solver
-	limits, err := policy.LimitsFor(r.Limits, tmpl)
-	if err == nil {
-		err = limits.ImageAllowed(tmpl.Spec.SolverCheck.Image)
-	}
-	if err != nil {
+	if refused := r.imageRefused(tmpl); refused != nil {
 		// The organiser's to fix: no verdict, so no pause of the teams.
-		r.setCondition(tmpl, metav1.ConditionUnknown, solvercheck.ReasonImageNotAllowed, "the solver does not run: "+err.Error())
+		r.setCondition(tmpl, metav1.ConditionUnknown, solvercheck.ReasonImageNotAllowed, "the solver does not run: "+refused.Error())
 		return ctrl.Result{}, nil // an edit of the template wakes this
 	}
 	flags, err := r.expectedFlags(ctx, tmpl, canary)
@@ -174,8 +170,8 @@ func (r *SolverCheckReconciler) start(ctx context.Context, tmpl *ctfv1alpha1.Cha
 	if err := r.writeSecret(ctx, solvercheck.Secret(canary, flags)); err != nil {
 		return ctrl.Result{}, err
 	}
-	policy := solvercheck.NetworkPolicy(canary, canary.Status.Endpoint, r.IngressNamespaces)
-	if err := r.Client.Create(ctx, policy); err != nil && !apierrors.IsAlreadyExists(err) {
+	egress := solvercheck.NetworkPolicy(canary, canary.Status.Endpoint, r.IngressNamespaces)
+	if err := r.Client.Create(ctx, egress); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{}, fmt.Errorf("creating the solver's NetworkPolicy: %w", err)
 	}
 	if st.Runs > 0 {
@@ -193,6 +189,16 @@ func (r *SolverCheckReconciler) start(ctx context.Context, tmpl *ctfv1alpha1.Cha
 	st.NextRunAt = nil
 	r.initialCondition(tmpl, "the first solver run is under way")
 	return ctrl.Result{RequeueAfter: tmpl.Spec.SolverCheck.RunTimeout() + 10*time.Second}, nil
+}
+
+// imageRefused says why the solver's image may not run under the admin's
+// bounds as tmpl's policy narrows them; nil when it may.
+func (r *SolverCheckReconciler) imageRefused(tmpl *ctfv1alpha1.ChallengeTemplate) error {
+	limits, err := policy.LimitsFor(r.Limits, tmpl)
+	if err != nil {
+		return err
+	}
+	return limits.ImageAllowed(tmpl.Spec.SolverCheck.Image)
 }
 
 // finish reads the run in flight and records its outcome once it ended.
