@@ -152,9 +152,9 @@ func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.Chal
 // NetworkPolicy, its Job; the run before is deleted.
 func (r *SolverCheckReconciler) start(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canary *ctfv1alpha1.Challenge) (ctrl.Result, error) {
 	st := tmpl.Status.Solver
-	if refused := r.imageRefused(tmpl); refused != nil {
+	if refused := r.imageRefused(tmpl); refused != "" {
 		// The organiser's to fix: no verdict, so no pause of the teams.
-		r.setCondition(tmpl, metav1.ConditionUnknown, solvercheck.ReasonImageNotAllowed, "the solver does not run: "+refused.Error())
+		r.setCondition(tmpl, metav1.ConditionUnknown, solvercheck.ReasonImageNotAllowed, "the solver does not run: "+refused)
 		return ctrl.Result{}, nil // an edit of the template wakes this
 	}
 	flags, err := r.expectedFlags(ctx, tmpl, canary)
@@ -192,13 +192,16 @@ func (r *SolverCheckReconciler) start(ctx context.Context, tmpl *ctfv1alpha1.Cha
 }
 
 // imageRefused says why the solver's image may not run under the admin's
-// bounds as tmpl's policy narrows them; nil when it may.
-func (r *SolverCheckReconciler) imageRefused(tmpl *ctfv1alpha1.ChallengeTemplate) error {
+// bounds as tmpl's policy narrows them; "" when it may.
+func (r *SolverCheckReconciler) imageRefused(tmpl *ctfv1alpha1.ChallengeTemplate) string {
 	limits, err := policy.LimitsFor(r.Limits, tmpl)
-	if err != nil {
-		return err
+	if err == nil {
+		err = limits.ImageAllowed(tmpl.Spec.SolverCheck.Image)
 	}
-	return limits.ImageAllowed(tmpl.Spec.SolverCheck.Image)
+	if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // finish reads the run in flight and records its outcome once it ended.
