@@ -9,8 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,7 +63,7 @@ func fillFloorPool(ctx context.Context, cl client.Client, n int) (*floorClaims, 
 			return err
 		}
 		ch.Status = runningPooled(ch)
-		if err := applyStatus(ctx, cl, ch); err != nil {
+		if err := controller.ApplyStatus(ctx, cl, ch); err != nil {
 			return fmt.Errorf("the status of pooled %s: %w", ch.Name, err)
 		}
 		f.pooled[i] = ch
@@ -148,7 +146,7 @@ func (f *floorClaims) claim(ctx context.Context, c, pooled *ctfv1alpha1.Challeng
 	}
 	c.Status = f.claimed(c, pooled)
 	f.writes.Add(1)
-	return applyStatus(ctx, f.cl, c)
+	return controller.ApplyStatus(ctx, f.cl, c)
 }
 
 // wait waits for every claim started and returns when each was done.
@@ -161,23 +159,3 @@ func (f *floorClaims) wait() (map[string]time.Time, error) {
 
 // requestsPerClaim is the API requests the claims made, per Challenge.
 func (f *floorClaims) requestsPerClaim(n int) float64 { return float64(f.writes.Load()) / float64(n) }
-
-// applyStatus writes ch's status as the operator's status writer does: a
-// server-side apply of the status alone, at the resourceVersion it was
-// computed from, by the writer's field manager.
-func applyStatus(ctx context.Context, cl client.Client, ch *ctfv1alpha1.Challenge) error {
-	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&ch.Status)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
-	u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
-	u.SetNamespace(ch.Namespace)
-	u.SetName(ch.Name)
-	u.SetResourceVersion(ch.ResourceVersion)
-	if err := cl.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(controller.StatusFieldManager), client.ForceOwnership); err != nil {
-		return err
-	}
-	ch.ResourceVersion = u.GetResourceVersion()
-	return nil
-}

@@ -99,30 +99,13 @@ func ownedCanary(ch *ctfv1alpha1.Challenge, template string) bool {
 // containment canary, no team's, but long-lived, and one that may claim
 // a pooled instance (taken from the pool where there is one).
 func (c *Canaries) NewSolver(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1.Challenge {
-	ch := c.New(tmpl)
-	ch.Name = identity.OperatorInstance(tmpl.Name, "solver")
-	ch.Spec.Participant = ch.Name
-	ch.Labels = map[string]string{ctfv1alpha1.SolverCanaryLabel: tmpl.Name}
-	return ch
+	return identity.OperatorChallenge(tmpl, c.Namespace, "solver", ctfv1alpha1.SolverCanaryLabel)
 }
 
 // New is a canary of tmpl: its participant is its own name, so that no
 // team's quota counts it; the template owns it.
 func (c *Canaries) New(tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1.Challenge {
-	name := identity.OperatorInstance(tmpl.Name, "canary")
-	return &ctfv1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Namespace:   c.Namespace,
-			Labels:      map[string]string{ctfv1alpha1.CanaryLabel: tmpl.Name},
-			Annotations: map[string]string{ctfv1alpha1.TemplateGenerationAnnotation: fmt.Sprint(tmpl.Generation)},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "ChallengeTemplate",
-				Name: tmpl.Name, UID: tmpl.UID, Controller: ptr.To(true),
-			}},
-		},
-		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: name},
-	}
+	return identity.OperatorChallenge(tmpl, c.Namespace, "canary", ctfv1alpha1.CanaryLabel)
 }
 
 // Degraded tells whether tmpl's new starts are held.

@@ -345,13 +345,24 @@ func (w *StatusWriter) write(ctx context.Context, ch *ctfv1alpha1.Challenge, obs
 // StatusFieldManager owns every field of a Challenge's status, and nothing else.
 const StatusFieldManager = "challenge-operator-status"
 
-// apply writes ch.Status with a server-side apply of the status alone: the
-// writer owns those fields and sends nothing else. The resourceVersion the
-// status was computed from goes with it as a precondition, so a status
+// apply writes ch.Status (ApplyStatus) and records the write.
+func (w *StatusWriter) apply(ctx context.Context, ch *ctfv1alpha1.Challenge) error {
+	from := ch.ResourceVersion
+	if err := ApplyStatus(ctx, w.Client, ch); err != nil {
+		return err
+	}
+	w.recordWrite(ch, from)
+	return nil
+}
+
+// ApplyStatus writes ch.Status with a server-side apply of the status alone:
+// the writer owns those fields and sends nothing else. The resourceVersion
+// the status was computed from goes with it as a precondition, so a status
 // computed from a stale read is refused (a conflict, then a recompute)
 // rather than written over a newer one. Ownership is forced because status
 // fields written by earlier versions with Update belong to another manager.
-func (w *StatusWriter) apply(ctx context.Context, ch *ctfv1alpha1.Challenge) error {
+// ch gets the new resourceVersion and managedFields.
+func ApplyStatus(ctx context.Context, cl client.Client, ch *ctfv1alpha1.Challenge) error {
 	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&ch.Status)
 	if err != nil {
 		return err
@@ -360,9 +371,8 @@ func (w *StatusWriter) apply(ctx context.Context, ch *ctfv1alpha1.Challenge) err
 	u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
 	u.SetNamespace(ch.Namespace)
 	u.SetName(ch.Name)
-	from := ch.ResourceVersion
-	u.SetResourceVersion(from)
-	if err := w.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+	u.SetResourceVersion(ch.ResourceVersion)
+	if err := cl.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
 		return err
 	}
@@ -370,7 +380,6 @@ func (w *StatusWriter) apply(ctx context.Context, ch *ctfv1alpha1.Challenge) err
 	// with the managedFields read before, that update would hand the status
 	// fields back to the manager that wrote them last with Update.
 	ch.ResourceVersion, ch.ManagedFields = u.GetResourceVersion(), u.GetManagedFields()
-	w.recordWrite(ch, from)
 	return nil
 }
 

@@ -11,7 +11,10 @@ import (
 	"encoding/hex"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
@@ -234,6 +237,29 @@ func BareNamesService(release string) string { return release + "---names" }
 // "<service>.<namespace>.svc.<clusterDomain>".
 func BareNamesSearch(release, namespace, clusterDomain string) string {
 	return BareNamesService(release) + "." + namespace + ".svc." + clusterDomain
+}
+
+// OperatorChallenge is a new Challenge the operator makes of tmpl in
+// namespace for a role of its own ("pool", "canary", "solver"): named by
+// OperatorInstance, labelled with the template under label, with the
+// template's generation; its participant is its own name, so that no
+// team's quota counts it, and the template controls it.
+func OperatorChallenge(tmpl *ctfv1alpha1.ChallengeTemplate, namespace, role, label string) *ctfv1alpha1.Challenge {
+	name := OperatorInstance(tmpl.Name, role)
+	controller := true
+	return &ctfv1alpha1.Challenge{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   namespace,
+			Labels:      map[string]string{label: tmpl.Name},
+			Annotations: map[string]string{ctfv1alpha1.TemplateGenerationAnnotation: strconv.FormatInt(tmpl.Generation, 10)},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "ChallengeTemplate",
+				Name: tmpl.Name, UID: tmpl.UID, Controller: &controller,
+			}},
+		},
+		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: name},
+	}
 }
 
 // OperatorInstance names a new instance the operator creates of a template

@@ -23,9 +23,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -330,22 +328,5 @@ func (p *Pools) Release(ctx context.Context, c *ctfv1alpha1.Challenge) (left boo
 // counts two pooled instances as one team's. The template owns it until it
 // is claimed.
 func New(tmpl *ctfv1alpha1.ChallengeTemplate, namespace string) *ctfv1alpha1.Challenge {
-	name := PooledName(tmpl.Name)
-	return &ctfv1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Namespace:   namespace,
-			Labels:      map[string]string{ctfv1alpha1.PoolLabel: tmpl.Name},
-			Annotations: map[string]string{ctfv1alpha1.TemplateGenerationAnnotation: fmt.Sprint(tmpl.Generation)},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "ChallengeTemplate",
-				Name: tmpl.Name, UID: tmpl.UID, Controller: ptr.To(true),
-			}},
-		},
-		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: name},
-	}
+	return identity.OperatorChallenge(tmpl, namespace, "pool", ctfv1alpha1.PoolLabel)
 }
-
-// PooledName is a new pooled instance's name: its template's (cut to fit a
-// release name), "-pool-" and five random characters.
-func PooledName(template string) string { return identity.OperatorInstance(template, "pool") }
