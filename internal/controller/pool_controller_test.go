@@ -19,6 +19,58 @@ import (
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
+// poolUnderTest is the pool controller alone on a real API server, for one
+// template, reconciled by hand, its demand's clock read from a variable of
+// the test's.
+type poolUnderTest struct {
+	cl       client.Client
+	demand   *pool.Demand
+	recorder *events.FakeRecorder
+	tmpl     *ctfv1alpha1.ChallengeTemplate
+	r        *controller.PoolReconciler
+}
+
+// startPool starts an API server with the pool's namespace ("pool") and
+// tmpl, the demand's clock reading *now.
+func startPool(t *testing.T, tmpl *ctfv1alpha1.ChallengeTemplate, now *time.Time) *poolUnderTest {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, cl := controlplane.StartAPIServer(t)
+	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pool"}})).To(Succeed())
+	// No status yet: the pool controller may write before the template
+	// status controller does.
+	g.Expect(cl.Create(ctx, tmpl)).To(Succeed())
+	p := &poolUnderTest{cl: cl, demand: &pool.Demand{Now: func() time.Time { return *now }}, recorder: events.NewFakeRecorder(100), tmpl: tmpl}
+	p.r = &controller.PoolReconciler{
+		Pools:    &pool.Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: p.demand},
+		Live:     cl,
+		Recorder: p.recorder,
+	}
+	return p
+}
+
+// reconcile reconciles the template once and reads its status.pool back,
+// an opening's time in UTC (decoded in the local zone).
+func (p *poolUnderTest) reconcile(g Gomega) (ctrl.Result, *ctfv1alpha1.PoolStatus) {
+	ctx := context.Background()
+	res, err := p.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p.tmpl)})
+	g.Expect(err).NotTo(HaveOccurred())
+	got := &ctfv1alpha1.ChallengeTemplate{}
+	g.Expect(p.cl.Get(ctx, client.ObjectKeyFromObject(p.tmpl), got)).To(Succeed())
+	if st := got.Status.Pool; st != nil && st.Opening != nil {
+		st.Opening = &metav1.Time{Time: st.Opening.UTC()}
+	}
+	return res, got.Status.Pool
+}
+
+// pooled lists the pool's Challenges.
+func (p *poolUnderTest) pooled(g Gomega) []ctfv1alpha1.Challenge {
+	var list ctfv1alpha1.ChallengeList
+	g.Expect(p.cl.List(context.Background(), &list, client.InNamespace("pool"))).To(Succeed())
+	return list.Items
+}
+
 // TestPoolStatusCountsWhatIsLeftAfterAShrink: as demand ages out, the pool
 // shrinks to its min, and the template's status.pool.size says how many
 // unclaimed instances it holds after the shrink, not before. The pool
@@ -26,10 +78,7 @@ import (
 // demand's clock moved forward.
 func TestPoolStatusCountsWhatIsLeftAfterAShrink(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	_, cl := controlplane.StartAPIServer(t)
-	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pool"}})).To(Succeed())
-
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	tmpl := &ctfv1alpha1.ChallengeTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "shrinking"},
 		Spec: ctfv1alpha1.ChallengeTemplateSpec{
@@ -38,30 +87,16 @@ func TestPoolStatusCountsWhatIsLeftAfterAShrink(t *testing.T) {
 			Pool:  &ctfv1alpha1.PoolSpec{Min: 1, Max: 4},
 		},
 	}
-	// No status yet: the pool controller may write before the template
-	// status controller does.
-	g.Expect(cl.Create(ctx, tmpl)).To(Succeed())
-
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	demand := &pool.Demand{Now: func() time.Time { return now }}
-	r := &controller.PoolReconciler{
-		Pools:    &pool.Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: demand},
-		Live:     cl,
-		Recorder: events.NewFakeRecorder(100),
-	}
+	p := startPool(t, tmpl, &now)
+	demand := p.demand
 	reconcileAndRead := func() *ctfv1alpha1.PoolStatus {
 		t.Helper()
-		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tmpl)})
-		g.Expect(err).NotTo(HaveOccurred())
-		got := &ctfv1alpha1.ChallengeTemplate{}
-		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
-		return got.Status.Pool
+		_, status := p.reconcile(g)
+		return status
 	}
 	unclaimed := func() int {
-		var list ctfv1alpha1.ChallengeList
-		g.Expect(cl.List(ctx, &list, client.InNamespace("pool"), client.MatchingLabels{ctfv1alpha1.PoolLabel: tmpl.Name})).To(Succeed())
 		n := 0
-		for _, ch := range list.Items {
+		for _, ch := range p.pooled(g) {
 			if ch.DeletionTimestamp.IsZero() {
 				n++
 			}
@@ -89,9 +124,7 @@ func TestPoolStatusCountsWhatIsLeftAfterAShrink(t *testing.T) {
 // again for what the refill has waited already.
 func TestPoolRefillWaitsForQuiet(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	_, cl := controlplane.StartAPIServer(t)
-	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pool"}})).To(Succeed())
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	tmpl := &ctfv1alpha1.ChallengeTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "refilled"},
 		Spec: ctfv1alpha1.ChallengeTemplateSpec{
@@ -100,24 +133,12 @@ func TestPoolRefillWaitsForQuiet(t *testing.T) {
 			Pool:  &ctfv1alpha1.PoolSpec{Min: 1, Max: 20},
 		},
 	}
-	g.Expect(cl.Create(ctx, tmpl)).To(Succeed())
-
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	demand := &pool.Demand{Now: func() time.Time { return now }}
-	r := &controller.PoolReconciler{
-		Pools:    &pool.Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: demand},
-		Live:     cl,
-		Recorder: events.NewFakeRecorder(100),
-	}
+	p := startPool(t, tmpl, &now)
+	demand := p.demand
 	reconcile := func() (ctrl.Result, *ctfv1alpha1.PoolStatus, []ctfv1alpha1.Challenge) {
 		t.Helper()
-		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tmpl)})
-		g.Expect(err).NotTo(HaveOccurred())
-		got := &ctfv1alpha1.ChallengeTemplate{}
-		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
-		var list ctfv1alpha1.ChallengeList
-		g.Expect(cl.List(ctx, &list, client.InNamespace("pool"))).To(Succeed())
-		return res, got.Status.Pool, list.Items
+		res, status := p.reconcile(g)
+		return res, status, p.pooled(g)
 	}
 
 	// A team's request every second for 9 s: held back, the status as it stands.
@@ -163,11 +184,8 @@ func TestPoolRefillWaitsForQuiet(t *testing.T) {
 // which is the pools', moved forward.
 func TestPoolOpeningWindow(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	_, cl := controlplane.StartAPIServer(t)
-	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pool"}})).To(Succeed())
-
 	at := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
+	now := at.Add(-2 * time.Hour)
 	tmpl := &ctfv1alpha1.ChallengeTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "opening"},
 		Spec: ctfv1alpha1.ChallengeTemplateSpec{
@@ -177,26 +195,13 @@ func TestPoolOpeningWindow(t *testing.T) {
 				Time: metav1.NewTime(at), Size: 3, FillBefore: &metav1.Duration{Duration: time.Hour}}},
 		},
 	}
-	g.Expect(cl.Create(ctx, tmpl)).To(Succeed())
+	p := startPool(t, tmpl, &now)
 	g.Expect(tmpl.Spec.Pool.Opening.HoldFor).To(Equal(&metav1.Duration{Duration: 30 * time.Minute}), "the CRD's default")
-
-	now := at.Add(-2 * time.Hour)
-	recorder := events.NewFakeRecorder(100)
-	r := &controller.PoolReconciler{
-		Pools:    &pool.Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: &pool.Demand{Now: func() time.Time { return now }}},
-		Live:     cl,
-		Recorder: recorder,
-	}
+	recorder := p.recorder
 	reconcile := func() (time.Duration, *ctfv1alpha1.PoolStatus) {
 		t.Helper()
-		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tmpl)})
-		g.Expect(err).NotTo(HaveOccurred())
-		got := &ctfv1alpha1.ChallengeTemplate{}
-		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
-		if st := got.Status.Pool; st != nil && st.Opening != nil {
-			st.Opening = &metav1.Time{Time: st.Opening.UTC()} // decoded in the local zone
-		}
-		return res.RequeueAfter, got.Status.Pool
+		res, status := p.reconcile(g)
+		return res.RequeueAfter, status
 	}
 	openings := func() []string {
 		var out []string
@@ -234,9 +239,7 @@ func TestPoolOpeningWindow(t *testing.T) {
 	g.Expect(status).To(HaveValue(Equal(ctfv1alpha1.PoolStatus{})), "back to the demand")
 	g.Expect(wait).To(BeZero(), "no edge left")
 	g.Expect(openings()).To(Equal([]string{"Normal PoolOpeningOver the opening at 2026-11-28T18:00:00Z is past: the pool goes back to its demand"}))
-	var list ctfv1alpha1.ChallengeList
-	g.Expect(cl.List(ctx, &list, client.InNamespace("pool"))).To(Succeed())
-	for _, ch := range list.Items {
+	for _, ch := range p.pooled(g) {
 		g.Expect(ch.DeletionTimestamp).NotTo(BeNil(), "%s: shrunk away", ch.Name)
 	}
 }
