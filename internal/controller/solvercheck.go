@@ -75,7 +75,7 @@ func (r *SolverCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	before := tmpl.DeepCopy()
-	result, err := r.step(ctx, tmpl, canaries)
+	result, announce, err := r.step(ctx, tmpl, canaries)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -86,16 +86,26 @@ func (r *SolverCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if apierrors.IsConflict(err) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
-	return result, client.IgnoreNotFound(err)
+	if err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if announce != nil {
+		// Once the status holds the run: a refused write reads the run
+		// again, and it is told (and counted) once.
+		announce()
+	}
+	return result, nil
 }
 
 // step decides and acts for tmpl, whose solver canaries are canaries,
-// leaving the status to write in tmpl.
-func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canaries []*ctfv1alpha1.Challenge) (ctrl.Result, error) {
+// leaving the status to write in tmpl and, when a run ended, what to
+// announce of it once that status is written. Its acts repeat safely when
+// the write is refused: a run's Job is named by its number.
+func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canaries []*ctfv1alpha1.Challenge) (ctrl.Result, func(), error) {
 	check := tmpl.Spec.SolverCheck
 	if check == nil || !r.Canaries.Enabled() {
 		if err := r.deleteAll(ctx, canaries); err != nil {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, nil, err
 		}
 		tmpl.Status.Solver = nil
 		apimeta.RemoveStatusCondition(&tmpl.Status.Conditions, containment.ConditionSolverHealthy)
@@ -103,7 +113,7 @@ func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.Chal
 		if check != nil {
 			r.setCondition(tmpl, metav1.ConditionUnknown, solvercheck.ReasonNoCanaryNamespace, "the operator has no canary namespace (--canary-namespace) to run the solver check in")
 		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, nil, nil
 	}
 	st := tmpl.Status.Solver
 	if st == nil {
@@ -120,19 +130,19 @@ func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.Chal
 		}
 	}
 	if err := r.deleteAll(ctx, extra); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, nil, err
 	}
 	if canary == nil {
 		if st.Canary != "" && st.Job == "" && st.NextRunAt != nil && r.now().Before(st.NextRunAt.Time) {
-			return ctrl.Result{RequeueAfter: st.NextRunAt.Sub(r.now())}, nil // created, not in the cache yet
+			return ctrl.Result{RequeueAfter: st.NextRunAt.Sub(r.now())}, nil, nil // created, not in the cache yet
 		}
 		created := r.Canaries.NewSolver(tmpl)
 		if err := r.Client.Create(ctx, created); err != nil {
-			return ctrl.Result{}, fmt.Errorf("creating the solver canary of %s: %w", tmpl.Name, err)
+			return ctrl.Result{}, nil, fmt.Errorf("creating the solver canary of %s: %w", tmpl.Name, err)
 		}
 		*st = ctfv1alpha1.SolverStatus{Canary: created.Name, NextRunAt: &metav1.Time{Time: r.now().Add(containment.CanaryTimeout)}}
 		r.initialCondition(tmpl, "the solver canary "+created.Name+" is being started")
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, nil, nil
 	}
 	st.Canary = canary.Name
 	if st.Job != "" {
@@ -140,12 +150,13 @@ func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.Chal
 	}
 	if canary.Status.Phase != ctfv1alpha1.PhaseRunning || canary.Status.Endpoint == nil {
 		r.initialCondition(tmpl, fmt.Sprintf("the solver canary %s is %s: %s", canary.Name, canary.Status.Phase, canary.Status.Reason))
-		return ctrl.Result{}, nil // its status changes wake this
+		return ctrl.Result{}, nil, nil // its status changes wake this
 	}
 	if st.Runs > 0 && st.NextRunAt != nil && r.now().Before(st.NextRunAt.Time) {
-		return ctrl.Result{RequeueAfter: st.NextRunAt.Sub(r.now())}, nil
+		return ctrl.Result{RequeueAfter: st.NextRunAt.Sub(r.now())}, nil, nil
 	}
-	return r.start(ctx, tmpl, canary)
+	result, err := r.start(ctx, tmpl, canary)
+	return result, nil, err
 }
 
 // start begins the next run against canary: its expected flags, its
@@ -204,8 +215,9 @@ func (r *SolverCheckReconciler) imageRefused(tmpl *ctfv1alpha1.ChallengeTemplate
 	return ""
 }
 
-// finish reads the run in flight and records its outcome once it ended.
-func (r *SolverCheckReconciler) finish(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canary *ctfv1alpha1.Challenge) (ctrl.Result, error) {
+// finish reads the run in flight and records its outcome once it ended;
+// announce gives the Event of a change of verdict and counts the run.
+func (r *SolverCheckReconciler) finish(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canary *ctfv1alpha1.Challenge) (_ ctrl.Result, announce func(), _ error) {
 	st := tmpl.Status.Solver
 	job := &batchv1.Job{}
 	key := client.ObjectKey{Namespace: canary.Namespace, Name: st.Job}
@@ -219,24 +231,29 @@ func (r *SolverCheckReconciler) finish(ctx context.Context, tmpl *ctfv1alpha1.Ch
 	case apierrors.IsNotFound(err):
 		done, why = true, "its Job "+st.Job+" was deleted before it ended"
 	case err != nil:
-		return ctrl.Result{}, err
+		return ctrl.Result{}, nil, err
 	default:
 		done, passed, why = solvercheck.Outcome(job)
 	}
 	if !done {
-		return ctrl.Result{RequeueAfter: tmpl.Spec.SolverCheck.RunTimeout()}, nil
+		return ctrl.Result{RequeueAfter: tmpl.Spec.SolverCheck.RunTimeout()}, nil, nil
 	}
 	now := r.now()
 	st.Job, st.LastRunAt = "", &metav1.Time{Time: now}
 	st.NextRunAt = &metav1.Time{Time: now.Add(tmpl.Spec.SolverCheck.RunInterval())}
 	was := apimeta.FindStatusCondition(tmpl.Status.Conditions, containment.ConditionSolverHealthy)
+	var event func()
 	if passed {
 		st.ConsecutiveFailures = 0
 		msg := fmt.Sprintf("run %d solved the canary %s", st.Runs, canary.Name)
 		if was != nil && was.Status == metav1.ConditionFalse {
-			r.Recorder.Eventf(tmpl, job, corev1.EventTypeNormal, solvercheck.ReasonPassed, "SolverCheck", "the solver solves it again: %s", msg)
+			event = func() {
+				r.Recorder.Eventf(tmpl, job, corev1.EventTypeNormal, solvercheck.ReasonPassed, "SolverCheck", "the solver solves it again: %s", msg)
+			}
 		} else if was == nil || was.Status != metav1.ConditionTrue {
-			r.Recorder.Eventf(tmpl, job, corev1.EventTypeNormal, solvercheck.ReasonPassed, "SolverCheck", "%s", msg)
+			event = func() {
+				r.Recorder.Eventf(tmpl, job, corev1.EventTypeNormal, solvercheck.ReasonPassed, "SolverCheck", "%s", msg)
+			}
 		}
 		r.setCondition(tmpl, metav1.ConditionTrue, solvercheck.ReasonPassed, msg)
 	} else {
@@ -246,12 +263,19 @@ func (r *SolverCheckReconciler) finish(ctx context.Context, tmpl *ctfv1alpha1.Ch
 			msg += "; new starts and claims wait until a run passes"
 		}
 		if was == nil || was.Status != metav1.ConditionFalse {
-			r.Recorder.Eventf(tmpl, job, corev1.EventTypeWarning, solvercheck.ReasonFailed, "SolverCheck", "%s", msg)
+			event = func() {
+				r.Recorder.Eventf(tmpl, job, corev1.EventTypeWarning, solvercheck.ReasonFailed, "SolverCheck", "%s", msg)
+			}
 		}
 		r.setCondition(tmpl, metav1.ConditionFalse, solvercheck.ReasonFailed, msg)
 	}
-	metrics.ObserveSolverRun(tmpl.Name, passed)
-	return ctrl.Result{RequeueAfter: tmpl.Spec.SolverCheck.RunInterval()}, nil
+	announce = func() {
+		if event != nil {
+			event()
+		}
+		metrics.ObserveSolverRun(tmpl.Name, passed)
+	}
+	return ctrl.Result{RequeueAfter: tmpl.Spec.SolverCheck.RunInterval()}, announce, nil
 }
 
 // expectedFlags are the canary's flags as the platform would verify them,

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,4 +56,38 @@ func TestARefusedStatusWriteDoesNothing(t *testing.T) {
 	g.Expect(result.RequeueAfter).To(Equal(conflictRetry), "decided again from the template as it is")
 	g.Expect(cl.Get(context.Background(), client.ObjectKeyFromObject(canary), &ctfv1alpha1.Challenge{})).To(Succeed(), "the canary that ran is kept")
 	g.Expect(recorder.Events).To(BeEmpty())
+}
+
+// TestARefusedSolverStatusWriteAnnouncesNothing: a solver run's end is
+// told (its Event, its count) only once its status is written. When the
+// write is refused as a conflict, nothing is said, and the run is read
+// again from its Job; before, each refused write told it once more.
+func TestARefusedSolverStatusWriteAnnouncesNothing(t *testing.T) {
+	g := NewWithT(t)
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(ctfv1alpha1.AddToScheme(scheme)).To(Succeed())
+	canaries := &containment.Canaries{Namespace: "ctf-pool"}
+	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "uid-web", Generation: 1},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{SolverCheck: &ctfv1alpha1.SolverCheck{Image: "registry.example/solver:1"}}}
+	canary := canaries.NewSolver(tmpl)
+	canary.Status.Phase = ctfv1alpha1.PhaseRunning
+	canary.Status.Endpoint = &ctfv1alpha1.Endpoint{Host: "10.0.0.7", Port: 31337}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ctf-pool", Name: canary.Name + "-run-1",
+		Labels: map[string]string{ctfv1alpha1.SolverLabel: canary.Name}}}
+	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"}}
+	tmpl.Status.Solver = &ctfv1alpha1.SolverStatus{Canary: canary.Name, Job: job.Name, Runs: 1}
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tmpl, canary, job).WithStatusSubresource(tmpl, canary, job).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			return apierrors.NewConflict(schema.GroupResource{Group: ctfv1alpha1.GroupVersion.Group, Resource: "challengetemplates"}, "web", nil)
+		}}).Build()
+	recorder := events.NewFakeRecorder(10)
+	r := &SolverCheckReconciler{Client: cl, Live: cl, Organiser: cl, Canaries: canaries, Recorder: recorder}
+
+	for range 2 {
+		result, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "web"}})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(result.RequeueAfter).To(Equal(conflictRetry), "read again from the template as it is")
+	}
+	g.Expect(recorder.Events).To(BeEmpty(), "the failed run is not told before it is recorded")
 }
