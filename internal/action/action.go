@@ -56,6 +56,10 @@ type ClientGetter struct {
 	// instance's own). A record is a Secret in the Challenge's namespace:
 	// whoever may write Secrets there can forge one.
 	CheckRecord func(ctx context.Context, obj client.Object, manifest string, applies bool) error
+	// Records, when set, is the index of release records the storage
+	// driver answers absences from (MemoizedStorage): it learns here that
+	// an uninstall left a release without records.
+	Records *Records
 }
 
 // NewClientGetter returns a getter whose uninstalls delete the release's
@@ -152,7 +156,8 @@ func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (
 		return nil, err
 	}
 	tc := &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight, ctx: ctx, obj: obj, leftovers: g.Leftovers,
-		uninstalled: &g.uninstalled, installing: &g.installing, checkRecord: g.CheckRecord, recorder: g.recorder, discovery: g.discovery}
+		uninstalled: &g.uninstalled, installing: &g.installing, checkRecord: g.CheckRecord, recorder: g.recorder, discovery: g.discovery,
+		records: g.Records}
 	if g.RenderInputs != nil {
 		if tc.renderInputs, err = g.RenderInputs(ctx, obj); err != nil {
 			return nil, err
@@ -199,6 +204,7 @@ type trackedClient struct {
 	checkRecord func(ctx context.Context, obj client.Object, manifest string, applies bool) error
 	recorder    events.EventRecorder
 	discovery   *discoveryMemo
+	records     *Records
 	// hashing is on when renderInputs were given.
 	hashing      bool
 	renderInputs string
@@ -283,6 +289,7 @@ func (c *trackedClient) Uninstall(name string, opts ...helmclient.UninstallOptio
 	}
 	// Nothing is left: the finalizer goes, and so does the Challenge.
 	c.uninstalled.uids.Delete(c.obj.GetUID())
+	c.records.uninstalled(c.obj.GetNamespace(), name)
 	return resp, err
 }
 

@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strconv"
 	"strings"
@@ -26,13 +27,32 @@ type memoDriver struct {
 	// history holds, by release name, every record as the inner driver's
 	// Query returned it; a name present with no records has none.
 	history map[string][]*release.Release
+	// ctx, namespace and records answer a release's first read when the
+	// cache knows it has no record (Records), without a LIST; nil records
+	// always read.
+	ctx       context.Context
+	namespace string
+	records   *Records
+	// presumed holds the releases whose absence came from records, and
+	// unseen those of them whose record creation found one already there:
+	// a record the cache had not shown. Every read and write of an unseen
+	// release fails for the rest of the reconcile, so that nothing (the
+	// failed install's rollback least of all) acts on a history it has not
+	// read; the next reconcile reads it from the API server.
+	presumed, unseen map[string]bool
 }
 
 // newMemoDriver memoizes inner's reads until the driver is dropped, which
-// is at the end of the reconcile that asked for it.
-func newMemoDriver(inner driver.Driver) *memoDriver {
-	return &memoDriver{Driver: inner, history: map[string][]*release.Release{}}
+// is at the end of the reconcile that asked for it. records, when not nil,
+// answers for releases of namespace that have no record.
+func newMemoDriver(ctx context.Context, inner driver.Driver, namespace string, records *Records) *memoDriver {
+	return &memoDriver{Driver: inner, history: map[string][]*release.Release{}, ctx: ctx, namespace: namespace, records: records,
+		presumed: map[string]bool{}, unseen: map[string]bool{}}
 }
+
+// errUnseenRecord is the error of every action on a release whose record
+// the cache had not shown when the release was presumed to have none.
+var errUnseenRecord = errors.New("the release has a record the operator's cache had not shown yet; it is read again on the next reconcile")
 
 // Query answers a query by release name (and owner, status, version or a
 // custom label) from the release's history; other queries go to the driver.
@@ -40,6 +60,9 @@ func (d *memoDriver) Query(labels map[string]string) ([]*release.Release, error)
 	name, ok := labels["name"]
 	if !ok || labels["owner"] != "helm" {
 		return d.Driver.Query(labels)
+	}
+	if d.unseen[name] {
+		return nil, fmt.Errorf("release %s: %w", name, errUnseenRecord)
 	}
 	history, err := d.load(name)
 	if err != nil {
@@ -61,6 +84,9 @@ func (d *memoDriver) Query(labels map[string]string) ([]*release.Release, error)
 // driver would (custom labels only); otherwise from the driver.
 func (d *memoDriver) Get(key string) (*release.Release, error) {
 	name, version, ok := parseKey(key)
+	if ok && d.unseen[name] {
+		return nil, fmt.Errorf("release %s: %w", name, errUnseenRecord)
+	}
 	history, loaded := d.history[name]
 	if !ok || !loaded {
 		return d.Driver.Get(key)
@@ -74,24 +100,56 @@ func (d *memoDriver) Get(key string) (*release.Release, error) {
 }
 
 func (d *memoDriver) Create(key string, rls *release.Release) error {
-	d.forget(key)
-	return d.Driver.Create(key, rls)
+	name, err := d.writing(key, true)
+	if err != nil {
+		return err
+	}
+	err = d.Driver.Create(key, rls)
+	if errors.Is(err, driver.ErrReleaseExists) && d.presumed[name] {
+		d.unseen[name] = true
+		return fmt.Errorf("release %s: %w", name, errUnseenRecord)
+	}
+	return err
 }
 
 func (d *memoDriver) Update(key string, rls *release.Release) error {
-	d.forget(key)
+	if _, err := d.writing(key, true); err != nil {
+		return err
+	}
 	return d.Driver.Update(key, rls)
 }
 
 func (d *memoDriver) Delete(key string) (*release.Release, error) {
-	d.forget(key)
+	if _, err := d.writing(key, false); err != nil {
+		return nil, err
+	}
 	return d.Driver.Delete(key)
+}
+
+// writing forgets the history of the release key belongs to before a
+// write, and tells records when the write stores a record; it refuses a
+// write to an unseen release.
+func (d *memoDriver) writing(key string, stores bool) (name string, err error) {
+	name, _, ok := parseKey(key)
+	if ok && d.unseen[name] {
+		return name, fmt.Errorf("release %s: %w", name, errUnseenRecord)
+	}
+	if ok && stores {
+		d.records.writing(d.namespace, name)
+	}
+	d.forget(key)
+	return name, nil
 }
 
 // load reads the release's whole history once.
 func (d *memoDriver) load(name string) ([]*release.Release, error) {
 	if h, ok := d.history[name]; ok {
 		return h, nil
+	}
+	if d.records.none(d.ctx, d.namespace, name) {
+		d.presumed[name] = true
+		d.history[name] = []*release.Release{}
+		return d.history[name], nil
 	}
 	h, err := d.Driver.Query(map[string]string{"name": name, "owner": "helm"})
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
@@ -166,13 +224,14 @@ func copyRelease(rel *release.Release, labels map[string]string) *release.Releas
 
 // MemoizedStorage wraps a storage driver mapper so that each driver it
 // returns, one per action configuration and so per reconcile, reads each
-// release's records once (memoDriver).
-func MemoizedStorage(mapper helmclient.ObjectToStorageDriverMapper) helmclient.ObjectToStorageDriverMapper {
+// release's records once (memoDriver), and not at all where records knows
+// the release has none (nil records: always).
+func MemoizedStorage(mapper helmclient.ObjectToStorageDriverMapper, records *Records) helmclient.ObjectToStorageDriverMapper {
 	return func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
 		d, err := mapper(ctx, obj, cfg)
 		if err != nil {
 			return nil, err
 		}
-		return newMemoDriver(d), nil
+		return newMemoDriver(ctx, d, obj.GetNamespace(), records), nil
 	}
 }

@@ -84,7 +84,7 @@ func TestMemoDriverAnswersLikeTheSecretsDriver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	memo := storage.Init(newMemoDriver(inner))
+	memo := storage.Init(newMemoDriver(context.Background(), inner, "memo", nil))
 
 	type read struct {
 		name string

@@ -128,8 +128,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Recorder: recorder,
 	}
 	metrics.Register(mgr.GetClient(), pools.IsPooled)
+	if err := action.IndexRecords(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	records := &action.Records{Reader: mgr.GetCache()}
 	actionConfig, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(),
-		helmclient.StorageDriverMapper(action.MemoizedStorage(helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{}))))
+		helmclient.StorageDriverMapper(action.MemoizedStorage(helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{}), records)))
 	if err != nil {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
 	}
@@ -143,6 +147,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Gateways: features.Gateways, Indexed: true}.Leftovers
 	actions.RenderInputs = renderInputs(mgr.GetClient(), limits)
 	actions.CheckRecord = policyGate.CheckRecord
+	actions.Records = records
 	quota := &admission.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	budget := teamBudget(mgr.GetClient(), opts, quota)
 	if features.Webhook {
