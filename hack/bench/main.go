@@ -38,6 +38,8 @@ type config struct {
 	cpu     string
 	profile string
 	flags   []string
+	// webhooks serves ours's webhooks, as the OLM bundle runs it.
+	webhooks bool
 	// resident measures ours at rest instead of bursts.
 	resident bool
 	// section is the part of the report (out) this run rewrites; raw is its own.
@@ -75,6 +77,7 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&cfg.raw, "json", "", "raw figures (default docs/benchmarks-<section>.json)")
 	fs.StringVar(&cfg.section, "section", "", "section of the report to rewrite (default: resident with -resident; pools with a pooled or instancer system; comparison with stock or kubectl; fresh otherwise)")
 	fs.StringVar(&cfg.cpu, "cpu", "1", "CPU the operators are pinned to (taskset -c)")
+	fs.BoolVar(&cfg.webhooks, "webhooks", true, "ours serves its webhooks (--enable-webhook), as the OLM bundle runs it; false: as config/default runs it, without")
 	fs.StringVar(&cfg.profile, "cpuprofile", "", "write CPU profiles of ours during its burst to this file, and of its delete-all to FILE.delete (-n with one size)")
 	fs.BoolVar(&cfg.resident, "resident", false, "measure ours at rest with -n instances Running, brought there in waves on one cluster (-cpuprofile names heap profiles)")
 	oursFlags := fs.String("ours-flags", "", "space-separated extra flags for ours (e.g. --max-concurrent-reconciles=16)")

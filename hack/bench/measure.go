@@ -21,6 +21,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -101,11 +102,22 @@ func stockCRD() *apiextensionsv1.CustomResourceDefinition {
 
 // startCluster starts a fresh control plane with the project's CRDs and the
 // stock helm-operator's, creates the bench namespace and returns a client.
-func startCluster(ctx context.Context, root string) (*controlplane.Cluster, client.WithWatch, error) {
-	cluster, err := controlplane.Start(ctx, controlplane.Options{
+// With webhooks, the API server calls the operator's webhooks (oursArgs
+// serves them), as the OLM bundle installs them.
+func startCluster(ctx context.Context, root string, webhooks bool) (*controlplane.Cluster, client.WithWatch, error) {
+	opts := controlplane.Options{
 		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
 		CRDs:              []*apiextensionsv1.CustomResourceDefinition{stockCRD()},
-	})
+	}
+	if webhooks {
+		validating, mutating, err := harness.GeneratedWebhooks()
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.ValidatingWebhooks = []*admissionregistrationv1.ValidatingWebhookConfiguration{validating}
+		opts.MutatingWebhooks = []*admissionregistrationv1.MutatingWebhookConfiguration{mutating}
+	}
+	cluster, err := controlplane.Start(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,22 +137,28 @@ func startCluster(ctx context.Context, root string) (*controlplane.Cluster, clie
 	return cluster, cl, nil
 }
 
-// oursArgs are challenge-operator's flags in every bench, then -ours-flags.
-func oursArgs(cfg config) ([]string, error) {
+// oursArgs are challenge-operator's flags in every bench, then -ours-flags;
+// with -webhooks, as the OLM bundle runs it, its webhooks served to cluster.
+func oursArgs(cfg config, cluster *controlplane.Cluster) ([]string, error) {
 	watches, err := harness.WatchesFile()
 	if err != nil {
 		return nil, err
 	}
-	return append([]string{"--watches-file=" + watches,
+	args := []string{"--watches-file=" + watches,
 		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0", "--leader-elect=false",
-		"--flag-secret-namespaces=" + benchNamespace, "--zap-log-level=info", "--pprof-bind-address=" + pprofAddr}, cfg.flags...), nil
+		"--flag-secret-namespaces=" + benchNamespace, "--zap-log-level=info", "--pprof-bind-address=" + pprofAddr}
+	if cfg.webhooks {
+		_, port, certDir := cluster.Webhook()
+		args = append(args, "--enable-webhook", fmt.Sprintf("--webhook-port=%d", port), "--webhook-cert-dir="+certDir)
+	}
+	return append(args, cfg.flags...), nil
 }
 
 // measure runs one burst of n for one system on a fresh control plane.
 func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	ctx := context.Background()
 	r := result{System: sys, N: n}
-	cluster, cl, err := startCluster(ctx, root)
+	cluster, cl, err := startCluster(ctx, root, cfg.webhooks && isOurs(sys))
 	if err != nil {
 		return r, err
 	}
@@ -176,7 +194,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	var proc process
 	switch {
 	case isOurs(sys):
-		args, err := oursArgs(cfg)
+		args, err := oursArgs(cfg, cluster)
 		if err != nil {
 			return r, err
 		}

@@ -47,12 +47,12 @@ type residentPoint struct {
 // a CTF's live instances cost it, whatever bursts brought them.
 func resident(cfg config, root, bin string) error {
 	ctx := context.Background()
-	cluster, cl, err := startCluster(ctx, root)
+	cluster, cl, err := startCluster(ctx, root, cfg.webhooks)
 	if err != nil {
 		return err
 	}
 	defer cluster.Stop()
-	args, err := oursArgs(cfg)
+	args, err := oursArgs(cfg, cluster)
 	if err != nil {
 		return err
 	}

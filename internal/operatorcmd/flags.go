@@ -31,9 +31,13 @@ type Options struct {
 	LeaderElect      bool
 	LeaderElectionNS string
 	CreateMonitors   bool
-	KubeAPIQPS       float64
-	KubeAPIBurst     int
-	Operator         operator.Options
+	// WebhookPort and WebhookCertDir are where the webhooks are served
+	// (--enable-webhook) and the certificate they are served with.
+	WebhookPort    int
+	WebhookCertDir string
+	KubeAPIQPS     float64
+	KubeAPIBurst   int
+	Operator       operator.Options
 	// FlagKeyFile holds the key of the teams' perTeam flags.
 	FlagKeyFile string
 	Zap         zap.Options
@@ -73,7 +77,9 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.Operator.CanaryNamespace, "canary-namespace", "", "Namespace where the operator tries a Degraded template's canary instance (a template whose newest instances keep failing holds its new starts until one runs); platforms need no rights there. Default: --pool-namespace, else the operator's own (POD_NAMESPACE).")
 	fs.BoolVar(&o.Operator.Values.NamespacePerInstance, "namespace-per-instance", false, "Run every instance in a namespace of its own, with a ResourceQuota and a LimitRange.")
 	fs.BoolVar(&o.CreateMonitors, "create-monitors", false, "Apply the operator's own ServiceMonitor and alerts (PrometheusRule) in its namespace, owned by its metrics Service, wherever the cluster serves the Prometheus Operator's kinds (the OLM bundle sets it; needs config/self-monitoring's Role).")
-	fs.BoolVar(&o.Operator.Webhook, "enable-webhook", false, "Serve the validating webhook that refuses duplicate and over-quota Challenges at admission (needs a serving certificate).")
+	fs.BoolVar(&o.Operator.Webhook, "enable-webhook", false, "Serve the validating webhook that refuses duplicate and over-quota Challenges at admission, and the mutating one that sets the uninstall finalizer (needs a serving certificate).")
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port the webhooks are served on (--enable-webhook).")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "Directory with the webhooks' tls.crt and tls.key; empty: controller-runtime's /tmp/k8s-webhook-server/serving-certs, where OLM mounts them.")
 	// The security policy: what values may set and what a release may contain.
 	fs.Var(listValue{&o.Operator.Values.IngressFromNamespaces}, "ingress-from-namespaces", "Comma-separated namespaces (an ingress controller's, the platform's) whose pods may connect to instances.")
 	fs.StringVar(&o.Operator.Values.DNSNamespace, "dns-namespace", "kube-system", "Namespace of the cluster DNS (pods labelled k8s-app=kube-dns), the one in-cluster peer instances may reach.")

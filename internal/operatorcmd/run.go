@@ -97,7 +97,7 @@ func run(ctx context.Context, opts Options) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 opts.Serving.Metrics(),
-		WebhookServer:           webhook.NewServer(webhook.Options{TLSOpts: opts.Serving.TLSOpts()}),
+		WebhookServer:           webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir, TLSOpts: opts.Serving.TLSOpts()}),
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElect,

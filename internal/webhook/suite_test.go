@@ -1,20 +1,15 @@
 package webhook_test
 
 import (
-	"bytes"
 	"os"
-	"path/filepath"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/challenge-operator/challenge-operator/internal/manifests"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/values"
-	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -47,29 +42,9 @@ func TestMain(m *testing.M) {
 // generatedWebhooks are config/webhook as controller-gen writes it, limited
 // to the namespaces labelled for them.
 func generatedWebhooks() (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
-	data, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "config", "webhook", "manifests.yaml"))
+	validating, mutating, err := harness.GeneratedWebhooks()
 	if err != nil {
 		panic(err)
-	}
-	objs, err := manifests.Decode(bytes.NewReader(data))
-	if err != nil {
-		panic(err)
-	}
-	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	for _, o := range objs {
-		var into any
-		switch o.GetKind() {
-		case "ValidatingWebhookConfiguration":
-			into = validating
-		case "MutatingWebhookConfiguration":
-			into = mutating
-		default:
-			panic("config/webhook holds a " + o.GetKind())
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
-			panic(err)
-		}
 	}
 	onlyLabelled := &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "on"}}
 	for i := range validating.Webhooks {
