@@ -14,6 +14,9 @@ import (
 	"github.com/challenge-operator/challenge-operator/test/chartrender"
 )
 
+// LimitedBroadcaster is the broadcaster of the operator's bounded Events.
+var LimitedBroadcaster = limitedBroadcaster
+
 // RenderForGate renders charts/challenge for ch, an instance of tmpl, as the
 // translator composes its values (with a stand-in flag), and returns the
 // manifest with the Instance the operator's gate holds it to under opts.

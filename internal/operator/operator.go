@@ -46,6 +46,8 @@ type Options struct {
 	NodeAddress string
 	// MaxConcurrentReconciles is the default number of Challenges reconciled at once.
 	MaxConcurrentReconciles int
+	// Events bounds the Events the operator writes; zero, unbounded.
+	Events EventLimit
 	// MaxInstancesPerParticipant is the operator-wide cap on one participant's
 	// active instances; a template's own limit wins; 0 means none.
 	MaxInstancesPerParticipant int32
@@ -111,7 +113,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := controller.AddIndexes(mgr, features.Gateways); err != nil {
 		return err
 	}
-	recorder := mgr.GetEventRecorder("challenge-operator")
+	recorder, err := eventRecorder(mgr, "challenge-operator", opts.Events)
+	if err != nil {
+		return err
+	}
 	var pools *pool.Pools
 	if features.Pools {
 		pools = &pool.Pools{Namespace: opts.PoolNamespace, Reader: mgr.GetClient(), Client: mgr.GetClient(), Demand: &pool.Demand{}}

@@ -38,12 +38,14 @@ var (
 func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{AsServiceAccount: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
-		PoolNamespace:           poolNamespace,
-		CanaryNamespace:         poolNamespace,
-		FlagCodec:               harness.FlagCodec(),
-		FlagWriterImage:         flagWriterImage,
-		Values:                  values.Settings{InternalCIDRs: internalCIDRs, IngressFromNamespaces: []string{ingressNamespace}},
-		Limits:                  policy.Limits{TLSSecrets: []string{wildcardTLS}},
+		// As shipped (--event-qps, --event-burst).
+		Events:          operator.EventLimit{QPS: 50, Burst: 100},
+		PoolNamespace:   poolNamespace,
+		CanaryNamespace: poolNamespace,
+		FlagCodec:       harness.FlagCodec(),
+		FlagWriterImage: flagWriterImage,
+		Values:          values.Settings{InternalCIDRs: internalCIDRs, IngressFromNamespaces: []string{ingressNamespace}},
+		Limits:          policy.Limits{TLSSecrets: []string{wildcardTLS}},
 	}}, &h, func() { k8s, cluster = h.Client, h.Cluster }))
 }
 

@@ -67,6 +67,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	// objects each to a crawl when hundreds of Challenges arrive at once.
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 200, "Requests per second the operator may send to the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 400, "Requests the operator may send at once above kube-api-qps.")
+	fs.Float64Var(&o.Operator.Events.QPS, "event-qps", 50, "Events the operator writes a second once --event-burst is spent, as the kubelet's flag: the rest wait, none is dropped, so a burst of claims or installs is not slowed by Events reporting it. 0: no bound but --kube-api-qps.")
+	fs.IntVar(&o.Operator.Events.Burst, "event-burst", 100, "Events the operator may write at once (--event-qps).")
 	o.Operator.MaxInstancesPerParticipant = operator.DefaultMaxInstancesPerParticipant
 	fs.Var(int32Value{&o.Operator.MaxInstances}, "max-instances", "Live instances the cluster may hold, all templates and teams together; the others are Queued and installed in creation order as instances go. 0 means no bound.")
 	fs.Var(int32Value{&o.Operator.MaxInstancesPerParticipant}, "max-instances-per-participant", "Active instances one participant may have, unless the template says otherwise; 0 means no limit.")
