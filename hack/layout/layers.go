@@ -74,6 +74,7 @@ var placed = map[string]string{
 
 	"internal/metrics":     supportLayer,
 	"internal/readthrough": supportLayer,
+	"internal/informerstore": supportLayer,
 	"internal/serving":     supportLayer,
 	"internal/manifests":   supportLayer,
 
