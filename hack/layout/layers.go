@@ -72,11 +72,10 @@ var placed = map[string]string{
 	"internal/endpoint":  coreLayer,
 	"internal/policy":    coreLayer,
 
-	"internal/metrics":       supportLayer,
-	"internal/readthrough":   supportLayer,
-	"internal/informerstore": supportLayer,
-	"internal/serving":       supportLayer,
-	"internal/manifests":     supportLayer,
+	"internal/metrics":     supportLayer,
+	"internal/readthrough": supportLayer,
+	"internal/serving":     supportLayer,
+	"internal/manifests":   supportLayer,
 
 	"internal/admission":              engineLayer,
 	"internal/containment":            engineLayer,

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
-	"github.com/challenge-operator/challenge-operator/internal/informerstore"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/selfmonitor"
 )
@@ -109,7 +108,6 @@ func run(ctx context.Context, opts Options) error {
 		// as soon as the manager returns.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         operator.CacheOptions(WatchNamespaces(), opts.Operator.Features()),
-		NewCache:                      informerstore.NewCache,
 		// A panic in any reconciler (the Helm one's hooks, translator and
 		// policy gate included) fails that reconcile only, and is counted in
 		// controller_runtime_reconcile_panics_total{controller}.

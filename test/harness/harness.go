@@ -35,7 +35,6 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
-	"github.com/challenge-operator/challenge-operator/internal/informerstore"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
@@ -230,7 +229,6 @@ func (h *Harness) startOperator(ctx context.Context, opts Options) (stopped <-ch
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  operator.CacheOptions(nil, opts.Operator.Features()),
-		NewCache:               informerstore.NewCache,
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir}),
 		// Restart runs a second manager in this process, with the same controller names.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
