@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -61,20 +62,11 @@ func TestRecordsAnswerOnlyAKnownAbsence(t *testing.T) {
 	records := &Records{Reader: c}
 	cached := func(name string, want int) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		NewWithT(t).Eventually(func(g Gomega) {
 			var list corev1.SecretList
-			if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{ReleaseField: name}); err != nil {
-				t.Fatal(err)
-			}
-			if len(list.Items) == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the cache holds %d records of %s, want %d", len(list.Items), name, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			g.Expect(c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{ReleaseField: name})).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(want), "records of %s in the cache", name)
+		}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 	}
 	// reads runs f on a new reconcile's storage and returns the requests it sent.
 	reads := func(f func(*storage.Storage)) int {

@@ -61,8 +61,8 @@ func (d *memoDriver) Query(labels map[string]string) ([]*release.Release, error)
 	if !ok || labels["owner"] != "helm" {
 		return d.Driver.Query(labels)
 	}
-	if d.unseen[name] {
-		return nil, fmt.Errorf("release %s: %w", name, errUnseenRecord)
+	if err := d.refuseUnseen(name); err != nil {
+		return nil, err
 	}
 	history, err := d.load(name)
 	if err != nil {
@@ -84,8 +84,8 @@ func (d *memoDriver) Query(labels map[string]string) ([]*release.Release, error)
 // driver would (custom labels only); otherwise from the driver.
 func (d *memoDriver) Get(key string) (*release.Release, error) {
 	name, version, ok := parseKey(key)
-	if ok && d.unseen[name] {
-		return nil, fmt.Errorf("release %s: %w", name, errUnseenRecord)
+	if err := d.refuseUnseen(name); ok && err != nil {
+		return nil, err
 	}
 	history, loaded := d.history[name]
 	if !ok || !loaded {
@@ -107,7 +107,7 @@ func (d *memoDriver) Create(key string, rls *release.Release) error {
 	err = d.Driver.Create(key, rls)
 	if errors.Is(err, driver.ErrReleaseExists) && d.presumed[name] {
 		d.unseen[name] = true
-		return fmt.Errorf("release %s: %w", name, errUnseenRecord)
+		return d.refuseUnseen(name)
 	}
 	return err
 }
@@ -131,14 +131,23 @@ func (d *memoDriver) Delete(key string) (*release.Release, error) {
 // write to an unseen release.
 func (d *memoDriver) writing(key string, stores bool) (name string, err error) {
 	name, _, ok := parseKey(key)
-	if ok && d.unseen[name] {
-		return name, fmt.Errorf("release %s: %w", name, errUnseenRecord)
+	if err := d.refuseUnseen(name); ok && err != nil {
+		return name, err
 	}
 	if ok && stores {
 		d.records.writing(d.namespace, name)
 	}
 	d.forget(key)
 	return name, nil
+}
+
+// refuseUnseen is the error of every action on the release name once its
+// record was found unseen; nil before.
+func (d *memoDriver) refuseUnseen(name string) error {
+	if !d.unseen[name] {
+		return nil
+	}
+	return fmt.Errorf("release %s: %w", name, errUnseenRecord)
 }
 
 // load reads the release's whole history once.
