@@ -31,11 +31,19 @@ type poolUnderTest struct {
 }
 
 // startPool starts an API server with the pool's namespace ("pool") and
-// tmpl, the demand's clock reading *now.
-func startPool(t *testing.T, tmpl *ctfv1alpha1.ChallengeTemplate, now *time.Time) *poolUnderTest {
+// a template of that name with that pool, the demand's clock reading *now.
+func startPool(t *testing.T, name string, spec *ctfv1alpha1.PoolSpec, now *time.Time) *poolUnderTest {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
+	tmpl := &ctfv1alpha1.ChallengeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{
+			Image: "registry.example/ctf/" + name + ":1",
+			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
+			Pool:  spec,
+		},
+	}
 	_, cl := controlplane.StartAPIServer(t)
 	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pool"}})).To(Succeed())
 	// No status yet: the pool controller may write before the template
@@ -79,15 +87,8 @@ func (p *poolUnderTest) pooled(g Gomega) []ctfv1alpha1.Challenge {
 func TestPoolStatusCountsWhatIsLeftAfterAShrink(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	tmpl := &ctfv1alpha1.ChallengeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: "shrinking"},
-		Spec: ctfv1alpha1.ChallengeTemplateSpec{
-			Image: "registry.example/ctf/shrinking:1",
-			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
-			Pool:  &ctfv1alpha1.PoolSpec{Min: 1, Max: 4},
-		},
-	}
-	p := startPool(t, tmpl, &now)
+	p := startPool(t, "shrinking", &ctfv1alpha1.PoolSpec{Min: 1, Max: 4}, &now)
+	tmpl := p.tmpl
 	demand := p.demand
 	reconcileAndRead := func() *ctfv1alpha1.PoolStatus {
 		t.Helper()
@@ -125,15 +126,8 @@ func TestPoolStatusCountsWhatIsLeftAfterAShrink(t *testing.T) {
 func TestPoolRefillWaitsForQuiet(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	tmpl := &ctfv1alpha1.ChallengeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: "refilled"},
-		Spec: ctfv1alpha1.ChallengeTemplateSpec{
-			Image: "registry.example/ctf/refilled:1",
-			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
-			Pool:  &ctfv1alpha1.PoolSpec{Min: 1, Max: 20},
-		},
-	}
-	p := startPool(t, tmpl, &now)
+	p := startPool(t, "refilled", &ctfv1alpha1.PoolSpec{Min: 1, Max: 20}, &now)
+	tmpl := p.tmpl
 	demand := p.demand
 	reconcile := func() (ctrl.Result, *ctfv1alpha1.PoolStatus, []ctfv1alpha1.Challenge) {
 		t.Helper()
@@ -186,16 +180,9 @@ func TestPoolOpeningWindow(t *testing.T) {
 	g := NewWithT(t)
 	at := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
 	now := at.Add(-2 * time.Hour)
-	tmpl := &ctfv1alpha1.ChallengeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: "opening"},
-		Spec: ctfv1alpha1.ChallengeTemplateSpec{
-			Image: "registry.example/ctf/opening:1",
-			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
-			Pool: &ctfv1alpha1.PoolSpec{Min: 0, Max: 1, Opening: &ctfv1alpha1.PoolOpening{
-				Time: metav1.NewTime(at), Size: 3, FillBefore: &metav1.Duration{Duration: time.Hour}}},
-		},
-	}
-	p := startPool(t, tmpl, &now)
+	p := startPool(t, "opening", &ctfv1alpha1.PoolSpec{Min: 0, Max: 1, Opening: &ctfv1alpha1.PoolOpening{
+		Time: metav1.NewTime(at), Size: 3, FillBefore: &metav1.Duration{Duration: time.Hour}}}, &now)
+	tmpl := p.tmpl
 	g.Expect(tmpl.Spec.Pool.Opening.HoldFor).To(Equal(&metav1.Duration{Duration: 30 * time.Minute}), "the CRD's default")
 	recorder := p.recorder
 	reconcile := func() (time.Duration, *ctfv1alpha1.PoolStatus) {

@@ -14,6 +14,15 @@ import (
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
+// webChallenge is a Challenge of one web port in namespace default.
+func webChallenge(name, participant string) *ctfv1alpha1.Challenge {
+	ch := &ctfv1alpha1.Challenge{}
+	ch.Namespace, ch.Name = "default", name
+	ch.Spec = ctfv1alpha1.ChallengeSpec{Participant: participant, Image: "registry.example/ctf/web:1",
+		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}}
+	return ch
+}
+
 // TestStatusAfterTheFinalizerNeedsNoRetry: the Helm reconciler patches its
 // finalizer, then writes the status while the cache still holds the
 // Challenge as it was before the patch. The finalizer patch goes out alone
@@ -24,10 +33,7 @@ func TestStatusAfterTheFinalizerNeedsNoRetry(t *testing.T) {
 	ctx := context.Background()
 	_, cl := controlplane.StartAPIServer(t)
 
-	ch := &ctfv1alpha1.Challenge{}
-	ch.Namespace, ch.Name = "default", "finalized"
-	ch.Spec = ctfv1alpha1.ChallengeSpec{Participant: "team-f", Image: "registry.example/ctf/web:1",
-		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}}
+	ch := webChallenge("finalized", "team-f")
 	if err := cl.Create(ctx, ch); err != nil {
 		t.Fatal(err)
 	}
@@ -73,13 +79,7 @@ func TestGetOfAChallengeDeletedAndCreatedAgainIsNotFound(t *testing.T) {
 	ctx := context.Background()
 	_, cl := controlplane.StartAPIServer(t)
 	helm := &StatusClient{Client: cl}
-	newChallenge := func() *ctfv1alpha1.Challenge {
-		ch := &ctfv1alpha1.Challenge{}
-		ch.Namespace, ch.Name = "default", "restarted"
-		ch.Spec = ctfv1alpha1.ChallengeSpec{Participant: "team-r", Image: "registry.example/ctf/web:1",
-			Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}}
-		return ch
-	}
+	newChallenge := func() *ctfv1alpha1.Challenge { return webChallenge("restarted", "team-r") }
 	first := newChallenge()
 	if err := cl.Create(ctx, first); err != nil {
 		t.Fatal(err)
@@ -116,11 +116,8 @@ func TestNothingIsKeptOfAChallengeWhoseLastFinalizerGoes(t *testing.T) {
 	_, cl := controlplane.StartAPIServer(t)
 	writer := &StatusWriter{Client: cl, Reader: cl, Observer: &Observer{Reader: cl}}
 	helm := &StatusClient{Client: cl, Writer: writer}
-	ch := &ctfv1alpha1.Challenge{}
-	ch.Namespace, ch.Name = "default", "gone"
+	ch := webChallenge("gone", "team-g")
 	ch.Finalizers = []string{"uninstall-helm-release"}
-	ch.Spec = ctfv1alpha1.ChallengeSpec{Participant: "team-g", Image: "registry.example/ctf/web:1",
-		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}}
 	if err := cl.Create(ctx, ch); err != nil {
 		t.Fatal(err)
 	}

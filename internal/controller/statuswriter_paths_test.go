@@ -150,11 +150,9 @@ func TestStatusWriterPaths(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ch := &ctfv1alpha1.Challenge{}
-			ch.Namespace, ch.Name = "default", "paths-"+string(rune('a'+i))
+			name := "paths-" + string(rune('a'+i))
+			ch := webChallenge(name, "team-"+name)
 			ch.Finalizers = []string{"test.challenge-operator.io/hold"}
-			ch.Spec = ctfv1alpha1.ChallengeSpec{Participant: "team-" + ch.Name, Image: "registry.example/ctf/web:1",
-				Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}}
 			if tc.spec != nil {
 				tc.spec(&ch.Spec)
 			}
@@ -241,10 +239,7 @@ func TestOwnWritesAnswerALaggingCache(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	cfg, plain := controlplane.StartAPIServer(t)
-	ch := &ctfv1alpha1.Challenge{}
-	ch.Namespace, ch.Name = "default", "lagging"
-	ch.Spec = ctfv1alpha1.ChallengeSpec{Participant: "team-lagging", Image: "registry.example/ctf/web:1",
-		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}}
+	ch := webChallenge("lagging", "team-lagging")
 	g.Expect(plain.Create(ctx, ch)).To(Succeed())
 	stale := ch.DeepCopy() // all the cache holds throughout
 

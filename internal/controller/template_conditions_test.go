@@ -24,6 +24,14 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/containment"
 )
 
+// fakeScheme holds the kinds the reconcilers read and write.
+func fakeScheme(g Gomega) *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(ctfv1alpha1.AddToScheme(scheme)).To(Succeed())
+	return scheme
+}
+
 // TestARefusedStatusWriteDoesNothing: a decision is acted on only once its
 // status is written. The canary that ran is kept, and no Event is given,
 // when the write is refused as a conflict (the template changed
@@ -31,9 +39,7 @@ import (
 // still Degraded, waited for a canary gone.
 func TestARefusedStatusWriteDoesNothing(t *testing.T) {
 	g := NewWithT(t)
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(ctfv1alpha1.AddToScheme(scheme)).To(Succeed())
+	scheme := fakeScheme(g)
 	canaries := &containment.Canaries{Namespace: "ctf-pool"}
 	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "uid-web", Generation: 2}}
 	tmpl.Status.Conditions = []metav1.Condition{{Type: containment.ConditionDegraded, Status: metav1.ConditionTrue,
@@ -64,9 +70,7 @@ func TestARefusedStatusWriteDoesNothing(t *testing.T) {
 // again from its Job; before, each refused write told it once more.
 func TestARefusedSolverStatusWriteAnnouncesNothing(t *testing.T) {
 	g := NewWithT(t)
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(ctfv1alpha1.AddToScheme(scheme)).To(Succeed())
+	scheme := fakeScheme(g)
 	canaries := &containment.Canaries{Namespace: "ctf-pool"}
 	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "uid-web", Generation: 1},
 		Spec: ctfv1alpha1.ChallengeTemplateSpec{SolverCheck: &ctfv1alpha1.SolverCheck{Image: "registry.example/solver:1"}}}
