@@ -344,12 +344,16 @@ func poolReport(b *strings.Builder, cfg config, results []result) {
 	if len(pooled) == 0 && !slices.Contains(cfg.systems, claimFloor) {
 		return
 	}
-	floored := slices.ContainsFunc(results, func(r result) bool { return r.System == claimFloor })
-	besides := []string{}
-	for _, sys := range []string{"ours", claimFloor} {
-		if slices.ContainsFunc(results, func(r result) bool { return r.System == sys }) {
-			besides = append(besides, map[string]string{"ours": "ours installing fresh", claimFloor: "the claim floor"}[sys])
-		}
+	measured := func(sys string) bool {
+		return slices.ContainsFunc(results, func(r result) bool { return r.System == sys })
+	}
+	floored := measured(claimFloor)
+	var besides []string
+	if measured("ours") {
+		besides = append(besides, "ours installing fresh")
+	}
+	if floored {
+		besides = append(besides, "the claim floor")
 	}
 	if len(besides) > 0 {
 		fmt.Fprintf(b, "\nThe pooled systems beside %s:\n\n", strings.Join(besides, " and "))
