@@ -32,7 +32,8 @@ func startableTemplate(t *testing.T, mutate func(*ctfv1alpha1.ChallengeTemplateS
 }
 
 // startableTemplateNamed creates a startable template named name and waits
-// for the instancer to list it.
+// for both replicas of the instancer to list it: each reads templates from
+// its own cache, and a test may start on either.
 func startableTemplateNamed(t *testing.T, name string, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) string {
 	t.Helper()
 	h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
@@ -43,11 +44,13 @@ func startableTemplateNamed(t *testing.T, name string, mutate func(*ctfv1alpha1.
 		}
 	})
 	tok := mint(t, "lister")
-	NewWithT(t).Eventually(func(g Gomega) {
-		var templates struct{ Templates []instancer.Template }
-		g.Expect(call(t, tok, "GET", "/api/v1/templates", nil, &templates)).To(Equal(http.StatusOK))
-		g.Expect(templates.Templates).To(ContainElement(HaveField("Name", name)))
-	}, timeout, interval).Should(Succeed())
+	for _, r := range []*replica{api, api2} {
+		NewWithT(t).Eventually(func(g Gomega) {
+			var templates struct{ Templates []instancer.Template }
+			g.Expect(callAt(t, r.URL, tok, "GET", "/api/v1/templates", nil, &templates)).To(Equal(http.StatusOK))
+			g.Expect(templates.Templates).To(ContainElement(HaveField("Name", name)))
+		}, timeout, interval).Should(Succeed(), "replica %s lists %s", r.name, name)
+	}
 	return name
 }
 
