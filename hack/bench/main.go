@@ -57,6 +57,9 @@ func main() {
 	}
 	ctrllog.SetLogger(logr.Discard())
 	cfg.run = thisRun(os.Args[1:], !cfg.resident)
+	if cfg.run.GoMaxProcs, err = goMaxProcs(cfg.cpu); err != nil {
+		fatal(err)
+	}
 	if err := run(cfg); err != nil {
 		fatal(err)
 	}
@@ -265,7 +268,8 @@ func report(cfg config, results []result) string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s Operators pinned to CPU %s; medians of %d repetition(s).\n\nMachine: %s.\n", cfg.run.line(cfg.raw), cfg.cpu, cfg.reps, cfg.run.Machine)
+	fmt.Fprintf(&b, "%s Operators pinned to CPU %s%s; medians of %d repetition(s).\n\nMachine: %s.\n",
+		cfg.run.line(cfg.raw), cfg.cpu, cfg.run.procs(), cfg.reps, cfg.run.Machine)
 	burstTable(&b, cfg, med)
 	poolReport(&b, cfg, results)
 	return b.String()

@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/cpuset"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -707,11 +708,32 @@ func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 type process struct{ *controlplane.Process }
 
 func startProcess(cluster *controlplane.Cluster, cpu, path string, args ...string) (process, error) {
+	procs, err := goMaxProcs(cpu)
+	if err != nil {
+		return process{}, err
+	}
 	// taskset execs the operator in its own place: the PID is the operator's.
 	cmd := exec.Command("taskset", append([]string{"-c", cpu, path}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE="+benchNamespace)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE="+benchNamespace, procs)
 	p, err := controlplane.StartProcess(cmd, filepath.Join(cluster.LogDir, filepath.Base(path)+".log"))
 	return process{p}, err
+}
+
+// goMaxProcs is the GOMAXPROCS setting of an operator pinned to cpus (a
+// taskset list): the one Go chooses in the shipped pod, whose CPU limit
+// stands for the pinning. Go reads a CPU limit below 2 as 2 (on a node of
+// at least two CPUs), where an affinity of one CPU would make it 1: a
+// single P, on which a webhook's answer waits behind reconciles for the
+// 10 ms of a time slice. A GOMAXPROCS of the caller's own is kept.
+func goMaxProcs(cpus string) (string, error) {
+	if v, ok := os.LookupEnv("GOMAXPROCS"); ok {
+		return "GOMAXPROCS=" + v, nil
+	}
+	set, err := cpuset.Parse(cpus)
+	if err != nil {
+		return "", fmt.Errorf("-cpu %q: %w", cpus, err)
+	}
+	return fmt.Sprintf("GOMAXPROCS=%d", max(2, set.Size())), nil
 }
 
 // sample is a process's counters at one moment.

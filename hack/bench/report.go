@@ -59,6 +59,17 @@ type runInfo struct {
 	Args    string
 	When    string
 	Machine string
+	// GoMaxProcs is the operators' GOMAXPROCS setting (goMaxProcs); empty
+	// in a section recorded before it was set.
+	GoMaxProcs string
+}
+
+// procs is the operators' GOMAXPROCS as the report says it.
+func (r runInfo) procs() string {
+	if r.GoMaxProcs == "" {
+		return ""
+	}
+	return fmt.Sprintf(" with %s (Go's own choice under the CPU limit config/manager ships)", r.GoMaxProcs)
 }
 
 // thisRun describes the run under way.

@@ -137,6 +137,7 @@ func TestReplaceSection(t *testing.T) {
 var (
 	measuredRE = regexp.MustCompile("Measured (.+?) with `go run ./hack/bench ?(.*?)`; raw figures in \\[([^]]+)\\]")
 	machineRE  = regexp.MustCompile(`(?m)^Machine: (.*)\.$`)
+	procsRE    = regexp.MustCompile(`pinned to CPU [^ ;)]+ with (GOMAXPROCS=\d+) \(`)
 	limitRE    = regexp.MustCompile(`memory limit it ships with \(([^,]+), config/manager\)`)
 )
 
@@ -165,6 +166,9 @@ func TestReportSectionsAreTheirRawFigures(t *testing.T) {
 			machine := machineRE.FindStringSubmatch(part)
 			g.Expect(machine).NotTo(BeNil(), "the section's Machine line")
 			cfg.run = runInfo{Args: m[2], When: m[1], Machine: machine[1]}
+			if procs := procsRE.FindStringSubmatch(part); procs != nil {
+				cfg.run.GoMaxProcs = procs[1]
+			}
 			raw, err := os.ReadFile(filepath.Join("..", "..", "docs", m[3]))
 			g.Expect(err).NotTo(HaveOccurred())
 			var content string

@@ -240,12 +240,12 @@ func writeResident(cfg config, limit resource.Quantity, points []residentPoint) 
 // residentReport is the report's resident section.
 func residentReport(cfg config, limit resource.Quantity, points []residentPoint) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s One operator (pinned to CPU %s) on one local control plane "+
+	fmt.Fprintf(&b, "%s One operator (pinned to CPU %s%s) on one local control plane "+
 		"(kube-apiserver, etcd, controller-manager, scheduler, KWOK) is brought to each count in waves of plain Challenges "+
 		"(8 creating at once, each its own team), and measured once they are all Running: from 60 to 120 s after the wave, "+
 		"its API requests and CPU, then its RSS and the Go heap in use after a forced garbage collection. It runs with "+
 		"GOMEMLIMIT at %.0f MiB, which it sets itself in a pod under the memory limit it ships with (%s, config/manager). One repetition.\n\n",
-		cfg.run.line(cfg.raw), cfg.cpu, float64(limit.Value())*0.9/(1<<20), limit.String())
+		cfg.run.line(cfg.raw), cfg.cpu, cfg.run.procs(), float64(limit.Value())*0.9/(1<<20), limit.String())
 	fmt.Fprintf(&b, "Machine: %s.\n\n", cfg.run.Machine)
 	fmt.Fprintf(&b, "| instances Running | wave: create to last Running (s) | RSS (MiB) | peak RSS (MiB) | heap in use (MiB) | RSS per instance (KiB) | heap per instance (KiB) | at rest: requests/s | at rest: CPU %% of a core |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range points {
