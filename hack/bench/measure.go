@@ -292,6 +292,9 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}); err != nil {
 		return r, err
 	}
+	if os.Getenv("BENCH_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "+%5.1fs the last create answered\n", since(start, time.Now()))
+	}
 	var ready map[string]time.Time
 	if floor != nil {
 		if ready, err = floor.wait(); err != nil {
@@ -802,10 +805,15 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]float64
 	}
 	counts := map[string]float64{}
 	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
+		// The requests, and the seconds they took (secondsPrefix).
+		metric, prefix := "apiserver_request_total{", ""
+		if strings.HasPrefix(line, "apiserver_request_duration_seconds_sum{") {
+			metric, prefix = "apiserver_request_duration_seconds_sum{", secondsPrefix
+		}
+		if !strings.HasPrefix(line, metric) {
 			continue
 		}
-		labels, value, _ := strings.Cut(strings.TrimPrefix(line, "apiserver_request_total{"), "} ")
+		labels, value, _ := strings.Cut(strings.TrimPrefix(line, metric), "} ")
 		key := []string{}
 		for _, l := range strings.Split(labels, ",") {
 			k, v, _ := strings.Cut(l, "=")
@@ -814,10 +822,14 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]float64
 			}
 		}
 		n, _ := strconv.ParseFloat(value, 64)
-		counts[strings.Join(key, " ")] += n
+		counts[prefix+strings.Join(key, " ")] += n
 	}
 	return counts
 }
+
+// secondsPrefix marks, in apiserverRequests, the seconds a kind of request
+// took in all (watches' included, which last as long as they are open).
+const secondsPrefix = "seconds: "
 
 // printRequestDiff prints the busiest request kinds between two counts.
 func printRequestDiff(phase string, before, after map[string]float64) {
@@ -827,14 +839,15 @@ func printRequestDiff(phase string, before, after map[string]float64) {
 	}
 	var rows []row
 	for k, v := range after {
-		if d := v - before[k]; d > 0 {
+		if d := v - before[k]; d > 0 && !strings.HasPrefix(k, secondsPrefix) {
 			rows = append(rows, row{k, d})
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].n > rows[j].n })
-	fmt.Fprintf(os.Stderr, "API server requests, %s (all clients):\n", phase)
+	fmt.Fprintf(os.Stderr, "API server requests, %s (all clients; mean time in the API server):\n", phase)
 	for _, r := range rows[:min(len(rows), 25)] {
-		fmt.Fprintf(os.Stderr, "  %8.0f %s\n", r.n, r.key)
+		seconds := after[secondsPrefix+r.key] - before[secondsPrefix+r.key]
+		fmt.Fprintf(os.Stderr, "  %8.0f %s (%.1f ms)\n", r.n, r.key, 1000*seconds/r.n)
 	}
 }
 
