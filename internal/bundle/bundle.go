@@ -307,6 +307,7 @@ func (b *builder) webhookDefinitions() {
 				TargetPort:              ptrTo(intOrString(9443)),
 				Rules:                   w.Rules,
 				FailurePolicy:           w.FailurePolicy,
+				ObjectSelector:          w.ObjectSelector,
 				SideEffects:             w.SideEffects,
 				TimeoutSeconds:          w.TimeoutSeconds,
 				AdmissionReviewVersions: w.AdmissionReviewVersions,

@@ -351,9 +351,7 @@ func byKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unst
 
 func TestWebhookIsTheGeneratedOne(t *testing.T) {
 	g := NewWithT(t)
-	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	generated, err := manifests.Decode(bytes.NewReader(data))
+	generated, err := manifests.Kustomize(filepath.Join(root, "config", "webhook"))
 	g.Expect(err).NotTo(HaveOccurred())
 	// A mutating webhook has a validating one's fields, and a reinvocation
 	// policy neither sets: both are read as validating ones.
@@ -372,7 +370,7 @@ func TestWebhookIsTheGeneratedOne(t *testing.T) {
 }
 
 // expectGeneratedWebhooks checks the chart's webhooks (have) against
-// controller-gen's (want) in installMode mode.
+// config/webhook's (want: controller-gen's, patched) in installMode mode.
 func expectGeneratedWebhooks(g Gomega, mode string, want, have admissionregistrationv1.ValidatingWebhookConfiguration) {
 	g.Expect(have.Webhooks).To(HaveLen(len(want.Webhooks)))
 	for i, w := range want.Webhooks {

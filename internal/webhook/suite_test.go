@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	}, &h, nil))
 }
 
-// generatedWebhooks are config/webhook as controller-gen writes it, limited
+// generatedWebhooks are config/webhook as kustomize builds it, limited
 // to the namespaces labelled for them.
 func generatedWebhooks() (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
 	validating, mutating, err := harness.GeneratedWebhooks()

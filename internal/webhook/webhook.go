@@ -2,9 +2,11 @@
 // refuse later with phase Error: duplicate, over-quota and over-budget
 // instances, values a template does not allow, reserved label and
 // annotation keys, lifetimes over its maximum; on creation and on every
-// update. A mutating webhook beside it sets the Helm reconciler's finalizer
-// on creation (Finalizer). Both are optional: the operator reaches the same
-// verdicts, and adds its finalizer, without them.
+// update, of every Challenge but the pooled instances (config/webhook leaves
+// those to the operator, which made them). A mutating webhook beside it sets
+// the Helm reconciler's finalizer on creation (Finalizer). Both are
+// optional: the operator reaches the same verdicts, and adds its finalizer,
+// without them.
 package webhook
 
 import (

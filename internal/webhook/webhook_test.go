@@ -185,3 +185,32 @@ func TestNothingOrphanedWhenAnInstanceExpires(t *testing.T) {
 	h.EventuallyGone(t, ch, 2*harness.Timeout, "expired")
 	h.EventuallyGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: identity.Namespace(ch)}}, 2*harness.Timeout, "the instance namespace is not orphaned")
 }
+
+// TestPooledInstancesSkipOnlyTheWebhook: the validating webhook leaves
+// Challenges with the pool label to the operator (pooled instances are its
+// own, and a claim's update of one need not wait on it). A team's Challenge
+// wearing the label is refused by the operator instead, with the same
+// reason; one that gains it in an update is still refused at admission.
+func TestPooledInstancesSkipOnlyTheWebhook(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := h.Namespace(t, map[string]string{webhookLabel: "on"})
+	h.Template(t, "wh-pool-label", nil)
+
+	labelled := harness.FromTemplate(ns, "labelled", "team-p", "wh-pool-label")
+	labelled.Labels = map[string]string{ctfv1alpha1.PoolLabel: "wh-pool-label"}
+	labelled.Spec.Values = harness.Values(`{"replicas": 5}`)
+	g.Expect(h.Client.Create(ctx, labelled)).To(Succeed(), "not sent to the validating webhook")
+	got := h.EventuallyPhase(t, labelled, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("ValueNotAllowed"))
+	g.Expect(got.Finalizers).To(ContainElement(ctfv1alpha1.UninstallFinalizer), "the mutating webhook still sets the finalizer")
+
+	plain := harness.FromTemplate(ns, "plain", "team-q", "wh-pool-label")
+	g.Expect(h.Client.Create(ctx, plain)).To(Succeed())
+	patch := client.MergeFrom(plain.DeepCopy())
+	plain.Labels = map[string]string{ctfv1alpha1.PoolLabel: "wh-pool-label"}
+	plain.Spec.Values = harness.Values(`{"replicas": 5}`)
+	err := h.Client.Patch(ctx, plain, patch)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "its old object is sent: got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("ValueNotAllowed"))
+}

@@ -1,9 +1,7 @@
 package harness
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -13,15 +11,11 @@ import (
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
-// GeneratedWebhooks are config/webhook as controller-gen writes it: the
-// webhooks the operator serves with --enable-webhook, as the OLM bundle
-// installs them.
+// GeneratedWebhooks are config/webhook as kustomize builds it (controller-gen's
+// manifests and the patches beside them): the webhooks the operator serves
+// with --enable-webhook, as the OLM bundle installs them.
 func GeneratedWebhooks() (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	data, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "config", "webhook", "manifests.yaml"))
-	if err != nil {
-		return nil, nil, err
-	}
-	objs, err := manifests.Decode(bytes.NewReader(data))
+	objs, err := manifests.Kustomize(filepath.Join(controlplane.RepoRoot(), "config", "webhook"))
 	if err != nil {
 		return nil, nil, err
 	}
