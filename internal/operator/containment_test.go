@@ -125,13 +125,19 @@ func TestBrokenImageDegradesItsTemplateOnly(t *testing.T) {
 		tmpl.Spec.Image = "registry.example/ctf/fixed:2"
 		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
+	// The canary lifted the hold: its Event says so. The condition says it
+	// too until an instance admitted since fails (under load, an install may
+	// fail once and be retried), when it counts that failure instead.
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(broken), tmpl)).To(Succeed())
 		degraded := apimeta.FindStatusCondition(tmpl.Status.Conditions, "Degraded")
 		g.Expect(degraded.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(degraded.Reason).To(Equal("CanaryRan"))
-		g.Expect(degraded.Message).To(ContainSubstring(poolNamespace + "/broken-image-canary-"))
+		g.Expect(degraded.Reason).To(BeElementOf("CanaryRan", "FailuresBelowThreshold"))
+		if degraded.Reason != "CanaryRan" {
+			t.Logf("Degraded since the canary ran: %s: %s", degraded.Reason, degraded.Message)
+		}
 		g.Expect(apimeta.IsStatusConditionTrue(tmpl.Status.Conditions, "Ready")).To(BeTrue())
+		g.Expect(templateEvents(g, broken.Name)).To(ContainElement(HavePrefix("CanaryRan: canary instance " + poolNamespace + "/broken-image-canary-")))
 	}, timeout, interval).Should(Succeed())
 	eventuallyPhase(t, waiting, ctfv1alpha1.PhaseRunning)
 	for _, ch := range failed {
@@ -143,6 +149,6 @@ func TestBrokenImageDegradesItsTemplateOnly(t *testing.T) {
 		g.Expect(canaries.Items).To(BeEmpty(), "the canary's work is done")
 	}, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(templateEvents(g, broken.Name)).To(ContainElements(HavePrefix("Degraded: "), HavePrefix("CanaryRan: ")))
+		g.Expect(templateEvents(g, broken.Name)).To(ContainElement(HavePrefix("Degraded: ")))
 	}, timeout, interval).Should(Succeed())
 }
