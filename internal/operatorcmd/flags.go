@@ -65,8 +65,12 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.Operator.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "Challenges reconciled at once, unless watches.yaml says otherwise (a burst of installs and teardowns waits on the API server, not on CPU).")
 	// client-go's defaults (5/s, burst 10) throttle an install of a few
 	// objects each to a crawl when hundreds of Challenges arrive at once.
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 200, "Requests per second the operator may send to the API server.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 400, "Requests the operator may send at once above kube-api-qps.")
+	// The bound is per kind (each kind has its own client), and a claim
+	// writes two Challenges (the pooled instance, the claimant's status): at
+	// 200/s claims were held to about 100 a second, below the API server's
+	// pace, whose priority and fairness protects it from any one client.
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 1000, "Requests per second the operator may send to the API server, for each kind of object.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 2000, "Requests of one kind the operator may send at once above kube-api-qps.")
 	fs.Float64Var(&o.Operator.Events.QPS, "event-qps", 50, "Events the operator writes a second once --event-burst is spent, as the kubelet's flag: the rest wait, none is dropped, so a burst of claims or installs is not slowed by Events reporting it. 0: no bound but --kube-api-qps.")
 	fs.IntVar(&o.Operator.Events.Burst, "event-burst", 100, "Events the operator may write at once (--event-qps).")
 	o.Operator.MaxInstancesPerParticipant = operator.DefaultMaxInstancesPerParticipant
