@@ -260,11 +260,13 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		}
 	}
 	var burstRequestsBefore map[string]float64
+	var operatorBefore string // the operator's metrics, BENCH_DEBUG only
 	// stopTimeline ends the timeline 10 s after the last Running, with the burst's requests.
 	timelineCtx, stopTimeline := context.WithCancel(ctx)
 	defer stopTimeline()
 	if os.Getenv("BENCH_DEBUG") != "" {
 		burstRequestsBefore = apiserverRequests(ctx, cluster.Config)
+		operatorBefore, _ = scrape()
 		if proc.Process != nil {
 			go timeline(timelineCtx, time.Now())
 		}
@@ -328,6 +330,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}
 	if burstRequestsBefore != nil {
 		printRequestDiff("burst, until the last Running", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
+		printOperatorLatencies(operatorBefore)
 	}
 	if err := <-profiled; err != nil {
 		return r, err
@@ -830,6 +833,24 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]float64
 // secondsPrefix marks, in apiserverRequests, the seconds a kind of request
 // took in all (watches' included, which last as long as they are open).
 const secondsPrefix = "seconds: "
+
+// printOperatorLatencies prints, since before (a scrape of the operator's
+// metrics), how many reconciles the Challenge controller made and their
+// mean time: beside the API server's times, what of a claim is the
+// operator's own.
+func printOperatorLatencies(before string) {
+	after, err := scrape()
+	if err != nil {
+		return
+	}
+	const metric, label = "controller_runtime_reconcile_time_seconds", `controller="challenge-controller"`
+	n := sum(after, metric+"_count", label) - sum(before, metric+"_count", label)
+	if n == 0 {
+		return
+	}
+	ms := 1000 * (sum(after, metric+"_sum", label) - sum(before, metric+"_sum", label)) / n
+	fmt.Fprintf(os.Stderr, "the operator, burst, until the last Running: %.0f Challenge reconciles, %.1f ms each on average\n", n, ms)
+}
 
 // printRequestDiff prints the busiest request kinds between two counts.
 func printRequestDiff(phase string, before, after map[string]float64) {
