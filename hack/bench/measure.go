@@ -212,7 +212,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 			defer stopWriters()
 			go answerWriters(writers, cl)
 		}
-		proc, err = startProcess(cluster, cfg.cpu, filepath.Join(bin, "manager"), args...)
+		proc, err = startProcess(cluster, cfg, filepath.Join(bin, "manager"), args...)
 		if err != nil {
 			return r, err
 		}
@@ -222,7 +222,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		if err := os.WriteFile(watches, []byte(content), 0o644); err != nil {
 			return r, err
 		}
-		proc, err = startProcess(cluster, cfg.cpu, filepath.Join(bin, "helm-operator"), "run", "--watches-file="+watches,
+		proc, err = startProcess(cluster, cfg, filepath.Join(bin, "helm-operator"), "run", "--watches-file="+watches,
 			"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0", "--zap-log-level=info")
 		if err != nil {
 			return r, err
@@ -713,14 +713,12 @@ func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 // process is an operator under measurement.
 type process struct{ *controlplane.Process }
 
-func startProcess(cluster *controlplane.Cluster, cpu, path string, args ...string) (process, error) {
-	procs, err := goMaxProcs(cpu)
-	if err != nil {
-		return process{}, err
-	}
+// startProcess starts an operator pinned to -cpu, with the run's GOMAXPROCS:
+// the setting its report states.
+func startProcess(cluster *controlplane.Cluster, cfg config, path string, args ...string) (process, error) {
 	// taskset execs the operator in its own place: the PID is the operator's.
-	cmd := exec.Command("taskset", append([]string{"-c", cpu, path}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE="+benchNamespace, procs)
+	cmd := exec.Command("taskset", append([]string{"-c", cfg.cpu, path}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE="+benchNamespace, cfg.run.GoMaxProcs)
 	p, err := controlplane.StartProcess(cmd, filepath.Join(cluster.LogDir, filepath.Base(path)+".log"))
 	return process{p}, err
 }

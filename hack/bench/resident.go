@@ -64,7 +64,7 @@ func resident(cfg config, root, bin string) error {
 	}
 	_ = os.Setenv("GOMEMLIMIT", strconv.FormatInt(limit.Value()*9/10, 10))
 	defer func() { _ = os.Unsetenv("GOMEMLIMIT") }()
-	proc, err := startProcess(cluster, cfg.cpu, filepath.Join(bin, "manager"), args...)
+	proc, err := startProcess(cluster, cfg, filepath.Join(bin, "manager"), args...)
 	if err != nil {
 		return err
 	}
