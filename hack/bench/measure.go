@@ -259,7 +259,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 			return r, err
 		}
 	}
-	var burstRequestsBefore map[string]float64
+	var burstRequestsBefore map[string]requests
 	var operatorBefore string // the operator's metrics, BENCH_DEBUG only
 	// stopTimeline ends the timeline 10 s after the last Running, with the burst's requests.
 	timelineCtx, stopTimeline := context.WithCancel(ctx)
@@ -330,7 +330,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}
 	if burstRequestsBefore != nil {
 		printRequestDiff("burst, until the last Running", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
-		printOperatorLatencies(operatorBefore)
+		printReconcileTimes(operatorBefore)
 	}
 	if err := <-profiled; err != nil {
 		return r, err
@@ -393,7 +393,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		deleteProfiled <- nil
 	}
 	debug := os.Getenv("BENCH_DEBUG") != ""
-	var requestsBefore map[string]float64
+	var requestsBefore map[string]requests
 	if debug {
 		requestsBefore = apiserverRequests(ctx, cluster.Config)
 	}
@@ -793,9 +793,14 @@ func (p process) memory(field string) float64 {
 	return 0
 }
 
+// requests are the API server's requests of one kind since it started: how
+// many, and the seconds they took in all (watches' included, which last as
+// long as they are open).
+type requests struct{ n, seconds float64 }
+
 // apiserverRequests counts the API server's requests by verb, resource and
 // subresource (all clients): BENCH_DEBUG prints where a phase's requests go.
-func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]float64 {
+func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]requests {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil
@@ -804,12 +809,12 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]float64
 	if err != nil {
 		return nil
 	}
-	counts := map[string]float64{}
+	const total, seconds = "apiserver_request_total{", "apiserver_request_duration_seconds_sum{"
+	counts := map[string]requests{}
 	for _, line := range strings.Split(string(body), "\n") {
-		// The requests, and the seconds they took (secondsPrefix).
-		metric, prefix := "apiserver_request_total{", ""
-		if strings.HasPrefix(line, "apiserver_request_duration_seconds_sum{") {
-			metric, prefix = "apiserver_request_duration_seconds_sum{", secondsPrefix
+		metric := total
+		if strings.HasPrefix(line, seconds) {
+			metric = seconds
 		}
 		if !strings.HasPrefix(line, metric) {
 			continue
@@ -822,21 +827,24 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]float64
 				key = append(key, strings.Trim(v, `"`))
 			}
 		}
-		n, _ := strconv.ParseFloat(value, 64)
-		counts[prefix+strings.Join(key, " ")] += n
+		v, _ := strconv.ParseFloat(value, 64)
+		kind := strings.Join(key, " ")
+		c := counts[kind]
+		if metric == total {
+			c.n += v
+		} else {
+			c.seconds += v
+		}
+		counts[kind] = c
 	}
 	return counts
 }
 
-// secondsPrefix marks, in apiserverRequests, the seconds a kind of request
-// took in all (watches' included, which last as long as they are open).
-const secondsPrefix = "seconds: "
-
-// printOperatorLatencies prints, since before (a scrape of the operator's
+// printReconcileTimes prints, since before (a scrape of the operator's
 // metrics), how many reconciles the Challenge controller made and their
 // mean time: beside the API server's times, what of a claim is the
 // operator's own.
-func printOperatorLatencies(before string) {
+func printReconcileTimes(before string) {
 	after, err := scrape()
 	if err != nil {
 		return
@@ -850,23 +858,23 @@ func printOperatorLatencies(before string) {
 	fmt.Fprintf(os.Stderr, "the operator, burst, until the last Running: %.0f Challenge reconciles, %.1f ms each on average\n", n, ms)
 }
 
-// printRequestDiff prints the busiest request kinds between two counts.
-func printRequestDiff(phase string, before, after map[string]float64) {
+// printRequestDiff prints the busiest request kinds between two counts,
+// with the mean time each took in the API server.
+func printRequestDiff(phase string, before, after map[string]requests) {
 	type row struct {
-		key string
-		n   float64
+		key        string
+		n, seconds float64
 	}
 	var rows []row
 	for k, v := range after {
-		if d := v - before[k]; d > 0 && !strings.HasPrefix(k, secondsPrefix) {
-			rows = append(rows, row{k, d})
+		if d := v.n - before[k].n; d > 0 {
+			rows = append(rows, row{k, d, v.seconds - before[k].seconds})
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].n > rows[j].n })
 	fmt.Fprintf(os.Stderr, "API server requests, %s (all clients; mean time in the API server):\n", phase)
 	for _, r := range rows[:min(len(rows), 25)] {
-		seconds := after[secondsPrefix+r.key] - before[secondsPrefix+r.key]
-		fmt.Fprintf(os.Stderr, "  %8.0f %s (%.1f ms)\n", r.n, r.key, 1000*seconds/r.n)
+		fmt.Fprintf(os.Stderr, "  %8.0f %s (%.1f ms)\n", r.n, r.key, 1000*r.seconds/r.n)
 	}
 }
 
