@@ -222,6 +222,12 @@ func (c *trackedClient) Install(name, namespace string, chrt *chart.Chart, vals 
 	// Marked before Helm creates anything: the rollback of a failed install
 	// deletes while it runs.
 	c.installing.keys.Store(c.key, struct{}{})
+	if checked, err := checkValues(chrt, vals); checked {
+		if err != nil {
+			return nil, redacted(err, vals)
+		}
+		opts = append(opts, func(i *action.Install) error { i.SkipSchemaValidation = true; return nil })
+	}
 	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
 	c.discovery.learn(c.Config())
 	if err == nil {
@@ -245,6 +251,12 @@ func (c *trackedClient) Upgrade(name, namespace string, chrt *chart.Chart, vals 
 		} else {
 			opts = append(opts, func(u *action.Upgrade) error { u.Labels = withLabel(u.Labels, hash); return nil })
 		}
+	}
+	if checked, err := checkValues(chrt, vals); checked {
+		if err != nil {
+			return nil, redacted(err, vals)
+		}
+		opts = append(opts, func(u *action.Upgrade) error { u.SkipSchemaValidation = true; return nil })
 	}
 	if !isDryRun(opts) {
 		// Helm deletes what the current record lists and the new one does not.
