@@ -2,6 +2,7 @@ package action
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -43,23 +44,25 @@ func checkValues(chrt *chart.Chart, vals map[string]any) (checked bool, err erro
 	if err != nil {
 		return false, nil //nolint:nilerr // Helm coalesces them again and reports the error itself
 	}
-	if err := validate(schema, coalesced); err != nil {
-		return true, fmt.Errorf("values don't meet the specifications of the schema(s) in the following chart(s):\n%s:\n%s", chrt.Name(), err)
+	if problems := validate(schema, coalesced); problems != "" {
+		return true, errors.New("values don't meet the specifications of the schema(s) in the following chart(s):\n" + chrt.Name() + ":\n" + problems)
 	}
 	return true, nil
 }
 
-// validate is Helm's ValidateAgainstSingleSchema after its compile.
-func validate(schema *jsonschema.Schema, vals chartutil.Values) (err error) {
+// validate is Helm's ValidateAgainstSingleSchema after its compile: the
+// values' problems in Helm's words, each line ending in a newline; "" when
+// they have none.
+func validate(schema *jsonschema.Schema, vals chartutil.Values) (problems string) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("unable to validate schema: %s", r)
+			problems = fmt.Sprintf("unable to validate schema: %s", r)
 		}
 	}()
 	if err := schema.Validate(vals.AsMap()); err != nil {
-		return fmt.Errorf("%s\n", strings.TrimPrefix(err.Error(), schemaPrefix)) //nolint:revive // Helm's text ends with a newline
+		return strings.TrimPrefix(err.Error(), schemaPrefix) + "\n"
 	}
-	return nil
+	return ""
 }
 
 // compiledSchema compiles chrt's schema once; nil when Helm must check the
