@@ -138,7 +138,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	records := &action.Records{Reader: mgr.GetCache()}
 	actionConfig, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(),
-		helmclient.StorageDriverMapper(action.MemoizedStorage(helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{}), records)))
+		helmclient.StorageDriverMapper(action.MemoizedStorage(action.RecordSecrets(), records)))
 	if err != nil {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
 	}

@@ -252,3 +252,30 @@ func changeSpec(g *WithT, ch *ctfv1alpha1.Challenge) {
 func deleteChallenge(g *WithT, ch *ctfv1alpha1.Challenge) {
 	g.Expect(k8s.Delete(context.Background(), ch)).To(Succeed())
 }
+
+// TestReleaseRecordIsHelmsAndTheChallenges: the record of an install is a
+// Secret of Helm's type and labels, controlled by its Challenge (the
+// garbage collector's fallback), which Helm's own driver reads as
+// deployed.
+func TestReleaseRecordIsHelmsAndTheChallenges(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	ch := newChallenge(ns, "recorded", "team-recorded")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+
+	var records corev1.SecretList
+	g.Expect(k8s.List(ctx, &records, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": ch.Name})).To(Succeed())
+	g.Expect(records.Items).To(HaveLen(1))
+	record := records.Items[0]
+	g.Expect(record.Type).To(BeEquivalentTo("helm.sh/release.v1"))
+	g.Expect(record.Labels).To(HaveKeyWithValue("status", "deployed"))
+	g.Expect(record.Labels).To(HaveKey("modifiedAt"), "deployed by an update of the pending record")
+	g.Expect(record.Labels).To(HaveKey(action.RenderHashLabel))
+	g.Expect(metav1.GetControllerOf(&record)).To(HaveField("UID", ch.UID))
+
+	rel, err := helmStorage(t, ns).Deployed(ch.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Manifest).To(ContainSubstring("kind: Deployment"))
+}
