@@ -753,10 +753,11 @@ func (p process) sample(controllerLabel string) (sample, error) {
 	if err != nil {
 		return s, err
 	}
-	s.requests = sum(body, "rest_client_requests_total")
+	s.requests = sentRequests(body)
 	if os.Getenv("BENCH_DEBUG") != "" {
 		for _, line := range strings.Split(body, "\n") {
-			if strings.HasPrefix(line, "rest_client_requests_total") || strings.HasPrefix(line, "controller_runtime_reconcile_total") {
+			if strings.HasPrefix(line, "rest_client_requests_total") || strings.HasPrefix(line, "controller_runtime_reconcile_total") ||
+				strings.HasPrefix(line, "challenge_helm_requests_answered_total") {
 				fmt.Fprintln(os.Stderr, line)
 			}
 		}
@@ -883,13 +884,13 @@ func printRequestDiff(phase string, before, after map[string]requests) {
 // burst is held by the client's rate limit (--kube-api-qps) or by a queue.
 func timeline(ctx context.Context, t0 time.Time) {
 	body, _ := scrape()
-	last := sum(body, "rest_client_requests_total")
+	last := sentRequests(body)
 	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, false, func(context.Context) (bool, error) {
 		body, err := scrape()
 		if err != nil {
 			return false, nil //nolint:nilerr // try again at the next tick
 		}
-		requests := sum(body, "rest_client_requests_total")
+		requests := sentRequests(body)
 		fmt.Fprintf(os.Stderr, "+%5.1fs %6.0f requests/s; queued: teams %.0f, pool %.0f, pool sizing %.0f\n", since(t0, time.Now()), (requests-last)*2,
 			sum(body, "workqueue_depth", `name="challenge-controller"`), sum(body, "workqueue_depth", `name="challenge-pool-controller"`),
 			sum(body, "workqueue_depth", `name="challenge-pool"`))
@@ -916,6 +917,13 @@ func waitMetrics(ctx context.Context) error {
 }
 
 // sum adds the values of a metric's series whose labels contain every one of labels.
+// sentRequests counts the API requests an operator sent: client-go counts
+// each request of a client, also those ours answers without sending them
+// (challenge_helm_requests_answered_total).
+func sentRequests(body string) float64 {
+	return sum(body, "rest_client_requests_total") - sum(body, "challenge_helm_requests_answered_total")
+}
+
 func sum(body, metric string, labels ...string) float64 {
 	total := 0.0
 	for _, line := range strings.Split(body, "\n") {

@@ -60,6 +60,10 @@ type ClientGetter struct {
 	// driver answers absences from (MemoizedStorage): it learns here that
 	// an uninstall left a release without records.
 	Records *Records
+	// Existence, when set, answers installs' existence checks from the
+	// cache; its RestConfig must then be the action configs' client rest
+	// config mapper.
+	Existence *Existence
 }
 
 // NewClientGetter returns a getter whose uninstalls delete the release's
@@ -146,6 +150,7 @@ func (g *ClientGetter) InstallFailing(key string) bool {
 // ActionClientFor returns the action client for obj after unlocking its
 // release if a crashed operation left it pending.
 func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
+	ctx, check := g.Existence.begin(ctx)
 	ac, err := g.inner.ActionClientFor(ctx, obj)
 	if err != nil {
 		return nil, err
@@ -157,7 +162,7 @@ func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (
 	}
 	tc := &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight, ctx: ctx, obj: obj, leftovers: g.Leftovers,
 		uninstalled: &g.uninstalled, installing: &g.installing, checkRecord: g.CheckRecord, recorder: g.recorder, discovery: g.discovery,
-		records: g.Records}
+		records: g.Records, check: check}
 	if g.RenderInputs != nil {
 		if tc.renderInputs, err = g.RenderInputs(ctx, obj); err != nil {
 			return nil, err
@@ -205,6 +210,7 @@ type trackedClient struct {
 	recorder    events.EventRecorder
 	discovery   *discoveryMemo
 	records     *Records
+	check       *installCheck
 	// hashing is on when renderInputs were given.
 	hashing      bool
 	renderInputs string
@@ -228,7 +234,9 @@ func (c *trackedClient) Install(name, namespace string, chrt *chart.Chart, vals 
 		}
 		opts = append(opts, func(i *action.Install) error { i.SkipSchemaValidation = true; return nil })
 	}
-	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+	var rel *release.Release
+	var err error
+	c.check.during(func() { rel, err = c.ActionInterface.Install(name, namespace, chrt, vals, opts...) })
 	c.discovery.learn(c.Config())
 	if err == nil {
 		c.installing.keys.Delete(c.key)

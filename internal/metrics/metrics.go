@@ -68,7 +68,7 @@ func ObserveExpiry() { expiries.Inc() }
 func Register(reader client.Reader, pooled func(*ctfv1alpha1.Challenge) bool) {
 	registerOnce.Do(func() {
 		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, renewals, expiries, &phaseCollector{reader: reader, pooled: pooled},
-			poolInstances, poolTarget, poolClaims, templateDegraded, canaries, solverHealthy, solverRuns)
+			poolInstances, poolTarget, poolClaims, templateDegraded, canaries, solverHealthy, solverRuns, helmAnswered)
 	})
 }
 

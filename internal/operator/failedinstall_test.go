@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -93,4 +94,46 @@ func countCreatedDeployments(t *testing.T, ns string) func() int {
 		defer mu.Unlock()
 		return n
 	}
+}
+
+// TestObjectNotTheInstancesIsNeverTaken: an install's check that an object
+// does not exist yet is answered from the cache, which holds only instance
+// objects. A ServiceAccount of someone else's with the name the release
+// gives its own is therefore presumed absent; its create fails, and the
+// install's rollback deletes what the install created but not it. The next
+// install asks the API server, and Helm refuses the object by name, as it
+// did before the cache answered. With the object gone, the instance starts.
+func TestObjectNotTheInstancesIsNeverTaken(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	foreign := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns, Labels: map[string]string{"owner": "bystander"}}}
+	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
+
+	ch := newChallenge(ns, "taken", "team-taken")
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal("InstallError"))
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		g.Expect(got.Status.Message).To(ContainSubstring("exists and cannot be imported into the current release"))
+	}, timeout, interval).Should(Succeed(), "the retry asks the API server, and Helm refuses the object")
+
+	after := &corev1.ServiceAccount{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), after)).To(Succeed(), "never deleted")
+	g.Expect(after.UID).To(Equal(foreign.UID))
+	g.Expect(after.Labels).To(Equal(foreign.Labels), "never taken")
+	g.Expect(after.Annotations).To(BeEmpty(), "never taken")
+	g.Eventually(func(g Gomega) {
+		var policies networkingv1.NetworkPolicyList
+		g.Expect(k8s.List(ctx, &policies, client.InNamespace(ns))).To(Succeed())
+		g.Expect(policies.Items).To(BeEmpty(), "what the failed install created is rolled back")
+		var records corev1.SecretList
+		g.Expect(k8s.List(ctx, &records, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+		g.Expect(records.Items).To(BeEmpty())
+	}, timeout, interval).Should(Succeed())
+
+	g.Expect(k8s.Delete(ctx, foreign)).To(Succeed())
+	g.Expect(k8s.Patch(ctx, got, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"retry":"1"}}}`)))).To(Succeed())
+	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 }

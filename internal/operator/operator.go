@@ -137,8 +137,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	records := &action.Records{Reader: mgr.GetCache()}
+	// The kinds the Helm controllers watch (SetupHelmControllers).
+	existence, err := action.NewExistence(mgr.GetCache(), mgr.GetRESTMapper(), mgr.GetScheme(), controller.ReleaseKinds(features.NamespacePerInstance))
+	if err != nil {
+		return fmt.Errorf("mapping the kinds a release renders: %w", err)
+	}
 	actionConfig, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(),
-		helmclient.StorageDriverMapper(action.MemoizedStorage(action.RecordSecrets(), records)))
+		helmclient.StorageDriverMapper(action.MemoizedStorage(action.RecordSecrets(), records)),
+		helmclient.ClientRestConfigMapper(existence.RestConfig))
 	if err != nil {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
 	}
@@ -153,6 +159,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	actions.RenderInputs = renderInputs(mgr.GetClient(), limits)
 	actions.CheckRecord = policyGate.CheckRecord
 	actions.Records = records
+	actions.Existence = existence
 	quota := &admission.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	budget := teamBudget(mgr.GetClient(), opts, quota)
 	if features.Webhook {
