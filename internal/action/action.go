@@ -241,7 +241,30 @@ func (c *trackedClient) Install(name, namespace string, chrt *chart.Chart, vals 
 	if err == nil {
 		c.installing.keys.Delete(c.key)
 	}
+	if err != nil && c.check.provedWrong() {
+		err = errors.Join(err, c.purge(name))
+	}
 	return rel, redacted(err, vals)
+}
+
+// purge deletes what is left of the records of a failed install that found
+// an object presumed absent (Existence). Its rollback deleted them unless
+// one of its deletions failed, and such a record lists an object that is
+// not the release's: an upgrade would take it over, an uninstall delete it.
+func (c *trackedClient) purge(name string) error {
+	rels, err := c.Config().Releases.History(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the records of release %s after its failed install: %w", name, err)
+	}
+	for _, rel := range rels {
+		if _, err := c.Config().Releases.Delete(rel.Name, rel.Version); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+			return fmt.Errorf("deleting record %d of release %s after its failed install: %w", rel.Version, name, err)
+		}
+	}
+	return nil
 }
 
 // Upgrade upgrades, or answers a dry run for an unchanged render with the

@@ -166,6 +166,16 @@ func (c *installCheck) created(collection object, status *metav1.Status, readabl
 	}
 }
 
+// provedWrong tells whether a create found an object presumed absent.
+func (c *installCheck) provedWrong() bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.wrong) > 0
+}
+
 // isWrong tells whether target was presumed absent and found there.
 func (c *installCheck) isWrong(target object) bool {
 	c.mu.Lock()
