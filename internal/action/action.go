@@ -252,10 +252,7 @@ func (c *trackedClient) Install(name, namespace string, chrt *chart.Chart, vals 
 // one of its deletions failed, and such a record lists an object that is
 // not the release's: an upgrade would take it over, an uninstall delete it.
 func (c *trackedClient) purge(name string) error {
-	rels, err := c.Config().Releases.History(name)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil
-	}
+	rels, err := c.history(name)
 	if err != nil {
 		return fmt.Errorf("reading the records of release %s after its failed install: %w", name, err)
 	}
@@ -355,10 +352,7 @@ func (c *trackedClient) checkRecords(name string) error {
 	if c.checkRecord == nil {
 		return nil
 	}
-	rels, err := c.Config().Releases.History(name)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil
-	}
+	rels, err := c.history(name)
 	if err != nil {
 		return fmt.Errorf("reading the records of release %s: %w", name, err)
 	}
@@ -368,6 +362,15 @@ func (c *trackedClient) checkRecords(name string) error {
 		}
 	}
 	return nil
+}
+
+// history returns every record of the release, none when it has none.
+func (c *trackedClient) history(name string) ([]*release.Release, error) {
+	rels, err := c.Config().Releases.History(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	return rels, err
 }
 
 // refused reports a release record the operator does not act on. An error
