@@ -37,8 +37,9 @@ import (
 // that absence is presumed, not known. When the create then finds the
 // object there (409 AlreadyExists), the object is not the release's: the
 // failed install's rollback must not delete it, and its DELETE is answered
-// 404 without being sent. The next install of that object asks the API
-// server, and Helm refuses it as it always did ("exists and cannot be
+// 404 without being sent; a record the rollback leaves lists it, and is
+// purged (trackedClient.purge). The next install of that object asks the
+// API server, and Helm refuses it as it always did ("exists and cannot be
 // imported into the current release").
 
 // Existence answers installs' existence checks from the cache (see above).
