@@ -916,7 +916,6 @@ func waitMetrics(ctx context.Context) error {
 	})
 }
 
-// sum adds the values of a metric's series whose labels contain every one of labels.
 // sentRequests counts the API requests an operator sent: client-go counts
 // each request of a client, also those ours answers without sending them
 // (challenge_helm_requests_answered_total).
@@ -924,6 +923,7 @@ func sentRequests(body string) float64 {
 	return sum(body, "rest_client_requests_total") - sum(body, "challenge_helm_requests_answered_total")
 }
 
+// sum adds the values of a metric's series whose labels contain every one of labels.
 func sum(body, metric string, labels ...string) float64 {
 	total := 0.0
 	for _, line := range strings.Split(body, "\n") {
