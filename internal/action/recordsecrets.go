@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -94,9 +95,7 @@ func recordSecret(key string, rls *release.Release, stamp string) (*corev1.Secre
 		return nil, err
 	}
 	labels := map[string]string{stamp: strconv.FormatInt(time.Now().Unix(), 10)}
-	for k, v := range rls.Labels {
-		labels[k] = v
-	}
+	maps.Copy(labels, rls.Labels)
 	labels["name"] = rls.Name
 	labels["owner"] = "helm"
 	labels["status"] = rls.Info.Status.String()
