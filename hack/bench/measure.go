@@ -261,11 +261,13 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}
 	var burstRequestsBefore map[string]requests
 	var operatorBefore string // the operator's metrics, BENCH_DEBUG only
+	var cpuBefore map[string]time.Duration
 	// stopTimeline ends the timeline 10 s after the last Running, with the burst's requests.
 	timelineCtx, stopTimeline := context.WithCancel(ctx)
 	defer stopTimeline()
 	if os.Getenv("BENCH_DEBUG") != "" {
 		burstRequestsBefore = apiserverRequests(ctx, cluster.Config)
+		cpuBefore = processCPU()
 		operatorBefore, _ = scrape()
 		if proc.Process != nil {
 			go timeline(timelineCtx, time.Now())
@@ -331,6 +333,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	if burstRequestsBefore != nil {
 		printRequestDiff("burst, until the last Running", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
 		printReconcileTimes(operatorBefore)
+		printCPU("burst, until the last Running", cpuBefore, processCPU(), n)
 	}
 	if err := <-profiled; err != nil {
 		return r, err
@@ -811,8 +814,22 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]request
 		return nil
 	}
 	const total, seconds = "apiserver_request_total{", "apiserver_request_duration_seconds_sum{"
+	// The API server allocates Services' ClusterIPs one at a time, under one
+	// lock, each a create of an IPAddress: their mean time is the most
+	// Services it can create a second.
+	const allocations, allocating = "kube_apiserver_clusterip_allocator_allocation_duration_seconds_count{", "kube_apiserver_clusterip_allocator_allocation_duration_seconds_sum{"
 	counts := map[string]requests{}
 	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := metricValue(line, allocations); ok {
+			c := counts[clusterIPAllocations]
+			c.n += v
+			counts[clusterIPAllocations] = c
+		}
+		if v, ok := metricValue(line, allocating); ok {
+			c := counts[clusterIPAllocations]
+			c.seconds += v
+			counts[clusterIPAllocations] = c
+		}
 		metric := total
 		if strings.HasPrefix(line, seconds) {
 			metric = seconds
@@ -839,6 +856,22 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]request
 		counts[kind] = c
 	}
 	return counts
+}
+
+// clusterIPAllocations is the row of apiserverRequests that counts the API
+// server's ClusterIP allocations, not requests.
+const clusterIPAllocations = "ClusterIP allocations, one at a time"
+
+// metricValue is the value of line when it is a series of the metric whose
+// name and opening brace are prefix.
+func metricValue(line, prefix string) (float64, bool) {
+	series, ok := strings.CutPrefix(line, prefix)
+	if !ok {
+		return 0, false
+	}
+	_, value, _ := strings.Cut(series, "} ")
+	v, err := strconv.ParseFloat(value, 64)
+	return v, err == nil
 }
 
 // printReconcileTimes prints, since before (a scrape of the operator's
