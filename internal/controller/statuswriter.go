@@ -46,6 +46,10 @@ type StatusWriter struct {
 	Observer *Observer
 	// Recorder emits an Event on every phase change.
 	Recorder events.EventRecorder
+	// OperatorsOwn tells the operator's own instances (unclaimed pooled
+	// ones, canaries), which no team waits on: the teams' measures leave
+	// them out. Nil for none.
+	OperatorsOwn func(*ctfv1alpha1.Challenge) bool
 
 	// rendered is the generation of each Challenge (by namespace/name) that
 	// the Helm reconciler last rendered: what its status may claim observed.
@@ -405,8 +409,9 @@ func (w *StatusWriter) report(ch *ctfv1alpha1.Challenge, before *ctfv1alpha1.Cha
 	if w.Recorder != nil {
 		w.Recorder.Eventf(ch, nil, eventType, st.Reason, string(st.Phase), "%s: %s", st.Phase, st.Message)
 	}
-	if before.ReadyAt == nil && st.ReadyAt != nil && !w.Observer.Pools.IsPooled(ch) {
-		// A pooled instance waits for no team: its claimant's time counts.
+	if before.ReadyAt == nil && st.ReadyAt != nil && (w.OperatorsOwn == nil || !w.OperatorsOwn(ch)) {
+		// A pooled instance waits for no team (its claimant's time counts),
+		// nor does a canary.
 		metrics.ObserveTimeToReady(st.ReadyAt.Sub(ch.CreationTimestamp.Time))
 	}
 	if before.Phase == ctfv1alpha1.PhaseQueued && st.Phase != ctfv1alpha1.PhaseDeleted {

@@ -62,12 +62,13 @@ func ObserveExpiry() { expiries.Inc() }
 
 // Register adds the metrics to controller-runtime's registry; phases are
 // counted from reader (the manager's cache) at every scrape, so the gauge is
-// always exactly what the cluster holds. pooled tells the warm pools'
-// instances, which the pool's own metrics count: a claimed one is its
-// claimant's instance, counted once as the claimant's phase.
-func Register(reader client.Reader, pooled func(*ctfv1alpha1.Challenge) bool) {
+// always exactly what the cluster holds. operatorsOwn tells the operator's
+// own instances, which the pool's and the templates' metrics count: the
+// unclaimed pooled ones (a claimed one is its claimant's instance, counted
+// once as the claimant's phase) and the canaries.
+func Register(reader client.Reader, operatorsOwn func(*ctfv1alpha1.Challenge) bool) {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, renewals, expiries, &phaseCollector{reader: reader, pooled: pooled},
+		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, renewals, expiries, &phaseCollector{reader: reader, operatorsOwn: operatorsOwn},
 			poolInstances, poolTarget, poolClaims, templateDegraded, canaries, solverHealthy, solverRuns, helmAnswered)
 	})
 }
@@ -79,9 +80,9 @@ var phases = []ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseQueued,
 	ctfv1alpha1.PhaseRunning, ctfv1alpha1.PhaseError, ctfv1alpha1.PhaseDeleted}
 
 type phaseCollector struct {
-	reader client.Reader
-	pooled func(*ctfv1alpha1.Challenge) bool
-	now    func() time.Time // time.Now when nil
+	reader       client.Reader
+	operatorsOwn func(*ctfv1alpha1.Challenge) bool
+	now          func() time.Time // time.Now when nil
 }
 
 func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -112,7 +113,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	var overdue time.Duration
 	for i := range list.Items {
 		inst := &list.Items[i]
-		if c.pooled(inst) {
+		if c.operatorsOwn(inst) {
 			continue
 		}
 		phase := inst.Status.Phase

@@ -31,7 +31,7 @@ func TestPhasesCountEachInstanceOnce(t *testing.T) {
 		Spec: ctfv1alpha1.ChallengeSpec{Template: "pwn"}, Status: ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhasePending}}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
 		running("teams", "web"), running("pool", "web-pool-a"), running("pool", "web-pool-b"), pending).Build()
-	c := &phaseCollector{reader: reader, pooled: func(ch *ctfv1alpha1.Challenge) bool { return ch.Namespace == "pool" }}
+	c := &phaseCollector{reader: reader, operatorsOwn: func(ch *ctfv1alpha1.Challenge) bool { return ch.Namespace == "pool" }}
 	got := gather(t, c)
 	phases := 0
 	for name := range got {
@@ -62,7 +62,7 @@ func TestWaitsAndOverdueExpiries(t *testing.T) {
 	collect := func(objs ...client.Object) map[string]float64 {
 		t.Helper()
 		reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-		c := &phaseCollector{reader: reader, pooled: func(*ctfv1alpha1.Challenge) bool { return false }, now: func() time.Time { return now }}
+		c := &phaseCollector{reader: reader, operatorsOwn: func(*ctfv1alpha1.Challenge) bool { return false }, now: func() time.Time { return now }}
 		return gather(t, c)
 	}
 

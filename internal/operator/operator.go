@@ -123,6 +123,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	queue := &admission.Queue{Reader: mgr.GetClient(), MaxInstances: opts.MaxInstances, Pools: pools}
 	canaries := &containment.Canaries{Namespace: opts.CanaryNamespace}
+	// The operator's own instances, which no team waits on: a claimed pooled
+	// instance is counted as its claimant.
+	operatorsOwn := func(ch *ctfv1alpha1.Challenge) bool {
+		return pools.IsPooled(ch) || canaries.Is(ch) || canaries.IsSolver(ch)
+	}
 	writer := &controller.StatusWriter{
 		Client: mgr.GetClient(),
 		Reader: mgr.GetClient(),
@@ -130,9 +135,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Observer: &controller.Observer{Reader: mgr.GetClient(), Indexed: true, NodeAddress: opts.NodeAddress,
 			NamespacePerInstance: features.NamespacePerInstance, Gateways: features.Gateways, Queue: queue, Pools: pools,
 			Rollouts: &controller.Rollouts{Live: mgr.GetAPIReader()}},
-		Recorder: recorder,
+		Recorder:     recorder,
+		OperatorsOwn: operatorsOwn,
 	}
-	metrics.Register(mgr.GetClient(), pools.IsPooled)
+	metrics.Register(mgr.GetClient(), operatorsOwn)
 	if err := action.IndexRecords(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
@@ -85,6 +86,27 @@ func gauge(g Gomega, name, template string) (float64, bool) {
 	return m.GetGauge().GetValue(), m != nil
 }
 
+// phaseCount is challenge_phase_count for template's instances in phase.
+func phaseCount(g Gomega, template string, phase ctfv1alpha1.Phase) float64 {
+	families, err := crmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "challenge_phase_count" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["template"] == template && labels["phase"] == string(phase) {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 // TestSolverCheck (issue 33): a template's solver runs as a restricted Job
 // without a token against a canary of the operator's own, given ctfcli's
 // --connection-info and the expected flag. It passes; then the flag the
@@ -129,6 +151,7 @@ func TestSolverCheck(t *testing.T) {
 	g.Expect(canary.Labels).To(HaveKeyWithValue(ctfv1alpha1.SolverCanaryLabel, tmpl.Name))
 	g.Expect(canary.Spec.Participant).To(Equal(canaryName), "no team's")
 	g.Expect(canary.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
+	g.Expect(phaseCount(g, tmpl.Name, ctfv1alpha1.PhaseRunning)).To(BeZero(), "the canary is no team's instance")
 	g.Eventually(func(g Gomega) {
 		v, ok := gauge(g, "challenge_solver_healthy", tmpl.Name)
 		g.Expect(ok).To(BeTrue())
@@ -180,6 +203,7 @@ func TestSolverCheck(t *testing.T) {
 	served.Store(nil)
 	healthy(metav1.ConditionTrue, "SolverPassed")
 	eventuallyPhase(t, team, ctfv1alpha1.PhaseRunning)
+	g.Eventually(func(g Gomega) float64 { return phaseCount(g, tmpl.Name, ctfv1alpha1.PhaseRunning) }, timeout, interval).Should(BeEquivalentTo(1))
 	g.Eventually(func(g Gomega) {
 		g.Expect(templateEvents(g, tmpl.Name)).To(ContainElements(HavePrefix("SolverFailed: run"), HavePrefix("SolverPassed: the solver solves it again")))
 	}, timeout, interval).Should(Succeed())
