@@ -80,3 +80,14 @@ func printCPU(phase string, before, after map[string]time.Duration, n int) {
 	}
 	fmt.Fprintf(os.Stderr, "  %-24s %6.1f (%.1f)\n", "all", total.Seconds(), 1000*total.Seconds()/float64(n))
 }
+
+// cpuPerInstance is the CPU the whole machine and the API server used
+// between two processCPU, per instance of a burst of n, in ms.
+func cpuPerInstance(before, after map[string]time.Duration, n int) (machine, apiserver float64) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
+	var total time.Duration
+	for name, d := range after {
+		total += d - before[name]
+	}
+	return ms(total), ms(after["kube-apiserver"] - before["kube-apiserver"])
+}

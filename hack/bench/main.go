@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,6 +179,13 @@ type result struct {
 	// operator did before it (a pool's fill) or after (its refill). The claim
 	// floor's are its claims' writes.
 	RequestsToRunningPerInstance float64 `json:"requestsToRunningPerInstance,omitempty"`
+	// MachineCPUPerInstanceMs is the CPU the bench and every process it
+	// started (the control plane, KWOK, the operator, the instancer) used
+	// from the first create to the last Running, per instance, in ms:
+	// where, as here, the floor keeps every core busy, all Running is in
+	// proportion to it. APIServerCPUPerInstanceMs is the API server's share.
+	MachineCPUPerInstanceMs   float64 `json:"machineCPUPerInstanceMs,omitempty"`
+	APIServerCPUPerInstanceMs float64 `json:"apiserverCPUPerInstanceMs,omitempty"`
 	// HelmReconcilesPerInstance counts the Helm controller's reconciles until 70 s after the last Running.
 	HelmReconcilesPerInstance float64 `json:"helmReconcilesPerInstance"`
 	// After is 10 to 70 s after the last Running; Idle is 5 to 6 minutes after.
@@ -295,6 +303,8 @@ func burstTable(b *strings.Builder, cfg config, med map[string]map[int]result) {
 		}{
 			{"all Running (s)", func(r result) float64 { return r.AllRunning }, "%.1f", true},
 			{"create to Running p50 / p95 / p99 (s)", nil, "", true},
+			{"CPU per instance, whole machine, to the last Running (ms)", func(r result) float64 { return r.MachineCPUPerInstanceMs }, "%.1f", true},
+			{"CPU per instance, API server, to the last Running (ms)", func(r result) float64 { return r.APIServerCPUPerInstanceMs }, "%.1f", true},
 			{"Helm reconciles per instance", func(r result) float64 { return r.HelmReconcilesPerInstance }, "%.2f", false},
 			{"API requests per instance, burst", func(r result) float64 { return r.RequestsPerInstance }, "%.1f", false},
 			{"API requests/s, 10-70 s after", func(r result) float64 { return r.AfterRequestsPerSecond }, "%.1f", false},
@@ -311,9 +321,14 @@ func burstTable(b *strings.Builder, cfg config, med map[string]map[int]result) {
 			if !cfg.idle && strings.Contains(row.name, "min after") {
 				continue
 			}
+			if strings.HasPrefix(row.name, "CPU per instance") && !slices.ContainsFunc(slices.Collect(maps.Values(med)), func(bySize map[int]result) bool {
+				return row.f(bySize[n]) > 0
+			}) {
+				continue // runs before the bench measured it
+			}
 			cell := func(sys string) string {
 				r, ok := med[sys][n]
-				if !ok || (isFloor(sys) && !row.floor) {
+				if !ok || (isFloor(sys) && !row.floor) || (strings.HasPrefix(row.name, "CPU per instance") && row.f(r) == 0) {
 					return "-"
 				}
 				if row.f == nil {
@@ -352,6 +367,8 @@ func poolReport(b *strings.Builder, cfg config, results []result) {
 		return slices.ContainsFunc(results, func(r result) bool { return r.System == sys })
 	}
 	floored := measured(claimFloor)
+	// Runs before the bench measured the machine's CPU have no such column.
+	cpu := floored && slices.ContainsFunc(results, func(r result) bool { return r.MachineCPUPerInstanceMs > 0 })
 	var besides []string
 	if measured("ours") {
 		besides = append(besides, "ours installing fresh")
@@ -369,6 +386,10 @@ func poolReport(b *strings.Builder, cfg config, results []result) {
 	if floored {
 		header += " API requests per instance, to the last Running | all Running / floor | p95 / floor |"
 		rule += "---|---|---|"
+	}
+	if cpu {
+		header += " CPU per instance, whole machine, to the last Running (ms) | CPU / floor |"
+		rule += "---|---|"
 	}
 	b.WriteString(header + "\n" + rule + "\n")
 	for _, n := range cfg.sizes {
@@ -389,6 +410,10 @@ func poolReport(b *strings.Builder, cfg config, results []result) {
 				m.AllRunning, m.P50, m.P95, m.P99, m.RequestsPerInstance)
 			if floored {
 				fmt.Fprintf(b, " %.1f | %s | %s |", m.RequestsToRunningPerInstance, ratioTo(m.AllRunning, floor.AllRunning, hasFloor), ratioTo(m.P95, floor.P95, hasFloor))
+			}
+			if cpu {
+				fmt.Fprintf(b, " %s | %s |", orDash("%.1f", m.MachineCPUPerInstanceMs),
+					ratioTo(m.MachineCPUPerInstanceMs, floor.MachineCPUPerInstanceMs, hasFloor && m.MachineCPUPerInstanceMs > 0))
 			}
 			b.WriteString("\n")
 		}
@@ -449,3 +474,11 @@ func helmVersion() string {
 
 // since is seconds from t0 to t.
 func since(t0, t time.Time) float64 { return t.Sub(t0).Seconds() }
+
+// orDash formats v, or is "-" when v was not measured (0).
+func orDash(format string, v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}

@@ -261,13 +261,11 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}
 	var burstRequestsBefore map[string]requests
 	var operatorBefore string // the operator's metrics, BENCH_DEBUG only
-	var cpuBefore map[string]time.Duration
 	// stopTimeline ends the timeline 10 s after the last Running, with the burst's requests.
 	timelineCtx, stopTimeline := context.WithCancel(ctx)
 	defer stopTimeline()
 	if os.Getenv("BENCH_DEBUG") != "" {
 		burstRequestsBefore = apiserverRequests(ctx, cluster.Config)
-		cpuBefore = processCPU()
 		operatorBefore, _ = scrape()
 		if proc.Process != nil {
 			go timeline(timelineCtx, time.Now())
@@ -279,6 +277,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 			return r, err
 		}
 	}
+	cpuBefore := processCPU()
 	start := time.Now()
 	profiled := make(chan error, 1)
 	if cfg.profile != "" && isOurs(sys) {
@@ -323,6 +322,8 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		latencies = append(latencies, since(created[i], t))
 	}
 	r.AllRunning = since(start, last)
+	cpuAtLast := processCPU()
+	r.MachineCPUPerInstanceMs, r.APIServerCPUPerInstanceMs = cpuPerInstance(cpuBefore, cpuAtLast, n)
 	if proc.Process != nil {
 		atLast, err := proc.sample(controllerLabel(sys))
 		if err != nil {
@@ -333,7 +334,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	if burstRequestsBefore != nil {
 		printRequestDiff("burst, until the last Running", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
 		printReconcileTimes(operatorBefore)
-		printCPU("burst, until the last Running", cpuBefore, processCPU(), n)
+		printCPU("burst, until the last Running", cpuBefore, cpuAtLast, n)
 	}
 	if err := <-profiled; err != nil {
 		return r, err

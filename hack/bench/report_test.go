@@ -101,6 +101,13 @@ func TestPoolReportRatiosToTheClaimFloor(t *testing.T) {
 	g.Expect(content).To(ContainSubstring("| 500 | pooled | 500 | 90.0 | 0.000 | 0.00 | 0 | 8.0 | 3.00 / 6.00 / 7.00 | 38.0 | 0.0 | - | - |\n"), "no floor at 500")
 	g.Expect(content).To(ContainSubstring(floorNote))
 
+	g.Expect(content).NotTo(ContainSubstring("CPU per instance"), "no run measured the machine's CPU")
+	results[0].MachineCPUPerInstanceMs, results[1].MachineCPUPerInstanceMs = 9.5, 19
+	withCPU := report(cfg, results)
+	g.Expect(withCPU).To(ContainSubstring("| p95 / floor | CPU per instance, whole machine, to the last Running (ms) | CPU / floor |\n"))
+	g.Expect(withCPU).To(ContainSubstring("| 200 | pooled | 200 | 40.0 | 0.000 | 0.00 | 0 | 3.0 | 0.40 / 1.00 / 1.20 | 38.0 | 5.2 | 1.50 | 2.00 | 19.0 | 2.00 |\n"))
+	g.Expect(withCPU).To(ContainSubstring("| 200 | instancer | 200 | 41.0 | 0.000 | 0.00 | 0 | 5.5 | 1.00 / 2.25 / 3.00 | 39.0 | 0.0 | 2.75 | 4.50 | - | - |\n"), "not measured")
+
 	cfg.systems = []string{"ours", "pooled"}
 	withoutFloor := report(cfg, append([]result{{System: "ours", N: 200, Rep: 1, AllRunning: 30}}, results[1]))
 	g.Expect(withoutFloor).To(ContainSubstring("The pooled systems beside ours installing fresh:"))
@@ -195,4 +202,17 @@ func TestReportSectionsAreTheirRawFigures(t *testing.T) {
 	if *update {
 		NewWithT(t).Expect(os.WriteFile(reportPath, []byte(doc), 0o644)).To(Succeed())
 	}
+}
+
+func TestFreshReportShowsTheMachinesCPUWhenMeasured(t *testing.T) {
+	g := NewWithT(t)
+	cfg, err := parse(strings.Fields("-systems floor,ours -n 500 -reps 1 -idle=false -secrets 0 -out /tmp/r.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	results := []result{{System: "floor", N: 500, Rep: 1, AllRunning: 16}, {System: "ours", N: 500, Rep: 1, AllRunning: 32}}
+	g.Expect(report(cfg, results)).NotTo(ContainSubstring("CPU per instance"), "runs before the bench measured it")
+	results[0].MachineCPUPerInstanceMs, results[0].APIServerCPUPerInstanceMs = 60, 38
+	results[1].MachineCPUPerInstanceMs, results[1].APIServerCPUPerInstanceMs = 120, 68.4
+	content := report(cfg, results)
+	g.Expect(content).To(ContainSubstring("| 500 | CPU per instance, whole machine, to the last Running (ms) | 60.0 | - | 120.0 | - | - | 2.00 | - |\n"))
+	g.Expect(content).To(ContainSubstring("| 500 | CPU per instance, API server, to the last Running (ms) | 38.0 | - | 68.4 | - | - | 1.80 | - |\n"))
 }
