@@ -300,35 +300,36 @@ func burstTable(b *strings.Builder, cfg config, med map[string]map[int]result) {
 			f     func(result) float64
 			unit  string
 			floor bool
+			// since says the row is shown only when a system measured it:
+			// runs before the bench did have none.
+			since bool
 		}{
-			{"all Running (s)", func(r result) float64 { return r.AllRunning }, "%.1f", true},
-			{"create to Running p50 / p95 / p99 (s)", nil, "", true},
-			{"CPU per instance, whole machine, to the last Running (ms)", func(r result) float64 { return r.MachineCPUPerInstanceMs }, "%.1f", true},
-			{"CPU per instance, API server, to the last Running (ms)", func(r result) float64 { return r.APIServerCPUPerInstanceMs }, "%.1f", true},
-			{"Helm reconciles per instance", func(r result) float64 { return r.HelmReconcilesPerInstance }, "%.2f", false},
-			{"API requests per instance, burst", func(r result) float64 { return r.RequestsPerInstance }, "%.1f", false},
-			{"API requests/s, 10-70 s after", func(r result) float64 { return r.AfterRequestsPerSecond }, "%.1f", false},
-			{"CPU % of a core, 10-70 s after", func(r result) float64 { return r.AfterCPUPercent }, "%.1f", false},
-			{"API requests/s, 5-6 min after", func(r result) float64 { return r.IdleRequestsPerSecond }, "%.2f", false},
-			{"CPU % of a core, 5-6 min after", func(r result) float64 { return r.IdleCPUPercent }, "%.2f", false},
-			{"peak RSS (MiB)", func(r result) float64 { return r.PeakRSSMiB }, "%.0f", false},
-			{"RSS growth, unrelated Secrets (MiB)", func(r result) float64 { return r.SecretsGrowthMiB }, "%.1f", false},
-			{"delete all until nothing left (s)", func(r result) float64 { return r.DeleteAll }, "%.1f", true},
-			{"API requests per instance, delete", func(r result) float64 { return r.DeleteRequestsPerInstance }, "%.1f", false},
-			{"Helm reconciles per instance, delete", func(r result) float64 { return r.DeleteReconcilesPerInstance }, "%.2f", false},
+			{"all Running (s)", func(r result) float64 { return r.AllRunning }, "%.1f", true, false},
+			{"create to Running p50 / p95 / p99 (s)", nil, "", true, false},
+			{"CPU per instance, whole machine, to the last Running (ms)", func(r result) float64 { return r.MachineCPUPerInstanceMs }, "%.1f", true, true},
+			{"CPU per instance, API server, to the last Running (ms)", func(r result) float64 { return r.APIServerCPUPerInstanceMs }, "%.1f", true, true},
+			{"Helm reconciles per instance", func(r result) float64 { return r.HelmReconcilesPerInstance }, "%.2f", false, false},
+			{"API requests per instance, burst", func(r result) float64 { return r.RequestsPerInstance }, "%.1f", false, false},
+			{"API requests/s, 10-70 s after", func(r result) float64 { return r.AfterRequestsPerSecond }, "%.1f", false, false},
+			{"CPU % of a core, 10-70 s after", func(r result) float64 { return r.AfterCPUPercent }, "%.1f", false, false},
+			{"API requests/s, 5-6 min after", func(r result) float64 { return r.IdleRequestsPerSecond }, "%.2f", false, false},
+			{"CPU % of a core, 5-6 min after", func(r result) float64 { return r.IdleCPUPercent }, "%.2f", false, false},
+			{"peak RSS (MiB)", func(r result) float64 { return r.PeakRSSMiB }, "%.0f", false, false},
+			{"RSS growth, unrelated Secrets (MiB)", func(r result) float64 { return r.SecretsGrowthMiB }, "%.1f", false, false},
+			{"delete all until nothing left (s)", func(r result) float64 { return r.DeleteAll }, "%.1f", true, false},
+			{"API requests per instance, delete", func(r result) float64 { return r.DeleteRequestsPerInstance }, "%.1f", false, false},
+			{"Helm reconciles per instance, delete", func(r result) float64 { return r.DeleteReconcilesPerInstance }, "%.2f", false, false},
 		}
 		for _, row := range rows {
 			if !cfg.idle && strings.Contains(row.name, "min after") {
 				continue
 			}
-			if strings.HasPrefix(row.name, "CPU per instance") && !slices.ContainsFunc(slices.Collect(maps.Values(med)), func(bySize map[int]result) bool {
-				return row.f(bySize[n]) > 0
-			}) {
-				continue // runs before the bench measured it
+			if row.since && !slices.ContainsFunc(slices.Collect(maps.Values(med)), func(bySize map[int]result) bool { return row.f(bySize[n]) > 0 }) {
+				continue
 			}
 			cell := func(sys string) string {
 				r, ok := med[sys][n]
-				if !ok || (isFloor(sys) && !row.floor) || (strings.HasPrefix(row.name, "CPU per instance") && row.f(r) == 0) {
+				if !ok || (isFloor(sys) && !row.floor) || (row.since && row.f(r) == 0) {
 					return "-"
 				}
 				if row.f == nil {
