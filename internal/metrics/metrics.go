@@ -66,23 +66,36 @@ func ObserveExpiry() { expiries.Inc() }
 // own instances, which the pool's and the templates' metrics count: the
 // unclaimed pooled ones (a claimed one is its claimant's instance, counted
 // once as the claimant's phase) and the canaries.
+// Registered again (a manager set up anew in the same process), the phases
+// are counted from the new reader: the old one's cache may have stopped.
 func Register(reader client.Reader, operatorsOwn func(*ctfv1alpha1.Challenge) bool) {
+	instances.set(reader, operatorsOwn)
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, renewals, expiries, &phaseCollector{reader: reader, operatorsOwn: operatorsOwn},
+		crmetrics.Registry.MustRegister(timeToReady, queueWait, errorsTotal, renewals, expiries, instances,
 			poolInstances, poolTarget, poolClaims, templateDegraded, canaries, solverHealthy, solverRuns, helmAnswered)
 	})
 }
 
 var registerOnce sync.Once
 
+// instances counts the Challenges by phase for Register's registry.
+var instances = &phaseCollector{}
+
 // phases are every phase, each reported even when no Challenge is in it.
 var phases = []ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseQueued, ctfv1alpha1.PhasePending,
 	ctfv1alpha1.PhaseRunning, ctfv1alpha1.PhaseError, ctfv1alpha1.PhaseDeleted}
 
 type phaseCollector struct {
+	mu           sync.Mutex // guards reader and operatorsOwn, which Register may replace
 	reader       client.Reader
 	operatorsOwn func(*ctfv1alpha1.Challenge) bool
 	now          func() time.Time // time.Now when nil
+}
+
+func (c *phaseCollector) set(reader client.Reader, operatorsOwn func(*ctfv1alpha1.Challenge) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reader, c.operatorsOwn = reader, operatorsOwn
 }
 
 func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -94,8 +107,11 @@ func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	c.mu.Lock()
+	reader, operatorsOwn := c.reader, c.operatorsOwn
+	c.mu.Unlock()
 	var list ctfv1alpha1.ChallengeList
-	if err := c.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // read-only
+	if err := reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // read-only
 		ch <- prometheus.NewInvalidMetric(phaseDesc, err)
 		return
 	}
@@ -113,7 +129,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	var overdue time.Duration
 	for i := range list.Items {
 		inst := &list.Items[i]
-		if c.operatorsOwn(inst) {
+		if operatorsOwn(inst) {
 			continue
 		}
 		phase := inst.Status.Phase

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
@@ -115,4 +116,48 @@ func gather(t *testing.T, c prometheus.Collector) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestRegisteredAgainCountsFromTheNewReader: a manager set up anew in the
+// same process (the tests' restarts) registers again, and the phases are
+// then counted from its reader, not from the first one's stopped cache.
+func TestRegisteredAgainCountsFromTheNewReader(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := ctfv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	reader := func(phase ctfv1alpha1.Phase) client.Reader {
+		return fake.NewClientBuilder().WithScheme(scheme).WithObjects(&ctfv1alpha1.Challenge{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "teams", Name: "web"},
+			Spec:       ctfv1alpha1.ChallengeSpec{Template: "registered-again"},
+			Status:     ctfv1alpha1.ChallengeStatus{Phase: phase}}).Build()
+	}
+	none := func(*ctfv1alpha1.Challenge) bool { return false }
+	count := func(phase ctfv1alpha1.Phase) float64 {
+		t.Helper()
+		families, err := crmetrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if f.GetName() == "challenge_phase_count" && labels["template"] == "registered-again" && labels["phase"] == string(phase) {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	Register(reader(ctfv1alpha1.PhasePending), none)
+	if got := count(ctfv1alpha1.PhasePending); got != 1 {
+		t.Fatalf("Pending: %v, want 1", got)
+	}
+	Register(reader(ctfv1alpha1.PhaseRunning), none)
+	if pending, running := count(ctfv1alpha1.PhasePending), count(ctfv1alpha1.PhaseRunning); pending != 0 || running != 1 {
+		t.Fatalf("after registering again: Pending %v, Running %v; want 0 and 1, from the new reader", pending, running)
+	}
 }
