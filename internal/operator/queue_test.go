@@ -3,7 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -93,6 +92,15 @@ func counted(g Gomega, name, label, value string) float64 {
 // series is the first series of the metric name whose labels include
 // label=value (any series of name when label is empty); nil when none.
 func series(g Gomega, name, label, value string) *dto.Metric {
+	if label == "" {
+		return seriesWith(g, name, nil)
+	}
+	return seriesWith(g, name, map[string]string{label: value})
+}
+
+// seriesWith is the first series of the metric name whose labels include
+// every one of labels; nil when none.
+func seriesWith(g Gomega, name string, labels map[string]string) *dto.Metric {
 	families, err := crmetrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
@@ -100,7 +108,13 @@ func series(g Gomega, name, label, value string) *dto.Metric {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if label == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == label && l.GetValue() == value }) {
+			matched := 0
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v == l.GetValue() {
+					matched++
+				}
+			}
+			if matched == len(labels) {
 				return m
 			}
 		}

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
@@ -88,23 +87,7 @@ func gauge(g Gomega, name, template string) (float64, bool) {
 
 // phaseCount is challenge_phase_count for template's instances in phase.
 func phaseCount(g Gomega, template string, phase ctfv1alpha1.Phase) float64 {
-	families, err := crmetrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "challenge_phase_count" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["template"] == template && labels["phase"] == string(phase) {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return 0
+	return seriesWith(g, "challenge_phase_count", map[string]string{"template": template, "phase": string(phase)}).GetGauge().GetValue()
 }
 
 // TestSolverCheck (issue 33): a template's solver runs as a restricted Job
