@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -15,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -64,6 +66,11 @@ type ClientGetter struct {
 	// cache; its RestConfig must then be the action configs' client rest
 	// config mapper.
 	Existence *Existence
+	// RecountQuota, when set, runs after an upgrade or a drift repair a
+	// quota refused: a quota charged for creates that were never stored
+	// refuses what it should admit until it is counted again. The action
+	// is tried again (the reconciler's backoff) against the quota counted.
+	RecountQuota func(ctx context.Context, obj client.Object) error
 }
 
 // NewClientGetter returns a getter whose uninstalls delete the release's
@@ -162,7 +169,7 @@ func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (
 	}
 	tc := &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight, ctx: ctx, obj: obj, leftovers: g.Leftovers,
 		uninstalled: &g.uninstalled, installing: &g.installing, checkRecord: g.CheckRecord, recorder: g.recorder, discovery: g.discovery,
-		records: g.Records, check: check}
+		records: g.Records, check: check, recountQuota: g.RecountQuota}
 	if g.RenderInputs != nil {
 		if tc.renderInputs, err = g.RenderInputs(ctx, obj); err != nil {
 			return nil, err
@@ -199,18 +206,19 @@ func (g *ClientGetter) unlockStale(ctx context.Context, ac helmclient.ActionInte
 // trackedClient records which releases have an operation in progress.
 type trackedClient struct {
 	helmclient.ActionInterface
-	key         string
-	inFlight    *inFlight
-	ctx         context.Context
-	obj         client.Object
-	leftovers   func(ctx context.Context, obj client.Object) error
-	uninstalled *uninstalled
-	installing  *installing
-	checkRecord func(ctx context.Context, obj client.Object, manifest string, applies bool) error
-	recorder    events.EventRecorder
-	discovery   *discoveryMemo
-	records     *Records
-	check       *installCheck
+	key          string
+	inFlight     *inFlight
+	ctx          context.Context
+	obj          client.Object
+	leftovers    func(ctx context.Context, obj client.Object) error
+	uninstalled  *uninstalled
+	installing   *installing
+	checkRecord  func(ctx context.Context, obj client.Object, manifest string, applies bool) error
+	recorder     events.EventRecorder
+	discovery    *discoveryMemo
+	records      *Records
+	check        *installCheck
+	recountQuota func(ctx context.Context, obj client.Object) error
 	// hashing is on when renderInputs were given.
 	hashing      bool
 	renderInputs string
@@ -295,7 +303,7 @@ func (c *trackedClient) Upgrade(name, namespace string, chrt *chart.Chart, vals 
 	defer c.inFlight.start(c.key)()
 	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 	c.discovery.learn(c.Config())
-	return rel, redacted(err, vals)
+	return rel, redacted(c.quotaRefused(err), vals)
 }
 
 // Get answers that a release this process uninstalled is gone.
@@ -341,7 +349,20 @@ func (c *trackedClient) Reconcile(rel *release.Release) error {
 			return c.refused("Repair", rel, err)
 		}
 	}
-	return c.ActionInterface.Reconcile(rel)
+	return c.quotaRefused(c.ActionInterface.Reconcile(rel))
+}
+
+// quotaRefused lets RecountQuota look at the quota of an action a quota
+// refused. A failed install needs none: its rollback deletes the instance's
+// namespace, and the quota with it.
+func (c *trackedClient) quotaRefused(err error) error {
+	if c.recountQuota == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota") {
+		return err
+	}
+	if rerr := c.recountQuota(c.ctx, c.obj); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
 }
 
 // checkRecords refuses every record of the release that lists an object not

@@ -166,6 +166,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	actions.CheckRecord = policyGate.CheckRecord
 	actions.Records = records
 	actions.Existence = existence
+	if features.NamespacePerInstance {
+		actions.RecountQuota = controller.QuotaRecount{Live: mgr.GetAPIReader(), Client: mgr.GetClient(), Recorder: recorder}.Recount
+	}
 	quota := &admission.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	budget := teamBudget(mgr.GetClient(), opts, quota)
 	if features.Webhook {

@@ -134,6 +134,11 @@ func (c *Cluster) startChildren(assets string) error {
 			"--controllers=deployment-controller,replicaset-controller,job-controller,garbage-collector-controller,namespace-controller,resourcequota-controller,serviceaccount-controller,endpointslice-controller,node-lifecycle-controller",
 			"--kube-api-qps=1000", "--kube-api-burst=2000",
 			"--concurrent-deployment-syncs=50", "--concurrent-replicaset-syncs=50",
+			// The quota controller's full recount, every 5 min by default,
+			// would now and then hide within a test's minute a quota charged
+			// for a create never stored; the recounts an object's deletion
+			// or a quota's change starts remain.
+			"--resource-quota-sync-period=24h",
 		},
 		"kube-scheduler": {
 			"--kubeconfig=" + c.Kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",

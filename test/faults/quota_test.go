@@ -1,0 +1,81 @@
+package faults_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/test/harness"
+)
+
+// TestQuotaChargedForACreateNeverStored: the API server charges a quota
+// when it admits a create, before storing the object, and gives nothing
+// back when the create then fails, as every create of an operator killed
+// mid-install does. Here a create refused as a duplicate charges the
+// instance's quota for a Service that does not exist, as the kill did in
+// TestOperatorKilledMidBurst; the instance's next upgrade needs one more
+// Service, and the quota controller would not count again before its full
+// resync (24 h here, 5 min by default). The operator replaces the quota, a
+// new one is counted at once, and the upgrade goes through.
+func TestQuotaChargedForACreateNeverStored(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, "charged")
+	startOperator(t, "charged", "--leader-elect=false")
+	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "charged"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/web:1",
+		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
+	}}
+	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), tmpl) })
+	ch := harness.FromTemplate(ns, "c-0000", "team-0000", tmpl.Name)
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyAllRunning(t, ns, 1, within(1))
+
+	own := identity.Namespace(ch)
+	quotaKey := client.ObjectKey{Namespace: own, Name: ch.Name}
+	servicesCharged := func(g Gomega) int64 {
+		quota := &corev1.ResourceQuota{}
+		g.Expect(k8s.Get(ctx, quotaKey, quota)).To(Succeed())
+		used := quota.Status.Used[corev1.ResourceServices]
+		return used.Value()
+	}
+	g.Eventually(servicesCharged, within(1), interval).Should(BeEquivalentTo(1))
+	hard := &corev1.ResourceQuota{}
+	g.Expect(k8s.Get(ctx, quotaKey, hard)).To(Succeed())
+	limit := hard.Spec.Hard[corev1.ResourceServices]
+	g.Expect(limit.Value()).To(BeEquivalentTo(2), "the quota leaves room for one more Service")
+
+	// A create the API server charges the quota for, then refuses.
+	service := &corev1.Service{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: own, Name: ch.Name}, service)).To(Succeed())
+	duplicate := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: own, Name: service.Name},
+		Spec: corev1.ServiceSpec{Ports: service.Spec.Ports, Selector: service.Spec.Selector}}
+	g.Expect(apierrors.IsAlreadyExists(k8s.Create(ctx, duplicate))).To(BeTrue(), "the duplicate is refused after admission")
+	g.Eventually(servicesCharged, within(1), interval).Should(BeEquivalentTo(2), "the quota is charged for a Service never stored")
+
+	// The upgrade that needs one more Service: the bare names' headless one.
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+	tmpl.Spec.BareNames = &ctfv1alpha1.BareNames{Primary: "web"}
+	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: own, Name: identity.BareNamesService(ch.Name)}, &corev1.Service{})
+	}, 60*time.Second, interval).Should(Succeed(), "the upgrade created the bare names' Service")
+	eventuallyAllRunning(t, ns, 1, within(1))
+	g.Eventually(servicesCharged, within(1), interval).Should(BeEquivalentTo(2), "the quota counts the two Services there are")
+	replaced := &corev1.ResourceQuota{}
+	g.Expect(k8s.Get(ctx, quotaKey, replaced)).To(Succeed())
+	g.Expect(replaced.Spec).To(Equal(hard.Spec), "the quota bounds what it bounded")
+	g.Expect(replaced.Labels).To(Equal(hard.Labels))
+	g.Expect(replaced.Annotations).To(Equal(hard.Annotations))
+
+	deleteAllAndCheck(t, ns, within(1))
+}
