@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +24,7 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/containment"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
@@ -144,10 +147,14 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 			}
 		}
 		// A release record deleted by hand is re-created by the next
-		// reconcile, which the deletion itself must trigger.
+		// reconcile, which the deletion itself must trigger; not one Helm
+		// pruned (superseded).
 		// Only their metadata is held: a release record carries the whole
 		// chart and manifest, megabytes per hundred instances.
-		release := handler.TypedEnqueueRequestsFromMapFunc(unlessInstallFailing(func(_ context.Context, s *metav1.PartialObjectMetadata) []reconcile.Request {
+		release := handler.TypedEnqueueRequestsFromMapFunc(unlessInstallFailing(func(ctx context.Context, s *metav1.PartialObjectMetadata) []reconcile.Request {
+			if superseded(ctx, cl, s) {
+				return nil
+			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Labels["name"]}}}
 		}, installFailing))
 		named := predicate.NewTypedPredicateFuncs(func(s *metav1.PartialObjectMetadata) bool { return s.Labels["name"] != "" })
@@ -155,6 +162,27 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		return c.Watch(source.Kind(mgr.GetCache(), secrets, release, deletions[*metav1.PartialObjectMetadata](), named))
 	}
+}
+
+// superseded tells whether the cache holds a later record of the release
+// of record: Helm deletes a release's oldest records beyond the history it
+// keeps on every upgrade, failed ones included, and a reconcile at each of
+// those deletions would retry a failing upgrade at once, forever, past the
+// reconciler's backoff. The record Helm acts on is the latest.
+func superseded(ctx context.Context, cl client.Reader, record *metav1.PartialObjectMetadata) bool {
+	version, err := strconv.Atoi(record.Labels["version"])
+	if err != nil {
+		return false
+	}
+	var records corev1.SecretList
+	if err := cl.List(ctx, &records, client.InNamespace(record.Namespace),
+		client.MatchingFields{action.ReleaseField: record.Labels["name"]}, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	return slices.ContainsFunc(records.Items, func(r corev1.Secret) bool {
+		later, err := strconv.Atoi(r.Labels["version"])
+		return err == nil && later > version
+	})
 }
 
 // holdChanged passes a template whose starts stop or start waiting

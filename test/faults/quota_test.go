@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -78,4 +79,69 @@ func TestQuotaChargedForACreateNeverStored(t *testing.T) {
 	g.Expect(replaced.Annotations).To(Equal(hard.Annotations))
 
 	deleteAllAndCheck(t, ns, within(1))
+}
+
+// TestUpgradeRefusedByAFullQuotaBacksOff: a quota that is full, truly,
+// refuses every upgrade of the instance. The quota is left as it is, and the
+// upgrade is retried with the reconciler's backoff, not at once: each
+// failed upgrade writes a release record, and Helm deletes the oldest
+// beyond the history kept, a deletion that must not start the next one.
+func TestUpgradeRefusedByAFullQuotaBacksOff(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, "full")
+	startOperator(t, "full", "--leader-elect=false")
+	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "full"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/web:1",
+		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
+	}}
+	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), tmpl) })
+	ch := harness.FromTemplate(ns, "c-0000", "team-0000", tmpl.Name)
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyAllRunning(t, ns, 1, within(1))
+
+	// The cluster's admin fills the quota with a Service of their own.
+	own := identity.Namespace(ch)
+	service := &corev1.Service{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: own, Name: ch.Name}, service)).To(Succeed())
+	squatter := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: own, Name: "admins"},
+		Spec: corev1.ServiceSpec{Ports: service.Spec.Ports}}
+	g.Expect(k8s.Create(ctx, squatter)).To(Succeed())
+	quota := &corev1.ResourceQuota{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: own, Name: ch.Name}, quota)).To(Succeed())
+
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+	tmpl.Spec.BareNames = &ctfv1alpha1.BareNames{Primary: "web"}
+	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	// Past the history kept, every failed upgrade deletes the oldest record.
+	g.Eventually(func() int { return lastRecord(ctx, ns, ch.Name) }, within(1), interval).Should(BeNumerically(">", 10))
+	from := lastRecord(ctx, ns, ch.Name)
+	g.Consistently(func() int { return lastRecord(ctx, ns, ch.Name) }, 10*time.Second, interval).
+		Should(BeNumerically("<=", from+2), "upgrades retried with backoff, not at once")
+
+	got := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+	g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseError))
+	g.Expect(got.Status.Message).To(ContainSubstring("exceeded quota"))
+	now := &corev1.ResourceQuota{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(quota), now)).To(Succeed())
+	g.Expect(now.UID).To(Equal(quota.UID), "a quota that counts what there is stays")
+
+	deleteAllAndCheck(t, ns, within(1))
+}
+
+// lastRecord is the latest version of release name's records in ns, 0 for none.
+func lastRecord(ctx context.Context, ns, name string) int {
+	records := &corev1.SecretList{}
+	if err := k8s.List(ctx, records, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": name}); err != nil {
+		return 0
+	}
+	last := 0
+	for _, r := range records.Items {
+		if v, err := strconv.Atoi(r.Labels["version"]); err == nil {
+			last = max(last, v)
+		}
+	}
+	return last
 }
