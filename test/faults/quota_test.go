@@ -29,17 +29,8 @@ import (
 func TestQuotaChargedForACreateNeverStored(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := namespace(t, "charged")
-	startOperator(t, "charged", "--leader-elect=false")
-	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "charged"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
-		Image: "registry.example/ctf/web:1",
-		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
-	}}
-	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), tmpl) })
-	ch := harness.FromTemplate(ns, "c-0000", "team-0000", tmpl.Name)
-	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
-	eventuallyAllRunning(t, ns, 1, within(1))
+	ch, tmpl := runningInstance(t, "charged")
+	ns := ch.Namespace
 
 	own := identity.Namespace(ch)
 	quotaKey := client.ObjectKey{Namespace: own, Name: ch.Name}
@@ -89,17 +80,8 @@ func TestQuotaChargedForACreateNeverStored(t *testing.T) {
 func TestUpgradeRefusedByAFullQuotaBacksOff(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := namespace(t, "full")
-	startOperator(t, "full", "--leader-elect=false")
-	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "full"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
-		Image: "registry.example/ctf/web:1",
-		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
-	}}
-	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), tmpl) })
-	ch := harness.FromTemplate(ns, "c-0000", "team-0000", tmpl.Name)
-	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
-	eventuallyAllRunning(t, ns, 1, within(1))
+	ch, tmpl := runningInstance(t, "full")
+	ns := ch.Namespace
 
 	// The cluster's admin fills the quota with a Service of their own.
 	own := identity.Namespace(ch)
@@ -129,6 +111,27 @@ func TestUpgradeRefusedByAFullQuotaBacksOff(t *testing.T) {
 	g.Expect(now.UID).To(Equal(quota.UID), "a quota that counts what there is stays")
 
 	deleteAllAndCheck(t, ns, within(1))
+}
+
+// runningInstance starts an operator and returns a Running instance of a
+// template of one component, its namespace and template named name; the
+// template goes when the test ends.
+func runningInstance(t *testing.T, name string) (*ctfv1alpha1.Challenge, *ctfv1alpha1.ChallengeTemplate) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, name)
+	startOperator(t, name, "--leader-elect=false")
+	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/web:1",
+		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
+	}}
+	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), tmpl) })
+	ch := harness.FromTemplate(ns, "c-0000", "team-0000", tmpl.Name)
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	eventuallyAllRunning(t, ns, 1, within(1))
+	return ch, tmpl
 }
 
 // lastRecord is the latest version of release name's records in ns, 0 for none.
