@@ -164,8 +164,8 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 	}
 }
 
-// superseded tells whether the cache holds a later record of the release
-// of record: Helm deletes a release's oldest records beyond the history it
+// superseded tells whether the cache holds a later record of record's
+// release: Helm deletes a release's oldest records beyond the history it
 // keeps on every upgrade, failed ones included, and a reconcile at each of
 // those deletions would retry a failing upgrade at once, forever, past the
 // reconciler's backoff. The record Helm acts on is the latest.

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +69,17 @@ func TestQuotaChargedForACreateNeverStored(t *testing.T) {
 	g.Expect(replaced.Spec).To(Equal(hard.Spec), "the quota bounds what it bounded")
 	g.Expect(replaced.Labels).To(Equal(hard.Labels))
 	g.Expect(replaced.Annotations).To(Equal(hard.Annotations))
+	g.Eventually(func(g Gomega) []string {
+		var events eventsv1.EventList
+		g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+		var reasons []string
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "Challenge" && e.Regarding.Name == ch.Name {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		return reasons
+	}, within(1), interval).Should(ContainElement("QuotaRecounted"), "the Challenge's Events say why its quota was replaced")
 
 	deleteAllAndCheck(t, ns, within(1))
 }
