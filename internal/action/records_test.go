@@ -63,9 +63,9 @@ func TestRecordsAnswerOnlyAKnownAbsence(t *testing.T) {
 	cached := func(name string, want int) {
 		t.Helper()
 		NewWithT(t).Eventually(func(g Gomega) {
-			var list corev1.SecretList
-			g.Expect(c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{ReleaseField: name})).To(Succeed())
-			g.Expect(list.Items).To(HaveLen(want), "records of %s in the cache", name)
+			list, err := ListRecords(ctx, c, ns, name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(list).To(HaveLen(want), "records of %s in the cache", name)
 		}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 	}
 	// reads runs f on a new reconcile's storage and returns the requests it sent.

@@ -158,9 +158,7 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Labels["name"]}}}
 		}, installFailing))
 		named := predicate.NewTypedPredicateFuncs(func(s *metav1.PartialObjectMetadata) bool { return s.Labels["name"] != "" })
-		secrets := &metav1.PartialObjectMetadata{}
-		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		return c.Watch(source.Kind(mgr.GetCache(), secrets, release, deletions[*metav1.PartialObjectMetadata](), named))
+		return c.Watch(source.Kind(mgr.GetCache(), action.RecordMetadata(), release, deletions[*metav1.PartialObjectMetadata](), named))
 	}
 }
 
@@ -174,12 +172,11 @@ func superseded(ctx context.Context, cl client.Reader, record *metav1.PartialObj
 	if err != nil {
 		return false
 	}
-	var records corev1.SecretList
-	if err := cl.List(ctx, &records, client.InNamespace(record.Namespace),
-		client.MatchingFields{action.ReleaseField: record.Labels["name"]}, client.UnsafeDisableDeepCopy); err != nil {
+	records, err := action.ListRecords(ctx, cl, record.Namespace, record.Labels["name"], client.UnsafeDisableDeepCopy)
+	if err != nil {
 		return false
 	}
-	return slices.ContainsFunc(records.Items, func(r corev1.Secret) bool {
+	return slices.ContainsFunc(records, func(r metav1.PartialObjectMetadata) bool {
 		later, err := strconv.Atoi(r.Labels["version"])
 		return err == nil && later > version
 	})
