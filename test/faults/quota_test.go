@@ -55,10 +55,7 @@ func TestQuotaChargedForACreateNeverStored(t *testing.T) {
 	g.Expect(apierrors.IsAlreadyExists(k8s.Create(ctx, duplicate))).To(BeTrue(), "the duplicate is refused after admission")
 	g.Eventually(servicesCharged, within(1), interval).Should(BeEquivalentTo(2), "the quota is charged for a Service never stored")
 
-	// The upgrade that needs one more Service: the bare names' headless one.
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-	tmpl.Spec.BareNames = &ctfv1alpha1.BareNames{Primary: "web"}
-	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	needOneMoreService(g, tmpl)
 	g.Eventually(func() error {
 		return k8s.Get(ctx, client.ObjectKey{Namespace: own, Name: identity.BareNamesService(ch.Name)}, &corev1.Service{})
 	}, 60*time.Second, interval).Should(Succeed(), "the upgrade created the bare names' Service")
@@ -105,9 +102,7 @@ func TestUpgradeRefusedByAFullQuotaBacksOff(t *testing.T) {
 	quota := &corev1.ResourceQuota{}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: own, Name: ch.Name}, quota)).To(Succeed())
 
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-	tmpl.Spec.BareNames = &ctfv1alpha1.BareNames{Primary: "web"}
-	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	needOneMoreService(g, tmpl)
 	// Past the history kept, every failed upgrade deletes the oldest record.
 	g.Eventually(func() int { return lastRecord(ctx, ns, ch.Name) }, within(1), interval).Should(BeNumerically(">", 10))
 	from := lastRecord(ctx, ns, ch.Name)
@@ -144,6 +139,15 @@ func runningInstance(t *testing.T, name string) (*ctfv1alpha1.Challenge, *ctfv1a
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyAllRunning(t, ns, 1, within(1))
 	return ch, tmpl
+}
+
+// needOneMoreService makes tmpl's instances need one more Service, the bare
+// names' headless one: their upgrade creates it.
+func needOneMoreService(g Gomega, tmpl *ctfv1alpha1.ChallengeTemplate) {
+	ctx := context.Background()
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+	tmpl.Spec.BareNames = &ctfv1alpha1.BareNames{Primary: "web"}
+	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
 }
 
 // lastRecord is the latest version of release name's records in ns, 0 for none.
