@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -215,20 +214,28 @@ func (r *PoolReconciler) writeStatus(ctx context.Context, tmpl *ctfv1alpha1.Chal
 
 // SetupWithManager watches templates, their pooled instances and their demand.
 func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	demand := make(chan event.TypedGenericEvent[*ctfv1alpha1.ChallengeTemplate], 1024)
+	demand := make(chan event.GenericEvent, 1024)
 	r.Pools.Demand.Changed = func(template string) {
 		select {
-		case demand <- event.TypedGenericEvent[*ctfv1alpha1.ChallengeTemplate]{Object: &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: template}}}:
+		case demand <- event.GenericEvent{Object: &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: template}}}:
 		default: // full: the template is queued many times over already
 		}
 	}
+	// A claim changes its pooled instance and the demand at once: both
+	// settle, so that a burst of claims sizes the pool once a second, not
+	// once a claim, each time over the whole pool.
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("challenge-pool").
 		// Its spec only: the template's status changes with every instance.
 		For(&ctfv1alpha1.ChallengeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&ctfv1alpha1.Challenge{}, handler.EnqueueRequestsFromMapFunc(r.templateOfPooled)).
-		WatchesRawSource(source.Channel(demand, &handler.TypedEnqueueRequestForObject[*ctfv1alpha1.ChallengeTemplate]{})).
+		Watches(&ctfv1alpha1.Challenge{}, settled(r.templateOfPooled, templateSettle)).
+		WatchesRawSource(source.Channel(demand, settled(named, templateSettle))).
 		Complete(r)
+}
+
+// named maps a template to its own request.
+func named(_ context.Context, obj client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: obj.GetName()}}}
 }
 
 // templateOfPooled maps a pooled instance to its template.

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -191,7 +190,7 @@ func (r *TemplateConditionsReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("challengetemplate-conditions").
 		For(&ctfv1alpha1.ChallengeTemplate{}).
-		Watches(&ctfv1alpha1.Challenge{}, handler.EnqueueRequestsFromMapFunc(templateOf), builder.WithPredicates(outcomeChanged)).
+		Watches(&ctfv1alpha1.Challenge{}, settled(templateOf, templateSettle), builder.WithPredicates(outcomeChanged)).
 		Complete(r)
 }
 

@@ -4,8 +4,9 @@ import (
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -52,8 +53,10 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 func (r *TemplateStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("challengetemplate-status").
-		For(&ctfv1alpha1.ChallengeTemplate{}).
-		Watches(&ctfv1alpha1.Challenge{}, handler.EnqueueRequestsFromMapFunc(templateOf)).
+		// Its count depends on no field of the template, and its status
+		// changes with every instance.
+		For(&ctfv1alpha1.ChallengeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&ctfv1alpha1.Challenge{}, settled(templateOf, templateSettle)).
 		Complete(r)
 }
 
