@@ -32,7 +32,8 @@ import (
 )
 
 // AddIndexes lets Challenges be listed by template, participant and
-// claimant, and an instance's objects by instance.
+// claimant, pooled ones that may be claimed by template, and an instance's
+// objects by instance.
 func AddIndexes(mgr ctrl.Manager, gateways bool) error {
 	indexer := mgr.GetFieldIndexer()
 	ctx := context.Background()
@@ -48,6 +49,9 @@ func AddIndexes(mgr ctrl.Manager, gateways bool) error {
 	}
 	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, pool.ClaimantField, pool.IndexClaimant); err != nil {
 		return fmt.Errorf("indexing pooled Challenges by claimant: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, pool.ClaimableField, pool.IndexClaimable); err != nil {
+		return fmt.Errorf("indexing pooled Challenges that may be claimed: %w", err)
 	}
 	for _, kind := range InstanceKinds(gateways) {
 		if err := indexer.IndexField(ctx, kind.Object, InstanceField, IndexInstance); err != nil {

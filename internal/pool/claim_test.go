@@ -26,6 +26,7 @@ func claimTestPools(t *testing.T, update func(ctx context.Context, cl client.Wit
 	NewWithT(t).Expect(ctfv1alpha1.AddToScheme(scheme)).To(Succeed())
 	pooled := testPooled("web-pool-a", 0, running)
 	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&pooled).
+		WithIndex(&ctfv1alpha1.Challenge{}, ClaimableField, IndexClaimable).
 		WithInterceptorFuncs(interceptor.Funcs{Update: update}).Build()
 	return &Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: &Demand{}}
 }
@@ -93,7 +94,8 @@ func TestAClaimRefusedLeavesTheInstanceClaimable(t *testing.T) {
 
 	// Claimed: this process skips it while its cache may still show it unclaimed.
 	stale := testPooled("web-pool-a", 0, running)
-	p.Reader = fake.NewClientBuilder().WithScheme(p.Client.Scheme()).WithObjects(&stale).Build()
+	p.Reader = fake.NewClientBuilder().WithScheme(p.Client.Scheme()).WithObjects(&stale).
+		WithIndex(&ctfv1alpha1.Challenge{}, ClaimableField, IndexClaimable).Build()
 	again, err := p.Claim(ctx, claimantWithUID("uid-third"), tmpl)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(BeNil())

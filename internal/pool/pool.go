@@ -130,6 +130,27 @@ func IndexClaimant(o client.Object) []string {
 	return []string{key.String()}
 }
 
+// ClaimableField indexes pooled Challenges that may be claimed (Claimable,
+// but for the template's generation) by "<template>/<generation>", the
+// generation they were made for.
+const ClaimableField = "metadata.claimable"
+
+// IndexClaimable is the ClaimableField index function.
+func IndexClaimable(o client.Object) []string {
+	ch, ok := o.(*ctfv1alpha1.Challenge)
+	if !ok {
+		return nil
+	}
+	template := ch.Labels[ctfv1alpha1.PoolLabel]
+	if _, _, claimed := Claimant(ch); claimed || template == "" || template != ch.Spec.Template ||
+		!ch.DeletionTimestamp.IsZero() || ch.Status.Phase != ctfv1alpha1.PhaseRunning {
+		return nil
+	}
+	return []string{claimableKey(template, ch.Annotations[ctfv1alpha1.TemplateGenerationAnnotation])}
+}
+
+func claimableKey(template, generation string) string { return template + "/" + generation }
+
 // ClaimedBy is the participant whose Challenge claimed c, if c is a claimed
 // pooled instance; "" otherwise.
 func (p *Pools) ClaimedBy(c *ctfv1alpha1.Challenge) string {
@@ -204,20 +225,22 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 	// operator has written any condition.
 	first := len(c.Status.Conditions) == 0
 	var list ctfv1alpha1.ChallengeList
-	// Read-only: the cache's own objects; the one claimed is copied.
-	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels{ctfv1alpha1.PoolLabel: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	// Read-only: the cache's own objects; the one claimed is copied. Only
+	// the claimable ones, by their index: in a burst, each claim would
+	// otherwise copy the whole pool, claimed instances and all.
+	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingFields{ClaimableField: claimableKey(tmpl.Name, fmt.Sprint(tmpl.Generation))}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the pool of %s: %w", tmpl.Name, err)
 	}
 	order := candidates(list.Items, tmpl, c.UID, p.isTaken)
 	if first {
 		p.Demand.Add(tmpl.Name)
 	}
-	for i := range order {
-		key := client.ObjectKeyFromObject(&order[i])
+	for _, candidate := range order {
+		key := client.ObjectKeyFromObject(candidate)
 		if !p.take(key) {
 			continue // another claim of this process is on it
 		}
-		pooled := order[i].DeepCopy()
+		pooled := candidate.DeepCopy()
 		MarkClaimed(pooled, c)
 		err := p.Client.Update(ctx, pooled)
 		if err != nil {
@@ -251,15 +274,19 @@ func (p *Pools) mayClaim(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTe
 	return c.Status.Phase == "" || c.Status.Phase == ctfv1alpha1.PhaseNone || c.Status.Phase == ctfv1alpha1.PhaseQueued
 }
 
-// candidates are the pooled instances of tmpl (listed: items, whose slice
-// it reuses) that the claimant whose UID is given tries, in order: the
-// claimable ones this process has not taken lately, oldest first, rotated
-// by the claimant's UID.
-func candidates(items []ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, claimant types.UID, taken func(types.NamespacedName) bool) []ctfv1alpha1.Challenge {
-	candidates := slices.DeleteFunc(items, func(o ctfv1alpha1.Challenge) bool {
-		return taken(client.ObjectKeyFromObject(&o)) || !Claimable(&o, tmpl)
-	})
-	slices.SortFunc(candidates, func(a, b ctfv1alpha1.Challenge) int {
+// candidates are the pooled instances of tmpl (listed: items) that the
+// claimant whose UID is given tries, in order: the claimable ones this
+// process has not taken lately, oldest first, rotated by the claimant's UID.
+// They point into items: a Challenge is too large to copy at every step of
+// a sort, once per claim of a burst.
+func candidates(items []ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, claimant types.UID, taken func(types.NamespacedName) bool) []*ctfv1alpha1.Challenge {
+	candidates := make([]*ctfv1alpha1.Challenge, 0, len(items))
+	for i := range items {
+		if o := &items[i]; Claimable(o, tmpl) && !taken(client.ObjectKeyFromObject(o)) {
+			candidates = append(candidates, o)
+		}
+	}
+	slices.SortFunc(candidates, func(a, b *ctfv1alpha1.Challenge) int {
 		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
 	})
 	// Claims made at once start at different candidates: all starting at

@@ -1,6 +1,8 @@
 package pool
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -141,7 +143,9 @@ func TestPlain(t *testing.T) {
 	}
 }
 
-// TestClaimable: Running, unclaimed, not leaving, for the current generation.
+// TestClaimable: Running, unclaimed, not leaving, for the current
+// generation; the ClaimableField index holds exactly those (the claim lists
+// no other), under the template and generation it was made for.
 func TestClaimable(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -162,9 +166,15 @@ func TestClaimable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(Claimable(&tt.pooled, testTemplate(1, 5))).To(Equal(tt.want))
+			g := NewWithT(t)
+			tmpl := testTemplate(1, 5)
+			g.Expect(Claimable(&tt.pooled, tmpl)).To(Equal(tt.want))
+			indexed := slices.Contains(IndexClaimable(&tt.pooled), claimableKey(tmpl.Name, fmt.Sprint(tmpl.Generation)))
+			g.Expect(indexed).To(Equal(tt.want), "indexed as claimable")
 		})
 	}
+	other := testPooled("a", 0, running, func(ch *ctfv1alpha1.Challenge) { ch.Labels[ctfv1alpha1.PoolLabel] = "other" })
+	NewWithT(t).Expect(IndexClaimable(&other)).To(BeEmpty(), "labelled with another template than its own")
 }
 
 // TestClaimant: the claimant annotation is "<namespace>/<name>/<uid>", each
