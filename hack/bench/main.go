@@ -141,9 +141,13 @@ func run(cfg config) error {
 		return resident(cfg, root, bin)
 	}
 	var results []result
+	// Repetitions go round the systems, so that a floor is measured beside
+	// what is held against it: on a shared machine whose speed drifts (here
+	// a claim's CPU time once rose 29% over three repetitions in a row), the
+	// drift then falls on both alike.
 	for _, n := range cfg.sizes {
-		for _, sys := range cfg.systems {
-			for rep := range cfg.reps {
+		for rep := range cfg.reps {
+			for _, sys := range cfg.systems {
 				fmt.Fprintf(os.Stderr, "== %s, N=%d, repetition %d\n", sys, n, rep+1)
 				r, err := measure(cfg, root, bin, sys, n)
 				if err != nil {
