@@ -142,14 +142,17 @@ func IndexClaimable(o client.Object) []string {
 		return nil
 	}
 	template := ch.Labels[ctfv1alpha1.PoolLabel]
-	if _, _, claimed := Claimant(ch); claimed || template == "" || template != ch.Spec.Template ||
-		!ch.DeletionTimestamp.IsZero() || ch.Status.Phase != ctfv1alpha1.PhaseRunning {
+	if template == "" || template != ch.Spec.Template || !unclaimedRunning(ch) {
 		return nil
 	}
-	return []string{claimableKey(template, ch.Annotations[ctfv1alpha1.TemplateGenerationAnnotation])}
+	return []string{template + "/" + ch.Annotations[ctfv1alpha1.TemplateGenerationAnnotation]}
 }
 
-func claimableKey(template, generation string) string { return template + "/" + generation }
+// claimableKey is the ClaimableField key of tmpl's claimable instances:
+// those made for its current generation.
+func claimableKey(tmpl *ctfv1alpha1.ChallengeTemplate) string {
+	return tmpl.Name + "/" + generationOf(tmpl)
+}
 
 // ClaimedBy is the participant whose Challenge claimed c, if c is a claimed
 // pooled instance; "" otherwise.
@@ -228,7 +231,7 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 	// Read-only: the cache's own objects; the one claimed is copied. Only
 	// the claimable ones, by their index: in a burst, each claim would
 	// otherwise copy the whole pool, claimed instances and all.
-	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingFields{ClaimableField: claimableKey(tmpl.Name, fmt.Sprint(tmpl.Generation))}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingFields{ClaimableField: claimableKey(tmpl)}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the pool of %s: %w", tmpl.Name, err)
 	}
 	order := candidates(list.Items, tmpl, c.UID, p.isTaken)
@@ -310,14 +313,23 @@ func plain(c *ctfv1alpha1.Challenge) bool {
 // Claimable tells whether pooled may be claimed now: Running, unclaimed,
 // not leaving, and made for tmpl's current generation.
 func Claimable(pooled *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) bool {
+	return unclaimedRunning(pooled) && current(pooled, tmpl)
+}
+
+// unclaimedRunning tells whether pooled is Running, unclaimed and not
+// leaving: claimable, whatever generation it was made for.
+func unclaimedRunning(pooled *ctfv1alpha1.Challenge) bool {
 	_, _, claimed := Claimant(pooled)
-	return !claimed && pooled.DeletionTimestamp.IsZero() && pooled.Status.Phase == ctfv1alpha1.PhaseRunning && current(pooled, tmpl)
+	return !claimed && pooled.DeletionTimestamp.IsZero() && pooled.Status.Phase == ctfv1alpha1.PhaseRunning
 }
 
 // current tells whether pooled was made for tmpl's current generation.
 func current(pooled *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) bool {
-	return pooled.Annotations[ctfv1alpha1.TemplateGenerationAnnotation] == fmt.Sprint(tmpl.Generation)
+	return pooled.Annotations[ctfv1alpha1.TemplateGenerationAnnotation] == generationOf(tmpl)
 }
+
+// generationOf is tmpl's generation as its instances' annotation records it.
+func generationOf(tmpl *ctfv1alpha1.ChallengeTemplate) string { return fmt.Sprint(tmpl.Generation) }
 
 // MarkClaimed marks pooled as c's: what a claim's update writes. The
 // template no longer owns it: deleting the template leaves a team's instance

@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -169,7 +168,7 @@ func TestClaimable(t *testing.T) {
 			g := NewWithT(t)
 			tmpl := testTemplate(1, 5)
 			g.Expect(Claimable(&tt.pooled, tmpl)).To(Equal(tt.want))
-			indexed := slices.Contains(IndexClaimable(&tt.pooled), claimableKey(tmpl.Name, fmt.Sprint(tmpl.Generation)))
+			indexed := slices.Contains(IndexClaimable(&tt.pooled), claimableKey(tmpl))
 			g.Expect(indexed).To(Equal(tt.want), "indexed as claimable")
 		})
 	}
