@@ -88,10 +88,12 @@ type builder struct {
 	examples []map[string]any
 }
 
-// webhooks are a webhook configuration of config/webhook, mutating or validating.
+// webhooks are a webhook configuration of config/webhook, mutating or
+// validating: a mutating webhook has a validating one's fields and a
+// reinvocation policy, so both are read as mutating ones.
 type webhooks struct {
 	typ operatorsv1alpha1.WebhookAdmissionType
-	cfg admissionregistrationv1.ValidatingWebhookConfiguration
+	cfg admissionregistrationv1.MutatingWebhookConfiguration
 }
 
 func (b *builder) add(o *unstructured.Unstructured) error {
@@ -133,8 +135,6 @@ func (b *builder) add(o *unstructured.Unstructured) error {
 		// them itself where they are served: --create-monitors.)
 		return b.extra(o)
 	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
-		// A mutating webhook has a validating one's fields, and a
-		// reinvocation policy the operator's leaves at its default.
 		w := webhooks{typ: operatorsv1alpha1.ValidatingAdmissionWebhook}
 		if o.GetKind() == "MutatingWebhookConfiguration" {
 			w.typ = operatorsv1alpha1.MutatingAdmissionWebhook
@@ -308,6 +308,7 @@ func (b *builder) webhookDefinitions() {
 				Rules:                   w.Rules,
 				FailurePolicy:           w.FailurePolicy,
 				ObjectSelector:          w.ObjectSelector,
+				ReinvocationPolicy:      w.ReinvocationPolicy,
 				SideEffects:             w.SideEffects,
 				TimeoutSeconds:          w.TimeoutSeconds,
 				AdmissionReviewVersions: w.AdmissionReviewVersions,

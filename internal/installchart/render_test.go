@@ -353,16 +353,16 @@ func TestWebhookIsTheGeneratedOne(t *testing.T) {
 	g := NewWithT(t)
 	generated, err := manifests.Kustomize(filepath.Join(root, "config", "webhook"))
 	g.Expect(err).NotTo(HaveOccurred())
-	// A mutating webhook has a validating one's fields, and a reinvocation
-	// policy neither sets: both are read as validating ones.
+	// A mutating webhook has a validating one's fields and a reinvocation
+	// policy: both are read as mutating ones.
 	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
-		var want admissionregistrationv1.ValidatingWebhookConfiguration
+		var want admissionregistrationv1.MutatingWebhookConfiguration
 		g.Expect(byKind(generated, kind)).To(HaveLen(1), kind)
 		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(byKind(generated, kind)[0].Object, &want)).To(Succeed())
 		for _, mode := range []string{"cluster", "namespaced"} {
 			rendered := byKind(mustRender(t, map[string]any{"installMode": mode, "webhook": map[string]any{"enable": true}}), kind)
 			g.Expect(rendered).To(HaveLen(1), kind)
-			var have admissionregistrationv1.ValidatingWebhookConfiguration
+			var have admissionregistrationv1.MutatingWebhookConfiguration
 			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(rendered[0].Object, &have)).To(Succeed())
 			expectGeneratedWebhooks(g, mode, want, have)
 		}
@@ -371,7 +371,7 @@ func TestWebhookIsTheGeneratedOne(t *testing.T) {
 
 // expectGeneratedWebhooks checks the chart's webhooks (have) against
 // config/webhook's (want: controller-gen's, patched) in installMode mode.
-func expectGeneratedWebhooks(g Gomega, mode string, want, have admissionregistrationv1.ValidatingWebhookConfiguration) {
+func expectGeneratedWebhooks(g Gomega, mode string, want, have admissionregistrationv1.MutatingWebhookConfiguration) {
 	g.Expect(have.Webhooks).To(HaveLen(len(want.Webhooks)))
 	for i, w := range want.Webhooks {
 		h := have.Webhooks[i]

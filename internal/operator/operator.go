@@ -64,11 +64,12 @@ type Options struct {
 	// release to, unless a template's policy says otherwise. Its network
 	// fields are taken from Values.
 	Limits policy.Limits
-	// Webhook serves the admission webhooks for Challenges: the validating
-	// one, and the mutating one that sets the Helm reconciler's finalizer.
+	// Webhook serves the admission webhooks for Challenges: the mutating one
+	// a creation goes through (checks and the Helm reconciler's finalizer),
+	// and the validating one of updates.
 	Webhook bool
 	// Namespaces are those Challenges are reconciled in (the cache's);
-	// empty, all. The mutating webhook finalizes no other Challenge.
+	// empty, all. The creation webhook finalizes no other Challenge.
 	Namespaces []string
 	// PoolNamespace is where templates' warm pools keep their instances;
 	// empty means no pools.

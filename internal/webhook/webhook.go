@@ -2,11 +2,11 @@
 // refuse later with phase Error: duplicate, over-quota and over-budget
 // instances, values a template does not allow, reserved label and
 // annotation keys, lifetimes over its maximum; on creation and on every
-// update, of every Challenge but the pooled instances (config/webhook leaves
-// those to the operator, which made them). A mutating webhook beside it sets
-// the Helm reconciler's finalizer on creation (Finalizer). Both are
-// optional: the operator reaches the same verdicts, and adds its finalizer,
-// without them.
+// update, of every Challenge but the pooled instances (the operator made
+// them, and checks them itself). A Challenge's creation goes through one
+// mutating webhook (Creation), which also sets the Helm reconciler's
+// finalizer; its updates through a validating one. Both are optional: the
+// operator reaches the same verdicts, and adds its finalizer, without them.
 package webhook
 
 import (
@@ -40,9 +40,10 @@ type ChallengeValidator struct {
 	Settings values.Settings
 }
 
-// +kubebuilder:webhook:path=/validate-ctf-challenge-operator-io-v1alpha1-challenge,mutating=false,failurePolicy=ignore,timeoutSeconds=5,sideEffects=None,groups=ctf.challenge-operator.io,resources=challenges,verbs=create;update,versions=v1alpha1,name=vchallenge.ctf.challenge-operator.io,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-ctf-challenge-operator-io-v1alpha1-challenge,mutating=false,failurePolicy=ignore,timeoutSeconds=5,sideEffects=None,groups=ctf.challenge-operator.io,resources=challenges,verbs=update,versions=v1alpha1,name=vchallenge.ctf.challenge-operator.io,admissionReviewVersions=v1
 
-// ValidateCreate refuses a Challenge the operator would not install.
+// ValidateCreate refuses a Challenge the operator would not install: the
+// creation webhook asks it (Creation).
 func (v *ChallengeValidator) ValidateCreate(ctx context.Context, ch *ctfv1alpha1.Challenge) (webhookadmission.Warnings, error) {
 	tmpl, warnings, err := v.compose(ctx, ch)
 	if err != nil || tmpl == nil && ch.Spec.Template != "" {
@@ -103,12 +104,12 @@ func refusal(ch *ctfv1alpha1.Challenge, err error) error {
 	return err
 }
 
-// Setup registers the validating webhook and the finalizer's mutating one
+// Setup registers the creation webhook and the validating one (updates)
 // with the manager's webhook server; namespaces are those the operator
 // reconciles Challenges in (empty: all).
 func Setup(mgr ctrl.Manager, quota *admission.Quota, budget *admission.Budget, settings values.Settings, namespaces []string) error {
-	mgr.GetWebhookServer().Register(FinalizerPath, &ctrlwebhook.Admission{Handler: &Finalizer{Namespaces: namespaces}})
-	return builder.WebhookManagedBy(mgr, &ctfv1alpha1.Challenge{}).
-		WithValidator(&ChallengeValidator{Reader: mgr.GetClient(), Quota: quota, Budget: budget, Settings: settings}).
-		Complete()
+	validator := &ChallengeValidator{Reader: mgr.GetClient(), Quota: quota, Budget: budget, Settings: settings}
+	mgr.GetWebhookServer().Register(CreationPath, &ctrlwebhook.Admission{Handler: &Creation{
+		Decoder: webhookadmission.NewDecoder(mgr.GetScheme()), Validator: validator, Namespaces: namespaces}})
+	return builder.WebhookManagedBy(mgr, &ctfv1alpha1.Challenge{}).WithValidator(validator).Complete()
 }

@@ -186,9 +186,9 @@ func TestNothingOrphanedWhenAnInstanceExpires(t *testing.T) {
 	h.EventuallyGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: identity.Namespace(ch)}}, 2*harness.Timeout, "the instance namespace is not orphaned")
 }
 
-// TestPooledInstancesSkipOnlyTheWebhook: the validating webhook leaves
+// TestPooledInstancesSkipOnlyTheWebhook: the webhooks leave the checks of
 // Challenges with the pool label to the operator (pooled instances are its
-// own, and a claim's update of one need not wait on it). A team's Challenge
+// own, and a claim's update of one need not wait on them). A team's Challenge
 // wearing the label is refused by the operator instead, with the same
 // reason; one that gains it in an update is still refused at admission.
 func TestPooledInstancesSkipOnlyTheWebhook(t *testing.T) {
@@ -200,10 +200,10 @@ func TestPooledInstancesSkipOnlyTheWebhook(t *testing.T) {
 	labelled := harness.FromTemplate(ns, "labelled", "team-p", "wh-pool-label")
 	labelled.Labels = map[string]string{ctfv1alpha1.PoolLabel: "wh-pool-label"}
 	labelled.Spec.Values = harness.Values(`{"replicas": 5}`)
-	g.Expect(h.Client.Create(ctx, labelled)).To(Succeed(), "not sent to the validating webhook")
+	g.Expect(h.Client.Create(ctx, labelled)).To(Succeed(), "not judged at admission")
 	got := h.EventuallyPhase(t, labelled, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("ValueNotAllowed"))
-	g.Expect(got.Finalizers).To(ContainElement(ctfv1alpha1.UninstallFinalizer), "the mutating webhook still sets the finalizer")
+	g.Expect(got.Finalizers).To(ContainElement(ctfv1alpha1.UninstallFinalizer), "the creation webhook still sets the finalizer")
 
 	plain := harness.FromTemplate(ns, "plain", "team-q", "wh-pool-label")
 	g.Expect(h.Client.Create(ctx, plain)).To(Succeed())
