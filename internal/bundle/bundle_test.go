@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -91,11 +92,19 @@ func TestCSVCarriesWhatOperatorHubShows(t *testing.T) {
 	g.Expect(csv.Annotations).To(HaveKey("alm-examples"))
 	var webhooks []string
 	for _, w := range csv.Spec.WebhookDefinitions {
-		webhooks = append(webhooks, string(w.Type)+" "+ptr.Deref(w.WebhookPath, ""))
+		var operations []string
+		for _, r := range w.Rules {
+			for _, op := range r.Operations {
+				operations = append(operations, string(op))
+			}
+		}
+		webhooks = append(webhooks, fmt.Sprintf("%s %s %v %s", w.Type, ptr.Deref(w.WebhookPath, ""), operations, ptr.Deref(w.ReinvocationPolicy, "")))
 		g.Expect(w.DeploymentName).To(Equal(csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Name))
 	}
-	g.Expect(webhooks).To(Equal([]string{"MutatingAdmissionWebhook /mutate-ctf-challenge-operator-io-v1alpha1-challenge",
-		"ValidatingAdmissionWebhook /validate-ctf-challenge-operator-io-v1alpha1-challenge"}))
+	// A creation is one webhook call, which is called again after a later
+	// webhook's change; updates go to the validating one.
+	g.Expect(webhooks).To(Equal([]string{"MutatingAdmissionWebhook /mutate-ctf-challenge-operator-io-v1alpha1-challenge [CREATE] IfNeeded",
+		"ValidatingAdmissionWebhook /validate-ctf-challenge-operator-io-v1alpha1-challenge [UPDATE] "}))
 	var status []string
 	for _, crd := range csv.Spec.CustomResourceDefinitions.Owned {
 		if crd.Kind == "Challenge" {
