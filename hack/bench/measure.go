@@ -830,13 +830,28 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]request
 	if err != nil {
 		return nil
 	}
+	return requestsIn(string(body))
+}
+
+// requestsIn reads apiserverRequests' rows from the API server's metrics.
+func requestsIn(body string) map[string]requests {
 	const total, seconds = "apiserver_request_total{", "apiserver_request_duration_seconds_sum{"
 	// The API server allocates Services' ClusterIPs one at a time, under one
 	// lock, each a create of an IPAddress: their mean time is the most
 	// Services it can create a second.
 	const allocations, allocating = "kube_apiserver_clusterip_allocator_allocation_duration_seconds_count{", "kube_apiserver_clusterip_allocator_allocation_duration_seconds_sum{"
+	// A watcher that falls behind is closed by the API server, and its
+	// client watches again: in a burst, a sign of a client short of CPU.
+	const terminated = "apiserver_terminated_watchers_total{"
 	counts := map[string]requests{}
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := metricValue(line, terminated); ok {
+			_, rest, _ := strings.Cut(line, `resource="`)
+			resource, _, _ := strings.Cut(rest, `"`)
+			c := counts[resource+terminatedWatchers]
+			c.n += v
+			counts[resource+terminatedWatchers] = c
+		}
 		if v, ok := metricValue(line, allocations); ok {
 			c := counts[clusterIPAllocations]
 			c.n += v
@@ -878,6 +893,11 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) map[string]request
 // clusterIPAllocations is the row of apiserverRequests that counts the API
 // server's ClusterIP allocations, not requests.
 const clusterIPAllocations = "ClusterIP allocations, one at a time"
+
+// terminatedWatchers ends the rows of apiserverRequests that count, by
+// resource, the watchers the API server closed for falling behind, not
+// requests (their time is none).
+const terminatedWatchers = " watchers closed for falling behind"
 
 // metricValue is the value of line when it is a series of the metric whose
 // name and opening brace are prefix.
