@@ -846,8 +846,8 @@ func requestsIn(body string) map[string]requests {
 	counts := map[string]requests{}
 	for _, line := range strings.Split(body, "\n") {
 		if v, ok := metricValue(line, terminated); ok {
-			_, rest, _ := strings.Cut(line, `resource="`)
-			resource, _, _ := strings.Cut(rest, `"`)
+			_, labels, _ := strings.Cut(line, `resource="`)
+			resource, _, _ := strings.Cut(labels, `"`)
 			c := counts[resource+terminatedWatchers]
 			c.n += v
 			counts[resource+terminatedWatchers] = c
