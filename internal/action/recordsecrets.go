@@ -1,11 +1,7 @@
 package action
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strconv"
@@ -26,18 +22,19 @@ import (
 // Helm stores a release record as a Secret holding the release as JSON,
 // gzipped at gzip's best compression: 3.7 ms of CPU for this chart's
 // record, which an install writes twice (pending, then deployed), the most
-// expensive step of an install in the operator's CPU profile. Gzip's
-// default level writes a record 1% larger in 1.6 ms. The operator writes
-// records with it and reads them with Helm's driver, as does the helm CLI:
-// Helm reads a gzipped record at any level.
+// expensive step of an install in the operator's CPU profile. The operator
+// writes records with a recordEncoder, which compresses a chart once rather
+// than in every record, and reads them with Helm's driver, as does the helm
+// CLI: Helm reads a gzipped record at any level, in any number of members.
 
 // recordType is the type of the Secret holding a Helm 3 release record.
 const recordType = "helm.sh/release.v1"
 
 // RecordSecrets is helm-operator-plugins' default storage (a release's
 // records are Secrets in the custom resource's namespace, which owns them)
-// with the records written at gzip's default compression.
+// with the records written by one recordEncoder.
 func RecordSecrets() helmclient.ObjectToStorageDriverMapper {
+	encoder := newRecordEncoder()
 	return func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
 		clientset, err := corev1client.NewForConfig(cfg)
 		if err != nil {
@@ -49,7 +46,7 @@ func RecordSecrets() helmclient.ObjectToStorageDriverMapper {
 		if logger, err := logr.FromContext(ctx); err == nil {
 			d.Log = func(format string, v ...any) { logger.V(1).Info(fmt.Sprintf(format, v...)) }
 		}
-		return &recordSecrets{Secrets: d, secrets: secrets}, nil
+		return &recordSecrets{Secrets: d, secrets: secrets, encoder: encoder}, nil
 	}
 }
 
@@ -57,11 +54,12 @@ func RecordSecrets() helmclient.ObjectToStorageDriverMapper {
 type recordSecrets struct {
 	*driver.Secrets
 	secrets corev1client.SecretInterface
+	encoder *recordEncoder
 }
 
 // Create stores a new record, as Helm's driver does.
 func (s *recordSecrets) Create(key string, rls *release.Release) error {
-	obj, err := recordSecret(key, rls, "createdAt")
+	obj, err := recordSecret(s.encoder, key, rls, "createdAt")
 	if err != nil {
 		return fmt.Errorf("create: failed to encode release %q: %w", rls.Name, err)
 	}
@@ -76,7 +74,7 @@ func (s *recordSecrets) Create(key string, rls *release.Release) error {
 
 // Update replaces a record, as Helm's driver does.
 func (s *recordSecrets) Update(key string, rls *release.Release) error {
-	obj, err := recordSecret(key, rls, "modifiedAt")
+	obj, err := recordSecret(s.encoder, key, rls, "modifiedAt")
 	if err != nil {
 		return fmt.Errorf("update: failed to encode release %q: %w", rls.Name, err)
 	}
@@ -89,8 +87,8 @@ func (s *recordSecrets) Update(key string, rls *release.Release) error {
 // recordSecret is the Secret Helm's driver writes for rls, labels and all:
 // the release's labels, the time of this write under stamp unless they
 // carry it already (Helm's order), then Helm's own.
-func recordSecret(key string, rls *release.Release, stamp string) (*corev1.Secret, error) {
-	data, err := encodeRecord(rls)
+func recordSecret(encoder *recordEncoder, key string, rls *release.Release, stamp string) (*corev1.Secret, error) {
+	data, err := encoder.encode(rls)
 	if err != nil {
 		return nil, err
 	}
@@ -105,24 +103,4 @@ func recordSecret(key string, rls *release.Release, stamp string) (*corev1.Secre
 		Type:       recordType,
 		Data:       map[string][]byte{"release": data},
 	}, nil
-}
-
-// encodeRecord is Helm's encoding of a record, base64 of the gzipped JSON,
-// at gzip's default level.
-func encodeRecord(rls *release.Release) ([]byte, error) {
-	raw, err := json.Marshal(rls)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
-	if _, err := w.Write(raw); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	out := make([]byte, base64.StdEncoding.EncodedLen(buf.Len()))
-	base64.StdEncoding.Encode(out, buf.Bytes())
-	return out, nil
 }

@@ -21,7 +21,7 @@ func TestRecordsAreHelmsOwn(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	secrets := fake.NewClientset().CoreV1().Secrets("team")
-	ours := &recordSecrets{Secrets: driver.NewSecrets(secrets), secrets: secrets}
+	ours := &recordSecrets{Secrets: driver.NewSecrets(secrets), secrets: secrets, encoder: newRecordEncoder()}
 	helms := driver.NewSecrets(secrets)
 	rel := func(name string, status release.Status) *release.Release {
 		return &release.Release{Name: name, Namespace: "team", Version: 1, Manifest: "kind: Service\n",
@@ -70,10 +70,6 @@ func TestRecordsAreHelmsOwn(t *testing.T) {
 		gz, err := base64.StdEncoding.DecodeString(string(o.Data["release"]))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(gz[:3]).To(Equal([]byte{0x1f, 0x8b, 0x08}), "gzipped")
-		g.Expect(gz[8]).To(BeEquivalentTo(0), "gzip's extra flags: 0 at its default level")
-		helmGz, err := base64.StdEncoding.DecodeString(string(h.Data["release"]))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(helmGz[8]).To(BeEquivalentTo(2), "and 2 at its best compression, Helm's")
 	}
 
 	g.Expect(ours.Create(keyPrefix+"ours.v1", rel("ours", release.StatusDeployed))).To(MatchError(driver.ErrReleaseExists))
