@@ -25,10 +25,10 @@ ctf.challenge-operator.io/participant: {{ required "participant is required" .pa
 ctf.challenge-operator.io/challenge: {{ default .root.Release.Name .root.Values.challenge | quote }}
 {{- end }}
 
-{{/* The Service type for a workload's expose values: an Ingress or a route
-fronts a ClusterIP Service. */}}
+{{/* The Service type for a workload's expose values, quoted: an Ingress or a
+route fronts a ClusterIP Service. */}}
 {{- define "challenge.serviceType" -}}
-{{- if has .type (list "Ingress" "TLSRoute" "HTTPRoute") }}ClusterIP{{ else }}{{ .type }}{{ end }}
+{{- if has .type (list "Ingress" "TLSRoute" "HTTPRoute") }}{{ "ClusterIP" | quote }}{{ else }}{{ .type | quote }}{{ end }}
 {{- end }}
 
 {{/* Whether the instance has a host of its own: "true" or "". */}}

@@ -378,7 +378,7 @@ metadata:
     {{- toYaml . | nindent 4 }}
   {{- end }}
 spec:
-  type: {{ include "challenge.serviceType" $w.expose | quote }}
+  type: {{ include "challenge.serviceType" $w.expose }}
   selector:
     {{- include "challenge.workloadSelector" (dict "root" $root "w" $w) | nindent 4 }}
   ports:
