@@ -38,7 +38,10 @@ type config struct {
 	raw     string
 	cpu     string
 	profile string
-	flags   []string
+	// profileSeconds is how long the burst's CPU profile lasts; 0 for a
+	// fifth of a second per instance.
+	profileSeconds int
+	flags          []string
 	// webhooks serves ours's webhooks, as the OLM bundle runs it.
 	webhooks bool
 	// resident measures ours at rest instead of bursts.
@@ -83,6 +86,7 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&cfg.cpu, "cpu", "1", "CPU the operators are pinned to (taskset -c)")
 	fs.BoolVar(&cfg.webhooks, "webhooks", true, "ours serves its webhooks (--enable-webhook), as the OLM bundle runs it; false: as config/default runs it, without")
 	fs.StringVar(&cfg.profile, "cpuprofile", "", "write CPU profiles of ours during its burst to this file, and of its delete-all to FILE.delete (-n with one size)")
+	fs.IntVar(&cfg.profileSeconds, "cpuprofile-seconds", 0, "how long -cpuprofile profiles the burst (0: a fifth of a second per instance, at least 10)")
 	fs.BoolVar(&cfg.resident, "resident", false, "measure ours at rest with -n instances Running, brought there in waves on one cluster (-cpuprofile names heap profiles)")
 	oursFlags := fs.String("ours-flags", "", "space-separated extra flags for ours (e.g. --max-concurrent-reconciles=16)")
 	if err := fs.Parse(args); err != nil {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -279,10 +281,16 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}
 	cpuBefore := processCPU()
 	start := time.Now()
-	profiled := make(chan error, 1)
-	if cfg.profile != "" && isOurs(sys) {
-		go func() { profiled <- cpuProfile(cfg.profile, n) }()
-	} else {
+	profiled := make(chan error, 2)
+	switch seconds := cmp.Or(cfg.profileSeconds, max(10, n/5)); {
+	case cfg.profile != "" && isOurs(sys):
+		go func() { profiled <- cpuProfile(cfg.profile, seconds) }()
+		go func() { profiled <- apiserverProfile(cluster.Config, cfg.profile+".apiserver", seconds) }()
+	case cfg.profile != "" && isFloor(sys):
+		profiled <- nil
+		go func() { profiled <- apiserverProfile(cluster.Config, cfg.profile+"."+sys+".apiserver", seconds) }()
+	default:
+		profiled <- nil
 		profiled <- nil
 	}
 	workers := 8
@@ -335,9 +343,12 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 		printRequestDiff("burst, until the last Running", burstRequestsBefore, apiserverRequests(ctx, cluster.Config))
 		printReconcileTimes(operatorBefore)
 		printCPU("burst, until the last Running", cpuBefore, cpuAtLast, n)
+		printObjectSizes(ctx, cl)
 	}
-	if err := <-profiled; err != nil {
-		return r, err
+	for range 2 {
+		if err := <-profiled; err != nil {
+			return r, err
+		}
 	}
 	r.P50, r.P95, r.P99 = percentile(latencies, 0.5), percentile(latencies, 0.95), percentile(latencies, 0.99)
 
@@ -392,7 +403,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}
 	deleteProfiled := make(chan error, 1)
 	if cfg.profile != "" && isOurs(sys) {
-		go func() { deleteProfiled <- cpuProfile(cfg.profile+".delete", n) }()
+		go func() { deleteProfiled <- cpuProfile(cfg.profile+".delete", max(10, n/5)) }()
 	} else {
 		deleteProfiled <- nil
 	}
@@ -1016,10 +1027,24 @@ func sum(body, metric string, labels ...string) float64 {
 	return total
 }
 
-// cpuProfile writes a CPU profile of ours over the burst of n (about a fifth
-// of a second per instance) to path.
-func cpuProfile(path string, n int) error {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, max(10, n/5)))
+// apiserverProfile writes a CPU profile of the API server over the given
+// seconds to path.
+func apiserverProfile(config *rest.Config, path string, seconds int) error {
+	cs, err := kubernetes.NewForConfig(rest.CopyConfig(config))
+	if err != nil {
+		return err
+	}
+	body, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).
+		Timeout(time.Duration(seconds+30) * time.Second).DoRaw(context.Background())
+	if err != nil {
+		return fmt.Errorf("profiling the API server: %w", err)
+	}
+	return os.WriteFile(path, body, 0o644)
+}
+
+// cpuProfile writes a CPU profile of ours over the given seconds to path.
+func cpuProfile(path string, seconds int) error {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, seconds))
 	if err != nil {
 		return err
 	}
@@ -1114,4 +1139,23 @@ func fillPool(ctx context.Context, cl client.Client, proc process, size int32, f
 	r.PoolRestRequestsPerSecond, r.PoolRestCPUPercent = rates(a, b)
 	r.PoolRestRSSMiB = proc.memory("VmRSS")
 	return nil
+}
+
+// printObjectSizes prints the size of a claimant and of a claimed pooled
+// instance, and who manages their fields: every write of a Challenge
+// decodes, validates and stores all of it.
+func printObjectSizes(ctx context.Context, cl client.Client) {
+	for _, ns := range []string{benchNamespace, poolNamespace} {
+		var list ctfv1alpha1.ChallengeList
+		if err := cl.List(ctx, &list, client.InNamespace(ns), client.Limit(1)); err != nil || len(list.Items) == 0 {
+			continue
+		}
+		ch := &list.Items[0]
+		raw, _ := json.Marshal(ch)
+		managed, _ := json.Marshal(ch.ManagedFields)
+		fmt.Fprintf(os.Stderr, "%s/%s: %d bytes, managed fields %d bytes:\n", ns, ch.Name, len(raw), len(managed))
+		for _, m := range ch.ManagedFields {
+			fmt.Fprintf(os.Stderr, "  %s %s %s %d bytes\n", m.Manager, m.Operation, m.Subresource, len(m.FieldsV1.Raw))
+		}
+	}
 }
