@@ -8,7 +8,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
@@ -53,7 +56,24 @@ func (r *ExpiryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=delete
 
-// SetupWithManager watches Challenges.
+// SetupWithManager watches Challenges: each one seen (at start too), and
+// each change of its expiresAt. No other change moves its timer, and in a
+// burst most changes are others' (a claim's, a status write's).
 func (r *ExpiryReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("challenge-expiry").For(&ctfv1alpha1.Challenge{}).Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).Named("challenge-expiry").
+		For(&ctfv1alpha1.Challenge{}, builder.WithPredicates(expiryMoved())).
+		Complete(r)
+}
+
+// expiryMoved passes a Challenge's creation (or first sight) and the
+// updates that change its status.expiresAt.
+func expiryMoved() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			before, ok := e.ObjectOld.(*ctfv1alpha1.Challenge)
+			after, ok2 := e.ObjectNew.(*ctfv1alpha1.Challenge)
+			return !ok || !ok2 || !before.Status.ExpiresAt.Equal(after.Status.ExpiresAt)
+		},
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+	}
 }
