@@ -125,7 +125,7 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 		return obs, err
 	}
 	var pods corev1.PodList
-	if err := o.Reader.List(ctx, &pods, o.ofInstance(inst)...); err != nil {
+	if err := o.Reader.List(ctx, &pods, append(o.ofInstance(inst), client.UnsafeDisableDeepCopy)...); err != nil {
 		return obs, fmt.Errorf("listing pods of %s/%s: %w", inst.Namespace, inst.Name, err)
 	}
 	obs.PodProblems = append(lifecycle.DeploymentProblems(deployments), lifecycle.PodProblems(pods.Items)...)
@@ -138,7 +138,7 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 
 func (o *Observer) deployments(ctx context.Context, ch *ctfv1alpha1.Challenge) ([]appsv1.Deployment, error) {
 	var list appsv1.DeploymentList
-	if err := o.Reader.List(ctx, &list, o.ofInstance(ch)...); err != nil {
+	if err := o.Reader.List(ctx, &list, append(o.ofInstance(ch), client.UnsafeDisableDeepCopy)...); err != nil {
 		return nil, fmt.Errorf("listing Deployments of %s/%s: %w", ch.Namespace, ch.Name, err)
 	}
 	return o.Rollouts.Fresh(list.Items), nil
