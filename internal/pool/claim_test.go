@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -100,4 +101,31 @@ func TestAClaimRefusedLeavesTheInstanceClaimable(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(BeNil())
 	g.Expect(updates.Load()).To(Equal(int32(2)), "no update of an instance this process claimed")
+}
+
+// TestAClaimTriesItsShardThenThePool: a claim lists its own shard of the
+// claimable instances first, and the whole pool when its shard has none:
+// a claimant whose shard is empty still gets the pool's one instance.
+func TestAClaimTriesItsShardThenThePool(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := testTemplate(1, 5)
+	pooled := testPooled("web-pool-a", 0, running)
+	own := shardKey(claimableKey(tmpl), pooled.Name)
+	g.Expect(IndexClaimable(&pooled)).To(ConsistOf(claimableKey(tmpl), own))
+
+	var elsewhere string
+	for i := 0; elsewhere == ""; i++ {
+		if uid := fmt.Sprintf("uid-%d", i); shardKey(claimableKey(tmpl), uid) != own {
+			elsewhere = uid
+		}
+	}
+	var updates atomic.Int32
+	p := claimTestPools(t, func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		updates.Add(1)
+		return cl.Update(ctx, obj, opts...)
+	})
+	claimed, err := p.Claim(context.Background(), claimantWithUID(elsewhere), tmpl)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(claimed).NotTo(BeNil(), "claimed from the whole pool, its own shard being empty")
+	g.Expect(updates.Load()).To(Equal(int32(1)), "one update: the instance was tried once")
 }

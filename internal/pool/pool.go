@@ -132,8 +132,22 @@ func IndexClaimant(o client.Object) []string {
 
 // ClaimableField indexes pooled Challenges that may be claimed (Claimable,
 // but for the template's generation) by "<template>/<generation>", the
-// generation they were made for.
+// generation they were made for, and by that key and their shard
+// (shardKey).
 const ClaimableField = "metadata.claimable"
+
+// claimShards is how many shards a template's claimable instances are
+// indexed in besides all together: a claim lists its own shard first, an
+// eighth of the pool, where listing all of it at every claim of a burst
+// copied the pool 500 times (a tenth of the operator's CPU in a burst of
+// claims), and all of them only when its shard has none it could take.
+const claimShards = 8
+
+// shardKey is the ClaimableField key of the shard of key that s (an
+// instance's name, or a claimant's UID) falls in.
+func shardKey(key, s string) string {
+	return fmt.Sprintf("%s#%d", key, crc32.ChecksumIEEE([]byte(s))%claimShards)
+}
 
 // IndexClaimable is the ClaimableField index function.
 func IndexClaimable(o client.Object) []string {
@@ -145,7 +159,8 @@ func IndexClaimable(o client.Object) []string {
 	if template == "" || template != ch.Spec.Template || !unclaimedRunning(ch) {
 		return nil
 	}
-	return []string{template + "/" + ch.Annotations[ctfv1alpha1.TemplateGenerationAnnotation]}
+	key := template + "/" + ch.Annotations[ctfv1alpha1.TemplateGenerationAnnotation]
+	return []string{key, shardKey(key, ch.Name)}
 }
 
 // claimableKey is the ClaimableField key of tmpl's claimable instances:
@@ -227,19 +242,37 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 	// Demand counts a Challenge once: at its first reconcile, before the
 	// operator has written any condition.
 	first := len(c.Status.Conditions) == 0
-	var list ctfv1alpha1.ChallengeList
-	// Read-only: the cache's own objects; the one claimed is copied. Only
-	// the claimable ones, by their index: in a burst, each claim would
-	// otherwise copy the whole pool, claimed instances and all.
-	if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingFields{ClaimableField: claimableKey(tmpl)}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing the pool of %s: %w", tmpl.Name, err)
+	key := claimableKey(tmpl)
+	tried := map[types.NamespacedName]bool{}
+	for i, field := range []string{shardKey(key, string(c.UID)), key} {
+		var list ctfv1alpha1.ChallengeList
+		// Read-only: the cache's own objects; the one claimed is copied.
+		// Only the claimable ones, by their index: in a burst, each claim
+		// would otherwise copy the whole pool, claimed instances and all.
+		if err := p.Reader.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingFields{ClaimableField: field}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing the pool of %s: %w", tmpl.Name, err)
+		}
+		if first && i == 0 {
+			p.Demand.Add(tmpl.Name)
+		}
+		pooled, err := p.claimFrom(ctx, c, tmpl, list.Items, tried)
+		if pooled != nil || err != nil {
+			return pooled, err
+		}
 	}
-	order := candidates(list.Items, tmpl, c.UID, p.isTaken)
 	if first {
-		p.Demand.Add(tmpl.Name)
+		metrics.ObserveClaim(tmpl.Name, false)
 	}
+	return nil, nil
+}
+
+// claimFrom hands c one of items, tmpl's pooled instances listed, that it
+// has not tried yet, or returns nil when it got none of them.
+func (p *Pools) claimFrom(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, items []ctfv1alpha1.Challenge, tried map[types.NamespacedName]bool) (*ctfv1alpha1.Challenge, error) {
+	order := candidates(items, tmpl, c.UID, func(key types.NamespacedName) bool { return tried[key] || p.isTaken(key) })
 	for _, candidate := range order {
 		key := client.ObjectKeyFromObject(candidate)
+		tried[key] = true
 		if !p.take(key) {
 			continue // another claim of this process is on it
 		}
@@ -260,9 +293,6 @@ func (p *Pools) Claim(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 		p.claims.Store(c.UID, refTo(pooled))
 		metrics.ObserveClaim(tmpl.Name, true)
 		return pooled, nil
-	}
-	if first {
-		metrics.ObserveClaim(tmpl.Name, false)
 	}
 	return nil, nil
 }
