@@ -129,3 +129,28 @@ func TestAClaimTriesItsShardThenThePool(t *testing.T) {
 	g.Expect(claimed).NotTo(BeNil(), "claimed from the whole pool, its own shard being empty")
 	g.Expect(updates.Load()).To(Equal(int32(1)), "one update: the instance was tried once")
 }
+
+// TestAClaimTriesAnInstanceOnce: an instance of the claimant's own shard
+// whose update was refused is not tried again when the claim goes on to
+// the whole pool: one claim, one update per instance at most.
+func TestAClaimTriesAnInstanceOnce(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := testTemplate(1, 5)
+	pooled := testPooled("web-pool-a", 0, running)
+	own := shardKey(claimableKey(tmpl), pooled.Name)
+	var sameShard string
+	for i := 0; sameShard == ""; i++ {
+		if uid := fmt.Sprintf("uid-%d", i); shardKey(claimableKey(tmpl), uid) == own {
+			sameShard = uid
+		}
+	}
+	var updates atomic.Int32
+	p := claimTestPools(t, func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		updates.Add(1)
+		return apierrors.NewConflict(schema.GroupResource{Group: ctfv1alpha1.GroupVersion.Group, Resource: "challenges"}, obj.GetName(), nil)
+	})
+	claimed, err := p.Claim(context.Background(), claimantWithUID(sameShard), tmpl)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(claimed).To(BeNil())
+	g.Expect(updates.Load()).To(Equal(int32(1)), "refused in its shard, not tried again from the whole pool")
+}
