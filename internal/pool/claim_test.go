@@ -104,53 +104,51 @@ func TestAClaimRefusedLeavesTheInstanceClaimable(t *testing.T) {
 }
 
 // TestAClaimTriesItsShardThenThePool: a claim lists its own shard of the
-// claimable instances first, and the whole pool when its shard has none:
-// a claimant whose shard is empty still gets the pool's one instance.
+// claimable instances first, and the whole pool when its shard has none it
+// could take. A claimant whose shard is empty still gets the pool's one
+// instance; one refused in its own shard is not tried again from the whole
+// pool: one claim, one update per instance at most.
 func TestAClaimTriesItsShardThenThePool(t *testing.T) {
-	g := NewWithT(t)
 	tmpl := testTemplate(1, 5)
 	pooled := testPooled("web-pool-a", 0, running)
 	own := shardKey(claimableKey(tmpl), pooled.Name)
-	g.Expect(IndexClaimable(&pooled)).To(ConsistOf(claimableKey(tmpl), own))
-
-	var elsewhere string
-	for i := 0; elsewhere == ""; i++ {
-		if uid := fmt.Sprintf("uid-%d", i); shardKey(claimableKey(tmpl), uid) != own {
-			elsewhere = uid
-		}
+	NewWithT(t).Expect(IndexClaimable(&pooled)).To(ConsistOf(claimableKey(tmpl), own))
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: ctfv1alpha1.GroupVersion.Group, Resource: "challenges"}, pooled.Name, nil)
+	tests := []struct {
+		name        string
+		claimant    string
+		updateErr   error
+		wantClaimed bool
+	}{
+		{"its shard empty: from the whole pool", uidWhere(func(shard string) bool { return shard != own }), nil, true},
+		{"refused in its shard: not tried again", uidWhere(func(shard string) bool { return shard == own }), conflict, false},
 	}
-	var updates atomic.Int32
-	p := claimTestPools(t, func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-		updates.Add(1)
-		return cl.Update(ctx, obj, opts...)
-	})
-	claimed, err := p.Claim(context.Background(), claimantWithUID(elsewhere), tmpl)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(claimed).NotTo(BeNil(), "claimed from the whole pool, its own shard being empty")
-	g.Expect(updates.Load()).To(Equal(int32(1)), "one update: the instance was tried once")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var updates atomic.Int32
+			p := claimTestPools(t, func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				updates.Add(1)
+				if tt.updateErr != nil {
+					return tt.updateErr
+				}
+				return cl.Update(ctx, obj, opts...)
+			})
+			claimed, err := p.Claim(context.Background(), claimantWithUID(tt.claimant), tmpl)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(claimed != nil).To(Equal(tt.wantClaimed))
+			g.Expect(updates.Load()).To(Equal(int32(1)), "the instance was tried once")
+		})
+	}
 }
 
-// TestAClaimTriesAnInstanceOnce: an instance of the claimant's own shard
-// whose update was refused is not tried again when the claim goes on to
-// the whole pool: one claim, one update per instance at most.
-func TestAClaimTriesAnInstanceOnce(t *testing.T) {
-	g := NewWithT(t)
-	tmpl := testTemplate(1, 5)
-	pooled := testPooled("web-pool-a", 0, running)
-	own := shardKey(claimableKey(tmpl), pooled.Name)
-	var sameShard string
-	for i := 0; sameShard == ""; i++ {
-		if uid := fmt.Sprintf("uid-%d", i); shardKey(claimableKey(tmpl), uid) == own {
-			sameShard = uid
+// uidWhere is the first of "uid-0", "uid-1", ... whose shard of
+// testTemplate's claimable instances wanted accepts.
+func uidWhere(wanted func(shard string) bool) string {
+	key := claimableKey(testTemplate(1, 5))
+	for i := 0; ; i++ {
+		if uid := fmt.Sprintf("uid-%d", i); wanted(shardKey(key, uid)) {
+			return uid
 		}
 	}
-	var updates atomic.Int32
-	p := claimTestPools(t, func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-		updates.Add(1)
-		return apierrors.NewConflict(schema.GroupResource{Group: ctfv1alpha1.GroupVersion.Group, Resource: "challenges"}, obj.GetName(), nil)
-	})
-	claimed, err := p.Claim(context.Background(), claimantWithUID(sameShard), tmpl)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(claimed).To(BeNil())
-	g.Expect(updates.Load()).To(Equal(int32(1)), "refused in its shard, not tried again from the whole pool")
 }
