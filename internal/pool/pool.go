@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -144,9 +145,14 @@ const ClaimableField = "metadata.claimable"
 const claimShards = 8
 
 // shardKey is the ClaimableField key of the shard of key that s (an
-// instance's name, or a claimant's UID) falls in.
+// instance's name, or a claimant's UID) falls in. FNV, not the CRC-32 that
+// rotates a claimant's candidates (candidates): with one hash for both,
+// the claimants of a shard would start at only an eighth of its instances
+// whenever it held a multiple of 8.
 func shardKey(key, s string) string {
-	return fmt.Sprintf("%s#%d", key, crc32.ChecksumIEEE([]byte(s))%claimShards)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(s))
+	return fmt.Sprintf("%s#%d", key, h.Sum32()%claimShards)
 }
 
 // IndexClaimable is the ClaimableField index function.
