@@ -1141,9 +1141,10 @@ func fillPool(ctx context.Context, cl client.Client, proc process, size int32, f
 	return nil
 }
 
-// printObjectSizes prints the size of a claimant and of a claimed pooled
-// instance, and who manages their fields: every write of a Challenge
-// decodes, validates and stores all of it.
+// printObjectSizes prints the size of one Challenge of the burst and of
+// one pooled instance (the first of each namespace, claimed or not), and
+// who manages their fields: every write of a Challenge decodes, validates
+// and stores all of it.
 func printObjectSizes(ctx context.Context, cl client.Client) {
 	for _, ns := range []string{benchNamespace, poolNamespace} {
 		var list ctfv1alpha1.ChallengeList
