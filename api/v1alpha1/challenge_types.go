@@ -374,7 +374,9 @@ type ChallengeStatus struct {
 	DeployedRelease *DeployedRelease `json:"deployedRelease,omitempty"`
 
 	// Conditions hold Ready plus the Helm reconciler's own conditions
-	// (Initialized, Deployed, ReleaseFailed, Irreconcilable).
+	// (Initialized, Deployed, ReleaseFailed, Irreconcilable). A Challenge
+	// that claimed a pooled instance has no release of its own: of these it
+	// carries Initialized and Deployed (reason Claimed) alone.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

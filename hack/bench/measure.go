@@ -1158,5 +1158,7 @@ func printObjectSizes(ctx context.Context, cl client.Client) {
 		for _, m := range ch.ManagedFields {
 			fmt.Fprintf(os.Stderr, "  %s %s %s %d bytes\n", m.Manager, m.Operation, m.Subresource, len(m.FieldsV1.Raw))
 		}
+		status, _ := json.Marshal(ch.Status)
+		fmt.Fprintf(os.Stderr, "  status: %s\n", status)
 	}
 }

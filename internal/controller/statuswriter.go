@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -310,8 +311,11 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 	ch.Status.LastRenewalRequest, ch.Status.ExpiresAt = last.Status.LastRenewalRequest, last.Status.ExpiresAt
 	ch.Status.Phase, ch.Status.Reason = last.Status.Phase, last.Status.Reason
 	if ch.Status.Conditions == nil {
-		ch.Status.Conditions = last.Status.Conditions
+		ch.Status.Conditions = slices.Clone(last.Status.Conditions)
 	}
+	// What the status written from it leaves out, so that a reconcile
+	// that changes nothing writes nothing.
+	ch.Status.Conditions = lifecycle.WithoutSilentConditions(ch.Status.Conditions, ch.Status.PooledInstance != nil)
 	// The reconciler rebuilds the conditions from its own read of the
 	// Challenge, which may predate the last write: a condition it does not
 	// manage (the verdict on a renewal) is kept from the last status.

@@ -110,6 +110,43 @@ func TestApplyTruncatesHugeMessages(t *testing.T) {
 
 // TestKstatusReadsThePhase: kstatus (and so Flux, Argo CD and kubectl wait)
 // sees Error as Failed, None and Pending as InProgress, Running as Current.
+// TestStatusLeavesOutSilentConditions: the Helm reconciler's Paused (its
+// pause annotation is not enabled, so it is always False) is never written,
+// nor, on a claimant, which never has a release of its own, its verdicts on
+// one: a claimed Challenge says Initialized, Deployed (Claimed) and Ready.
+func TestStatusLeavesOutSilentConditions(t *testing.T) {
+	paused := cond(conditionPaused, metav1.ConditionFalse, "", "")
+	notIrrecon := cond(ConditionIrreconcilable, metav1.ConditionFalse, "", "")
+	claimRefused := cond(ConditionIrreconcilable, metav1.ConditionTrue, "ReconcileError", "terminal error: Claimed: served by pool/web-abc")
+	unknownRelease := cond(ConditionReleaseFailed, metav1.ConditionUnknown, "", "")
+	initialized := cond(ConditionInitialized, metav1.ConditionTrue, "", "")
+	pooled := &ctfv1alpha1.PooledInstanceRef{Namespace: "pool", Name: "web-abc"}
+	tests := []struct {
+		name string
+		obs  Observation
+		want []string
+	}{
+		{"an installed instance", Observation{Conditions: []metav1.Condition{initialized, paused, notIrrecon, notFailed, deployed}, Workloads: []Workload{ready}, Endpoints: ep},
+			[]string{ConditionInitialized, ConditionIrreconcilable, ConditionReleaseFailed, ConditionDeployed, ConditionReady}},
+		{"a claimant", Observation{Conditions: []metav1.Condition{initialized, paused, claimRefused, unknownRelease}, PooledInstance: pooled, Workloads: []Workload{ready}, Endpoints: ep},
+			[]string{ConditionInitialized, ConditionDeployed, ConditionReady}},
+		{"a claimant whose instance is gone", Observation{Conditions: []metav1.Condition{initialized, paused, claimRefused, unknownRelease}, PooledInstance: pooled, PooledInstanceGone: true},
+			[]string{ConditionInitialized, ConditionReady, ConditionStalled}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var st ctfv1alpha1.ChallengeStatus
+			Apply(&st, 1, tt.obs, metav1.Now())
+			var types []string
+			for _, c := range st.Conditions {
+				types = append(types, c.Type)
+			}
+			g.Expect(types).To(Equal(tt.want))
+		})
+	}
+}
+
 func TestKstatusReadsThePhase(t *testing.T) {
 	deployed := []metav1.Condition{deployed}
 	failed := []metav1.Condition{installErr}

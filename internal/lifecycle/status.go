@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,6 +29,7 @@ func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observat
 	if o.PooledInstance != nil && !o.PooledInstanceGone {
 		claimedConditions(&o.Conditions, o.PooledInstance, observedGeneration)
 	}
+	o.Conditions = WithoutSilentConditions(o.Conditions, o.PooledInstance != nil)
 	v := PhaseFor(o)
 
 	st.Phase, st.Reason, st.Message = v.Phase, v.Reason, truncate(v.Message)
@@ -110,18 +113,30 @@ func sharedServicesCondition(conds *[]metav1.Condition, generation int64) {
 }
 
 // claimedConditions say what is true of a Challenge that claimed a pooled
-// instance: that instance's release is deployed, and the Helm reconciler's
-// refusal to install one of the Challenge's own is no failure.
+// instance: that instance's release is deployed.
 func claimedConditions(conds *[]metav1.Condition, pooled *ctfv1alpha1.PooledInstanceRef, generation int64) {
 	msg := "claimed " + pooled.Namespace + "/" + pooled.Name + " from the template's pool"
 	meta.SetStatusCondition(conds, metav1.Condition{Type: ConditionDeployed, Status: metav1.ConditionTrue, Reason: ReasonClaimed,
 		Message: msg, ObservedGeneration: generation})
-	for _, t := range []string{ConditionIrreconcilable, ConditionReleaseFailed} {
-		if c := meta.FindStatusCondition(*conds, t); c != nil && c.Status == metav1.ConditionTrue {
-			meta.SetStatusCondition(conds, metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonClaimed,
-				Message: msg, ObservedGeneration: generation})
-		}
-	}
+}
+
+// conditionPaused is helm-operator-plugins' condition for its pause
+// annotation, which this operator does not enable: it is always False.
+const conditionPaused = "Paused"
+
+// WithoutSilentConditions returns conds without the Helm reconciler's
+// conditions that say nothing of the Challenge: Paused, always False here,
+// and, on a Challenge that claimed a pooled instance (claimed, whether that
+// instance is still there or not), its verdicts on a release of the
+// Challenge's own (Irreconcilable, ReleaseFailed), which it never has: its
+// refusal to install one is no failure. Each would ride on
+// every status write and watch event of every Challenge; a claimant's
+// status is half as large without them.
+func WithoutSilentConditions(conds []metav1.Condition, claimed bool) []metav1.Condition {
+	return slices.DeleteFunc(conds, func(c metav1.Condition) bool {
+		return c.Type == conditionPaused ||
+			claimed && (c.Type == ConditionIrreconcilable || c.Type == ConditionReleaseFailed)
+	})
 }
 
 // Installed reports whether the Challenge's release has ever been deployed

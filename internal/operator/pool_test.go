@@ -98,6 +98,12 @@ func TestPoolClaim(t *testing.T) {
 	g.Expect(claimed.Namespace).To(Equal(poolNamespace))
 	g.Expect(pooled).To(HaveKey(claimed.Name), "one of the pool's ready instances")
 	g.Expect(got.Status.Reason).To(Equal("Ready"))
+	var conditions []string
+	for _, c := range got.Status.Conditions {
+		conditions = append(conditions, c.Type)
+	}
+	g.Expect(conditions).To(ConsistOf("Initialized", "Deployed", "Ready"), "no release of its own: none of the Helm reconciler's verdicts on one, nor its Paused")
+	g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, "Deployed").Reason).To(Equal("Claimed"))
 	g.Expect(got.Status.Endpoint).NotTo(BeNil())
 	g.Expect(got.Status.Endpoint.Host).To(ContainSubstring(claimed.Name), "the pooled instance's address")
 	g.Expect(got.Status.ExpiresAt).NotTo(BeNil())
