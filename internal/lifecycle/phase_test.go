@@ -108,8 +108,6 @@ func TestApplyTruncatesHugeMessages(t *testing.T) {
 	}
 }
 
-// TestKstatusReadsThePhase: kstatus (and so Flux, Argo CD and kubectl wait)
-// sees Error as Failed, None and Pending as InProgress, Running as Current.
 // TestStatusLeavesOutSilentConditions: the Helm reconciler's Paused (its
 // pause annotation is not enabled, so it is always False) is never written,
 // nor, on a claimant, which never has a release of its own, its verdicts on
@@ -147,6 +145,8 @@ func TestStatusLeavesOutSilentConditions(t *testing.T) {
 	}
 }
 
+// TestKstatusReadsThePhase: kstatus (and so Flux, Argo CD and kubectl wait)
+// sees Error as Failed, None and Pending as InProgress, Running as Current.
 func TestKstatusReadsThePhase(t *testing.T) {
 	deployed := []metav1.Condition{deployed}
 	failed := []metav1.Condition{installErr}

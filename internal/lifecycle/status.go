@@ -129,9 +129,9 @@ const conditionPaused = "Paused"
 // and, on a Challenge that claimed a pooled instance (claimed, whether that
 // instance is still there or not), its verdicts on a release of the
 // Challenge's own (Irreconcilable, ReleaseFailed), which it never has: its
-// refusal to install one is no failure. Each would ride on
-// every status write and watch event of every Challenge; a claimant's
-// status is half as large without them.
+// refusal to install one is no failure. Each would ride on every status
+// write and watch event of every Challenge; a claimant's status is half as
+// large without them.
 func WithoutSilentConditions(conds []metav1.Condition, claimed bool) []metav1.Condition {
 	return slices.DeleteFunc(conds, func(c metav1.Condition) bool {
 		return c.Type == conditionPaused ||
