@@ -122,6 +122,12 @@ func (b *Budget) decide(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctf
 	others := make([]Priced, 0, len(list.Items))
 	for i := range list.Items {
 		o := &list.Items[i]
+		if o.UID == c.UID && lifecycle.Installed(&o.Status) {
+			// c is installed, as the cache shows now; c's own copy, read
+			// before, may not show it yet. Its admission may be gone
+			// already: a decision that saw it installed dropped it.
+			return nil
+		}
 		if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || o.Spec.Participant != c.Spec.Participant {
 			continue
 		}

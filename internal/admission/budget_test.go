@@ -223,6 +223,31 @@ func TestBudgetCountsAdmissionsTheCacheMissed(t *testing.T) {
 	g.Expect(b.admitted["team-1"]).To(BeEmpty(), "installed ones need no memory")
 }
 
+// TestBudgetAdmitsAnInstalledOneReadBeforeItsInstall: a Challenge the
+// cache shows installed passes, though its own copy, read before its
+// install, does not show it yet and its admission was dropped since by a
+// decision that saw it installed (a Helm reconcile that follows its own
+// install reads such a copy); its older siblings waiting do not push it out.
+func TestBudgetAdmitsAnInstalledOneReadBeforeItsInstall(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	older1, older2, c := budgeted("older1", 0), budgeted("older2", 1), budgeted("c", 2)
+	reader := &teamReader{}
+	b := &Budget{Reader: reader, CPU: resource.MustParse("200m"), Cost: tenth}
+
+	reader.set(c)
+	g.Expect(b.Admit(ctx, c, tmplOf(c))).To(Succeed(), "the cache shows c alone")
+	stale := c.DeepCopy()
+	installedC := budgeted("c", 2, installed)
+	reader.set(older1, older2, installedC)
+	g.Expect(b.Admit(ctx, older1, tmplOf(older1))).To(Succeed(), "c installed and older1: 200m")
+	g.Expect(b.admitted["team-1"]).NotTo(HaveKey(c.UID), "c's admission dropped: the cache shows it installed")
+	err := b.Admit(ctx, older2, tmplOf(older2))
+	g.Expect(lifecycle.IsReason(err, lifecycle.ReasonBudgetExceeded)).To(BeTrue(), "got %v", err)
+
+	g.Expect(b.Admit(ctx, stale, tmplOf(stale))).To(Succeed(), "installed, as the cache shows")
+}
+
 // TestBudgetPrunesWhatWillNotInstall: an admitted Challenge whose values no
 // longer compose, or whose template is gone, costs nothing and loses its
 // admission; one the quota refused is forgotten; Check records nothing.
