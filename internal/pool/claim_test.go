@@ -3,7 +3,6 @@ package pool
 import (
 	"context"
 	"fmt"
-	"hash/crc32"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -155,16 +154,16 @@ func uidWhere(wanted func(shard string) bool) string {
 }
 
 // TestTheClaimantsOfAShardStartApart: the claimants of one shard start
-// their candidates (rotated by their UID's CRC-32) at many of its
+// their candidates (rotation, by their UID's CRC-32) at many of its
 // instances. Shards drawn from the same hash made those of a shard of 64
 // start at 8 instances at most.
 func TestTheClaimantsOfAShardStartApart(t *testing.T) {
 	key := claimableKey(testTemplate(1, 5))
 	shard := shardKey(key, "uid-0")
-	starts := map[uint32]bool{}
+	starts := map[int]bool{}
 	for i := range 1000 {
 		if uid := fmt.Sprintf("uid-%d", i); shardKey(key, uid) == shard {
-			starts[crc32.ChecksumIEEE([]byte(uid))%64] = true
+			starts[rotation(apitypes.UID(uid), 64)] = true
 		}
 	}
 	NewWithT(t).Expect(len(starts)).To(BeNumerically(">", 32), "distinct starts in a shard of 64 instances")

@@ -331,10 +331,15 @@ func candidates(items []ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTempla
 	// Claims made at once start at different candidates: all starting at
 	// the oldest would make the n-th of a burst lose n-1 conflicts first.
 	if len(candidates) > 0 {
-		start := int(crc32.ChecksumIEEE([]byte(claimant)) % uint32(len(candidates)))
+		start := rotation(claimant, len(candidates))
 		candidates = slices.Concat(candidates[start:], candidates[:start])
 	}
 	return candidates
+}
+
+// rotation is where claimant starts among n candidates (n > 0).
+func rotation(claimant types.UID, n int) int {
+	return int(crc32.ChecksumIEEE([]byte(claimant)) % uint32(n))
 }
 
 // plain tells whether c asks for its template as it is, which a pooled
