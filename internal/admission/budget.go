@@ -117,17 +117,16 @@ func (b *Budget) decide(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctf
 	if err := b.Reader.List(ctx, &list, client.MatchingFields{ParticipantField: c.Spec.Participant}); err != nil {
 		return fmt.Errorf("listing Challenges of participant %s: %w", c.Spec.Participant, err)
 	}
+	if installedAsListed(c, list.Items) {
+		// Its admission may be gone already: a decision that saw it
+		// installed dropped it.
+		return nil
+	}
 	admitted := b.admittedOf(c.Spec.Participant)
 	still := map[types.UID]bool{}
 	others := make([]Priced, 0, len(list.Items))
 	for i := range list.Items {
 		o := &list.Items[i]
-		if o.UID == c.UID && lifecycle.Installed(&o.Status) {
-			// c is installed, as the cache shows now; c's own copy, read
-			// before, may not show it yet. Its admission may be gone
-			// already: a decision that saw it installed dropped it.
-			return nil
-		}
 		if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || o.Spec.Participant != c.Spec.Participant {
 			continue
 		}

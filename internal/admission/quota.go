@@ -34,6 +34,9 @@ func (q *Quota) Check(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1
 
 // CheckQuota decides the quota from the participant's Challenges (c may be among them).
 func CheckQuota(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, others []ctfv1alpha1.Challenge, defaultMax int32) error {
+	if installedAsListed(c, others) {
+		return nil
+	}
 	limit := defaultMax
 	if tmpl != nil && tmpl.Spec.MaxInstancesPerParticipant != nil {
 		limit = *tmpl.Spec.MaxInstancesPerParticipant
@@ -74,4 +77,17 @@ func before(a, b *ctfv1alpha1.Challenge) bool {
 		return a.Namespace < b.Namespace
 	}
 	return a.Name < b.Name
+}
+
+// installedAsListed tells whether c is installed as items, its
+// participant's Challenges read now, show it: c's own copy may have been
+// read before its install (by the Helm reconcile that follows it). An
+// installed instance is never refused by a team's bounds.
+func installedAsListed(c *ctfv1alpha1.Challenge, items []ctfv1alpha1.Challenge) bool {
+	for i := range items {
+		if items[i].UID == c.UID {
+			return lifecycle.Installed(&items[i].Status)
+		}
+	}
+	return false
 }

@@ -40,6 +40,8 @@ func TestCheckQuota(t *testing.T) {
 		{"same second, none installed: by name", ch("b", "web", t0, false), []ctfv1alpha1.Challenge{ch("a", "web", t0, false)}, 0, "already has an instance"},
 		{"over the cap", ch("b", "pwn", later, false), []ctfv1alpha1.Challenge{ch("a", "web", t0, true)}, 1, "the limit is 1"},
 		{"under the cap", ch("b", "pwn", later, false), []ctfv1alpha1.Challenge{ch("a", "web", t0, true)}, 2, ""},
+		{"installed, as listed, though its own copy was read before", ch("b", "pwn", later, false),
+			[]ctfv1alpha1.Challenge{ch("a", "web", t0, false), ch("b", "pwn", later, true)}, 1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
