@@ -13,6 +13,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +72,11 @@ type ClientGetter struct {
 	// refuses what it should admit until it is counted again. The action
 	// is tried again (the reconciler's backoff) against the quota counted.
 	RecountQuota func(ctx context.Context, obj client.Object) error
+	// PostRenderer, when set, is the one post-renderer of obj's installs
+	// and upgrades, in place of helm-operator-plugins' chain (its
+	// AppendPostRenderers, then its owner post-renderer): it must write the
+	// owner references itself.
+	PostRenderer func(obj client.Object) postrender.PostRenderer
 }
 
 // NewClientGetter returns a getter whose uninstalls delete the release's
@@ -170,6 +176,9 @@ func (g *ClientGetter) ActionClientFor(ctx context.Context, obj client.Object) (
 	tc := &trackedClient{ActionInterface: ac, key: key, inFlight: g.inFlight, ctx: ctx, obj: obj, leftovers: g.Leftovers,
 		uninstalled: &g.uninstalled, installing: &g.installing, checkRecord: g.CheckRecord, recorder: g.recorder, discovery: g.discovery,
 		records: g.Records, check: check, recountQuota: g.RecountQuota}
+	if g.PostRenderer != nil {
+		tc.postRenderer = g.PostRenderer(obj)
+	}
 	if g.RenderInputs != nil {
 		if tc.renderInputs, err = g.RenderInputs(ctx, obj); err != nil {
 			return nil, err
@@ -219,6 +228,8 @@ type trackedClient struct {
 	records      *Records
 	check        *installCheck
 	recountQuota func(ctx context.Context, obj client.Object) error
+	// postRenderer, when set, replaces the getter's chain of post-renderers.
+	postRenderer postrender.PostRenderer
 	// hashing is on when renderInputs were given.
 	hashing      bool
 	renderInputs string
@@ -232,6 +243,9 @@ func (c *trackedClient) Install(name, namespace string, chrt *chart.Chart, vals 
 			return nil, err
 		}
 		opts = append(opts, func(i *action.Install) error { i.Labels = withLabel(i.Labels, hash); return nil })
+	}
+	if c.postRenderer != nil {
+		opts = append(opts, helmclient.WithInstallPostRenderer(c.postRenderer))
 	}
 	// Marked before Helm creates anything: the rollback of a failed install
 	// deletes while it runs.
@@ -293,6 +307,9 @@ func (c *trackedClient) Upgrade(name, namespace string, chrt *chart.Chart, vals 
 			return nil, redacted(err, vals)
 		}
 		opts = append(opts, func(u *action.Upgrade) error { u.SkipSchemaValidation = true; return nil })
+	}
+	if c.postRenderer != nil {
+		opts = append(opts, helmclient.WithUpgradePostRenderer(c.postRenderer))
 	}
 	if !isDryRun(opts) {
 		// Helm deletes what the current record lists and the new one does not.

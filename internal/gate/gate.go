@@ -8,17 +8,19 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
-	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
-	"helm.sh/helm/v3/pkg/kube"
+	"github.com/operator-framework/helm-operator-plugins/pkg/manifestutil"
 	"helm.sh/helm/v3/pkg/postrender"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
@@ -44,16 +46,17 @@ type Gate struct {
 	inProgress sync.Map
 }
 
-// Provider is the helm-operator-plugins post-renderer provider. Helm's
-// action client is made before the values are translated, so the gate's
-// renderer looks up what to expect only when it runs.
-func (g *Gate) Provider() helmclient.PostRendererProvider {
-	return func(_ meta.RESTMapper, _ kube.Interface, obj client.Object) postrender.PostRenderer {
-		return gateRenderer{gate: g, obj: obj}
-	}
+// PostRenderer is the one post-renderer of obj's installs and upgrades
+// (action.ClientGetter's PostRenderer). Helm's action client is made before
+// the values are translated, so it looks up what to expect only when it runs.
+func (g *Gate) PostRenderer(obj client.Object) postrender.PostRenderer {
+	return gateRenderer{gate: g, obj: obj}
 }
 
-// gateRenderer judges one render of obj.
+// gateRenderer judges one render of obj, then writes the objects that
+// passed, each naming obj as its owner. It takes the place of
+// helm-operator-plugins' owner post-renderer, which parsed the manifest
+// once more, through Helm's builder, to write the same owners.
 type gateRenderer struct {
 	gate *Gate
 	obj  client.Object
@@ -66,7 +69,43 @@ func (r gateRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return policy.PostRenderer{Instance: expected}.Run(in)
+	if in == nil {
+		in = new(bytes.Buffer)
+	}
+	objs, err := policy.Passed(in.Bytes(), expected)
+	if err != nil {
+		return nil, err
+	}
+	return owned(objs, r.obj)
+}
+
+// owned writes objs as the YAML documents Helm applies, each naming the
+// Challenge owner as helm-operator-plugins' owner post-renderer does: an
+// object in the Challenge's namespace by its controller reference, one
+// elsewhere (the namespace of its own and what is in it) or kept by Helm's
+// resource policy by the owner annotations its handler maps back.
+func owned(objs []*unstructured.Unstructured, owner client.Object) (*bytes.Buffer, error) {
+	ref := metav1.NewControllerRef(owner, ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+	out := new(bytes.Buffer)
+	for _, u := range objs {
+		if u.GetNamespace() == owner.GetNamespace() && !manifestutil.HasResourcePolicyKeep(u.GetAnnotations()) {
+			u.SetOwnerReferences(append(u.GetOwnerReferences(), *ref))
+		} else {
+			annotations := u.GetAnnotations()
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			maps.Copy(annotations, values.OwnerAnnotations(owner))
+			u.SetAnnotations(annotations)
+		}
+		doc, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return nil, err
+		}
+		out.WriteString("---\n")
+		out.Write(doc)
+	}
+	return out, nil
 }
 
 // expected is what the release of obj may contain in the render in

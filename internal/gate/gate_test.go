@@ -39,7 +39,7 @@ func TestGateJudgesARenderByItsTranslation(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	gt := &gate.Gate{Reader: noIngresses{}}
 	run := func() error {
-		_, err := gt.Provider()(nil, nil, ch).Run(bytes.NewBuffer(manifest))
+		_, err := gt.PostRenderer(ch).Run(bytes.NewBuffer(manifest))
 		return err
 	}
 	g.Expect(run()).To(MatchError(ContainSubstring("no values were translated")), "no translation: refused")

@@ -157,7 +157,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	limits := gateLimits(opts)
 	policyGate := &gate.Gate{Reader: mgr.GetClient(), NamespacePerInstance: features.NamespacePerInstance}
-	actions, err := action.NewClientGetter(actionConfig, recorder, helmclient.AppendPostRenderers(policyGate.Provider()))
+	actions, err := action.NewClientGetter(actionConfig, recorder)
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
@@ -165,6 +165,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Gateways: features.Gateways, Indexed: true}.Leftovers
 	actions.RenderInputs = renderInputs(mgr.GetClient(), limits)
 	actions.CheckRecord = policyGate.CheckRecord
+	actions.PostRenderer = policyGate.PostRenderer
 	actions.Records = records
 	actions.Existence = existence
 	if features.NamespacePerInstance {

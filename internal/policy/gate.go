@@ -7,13 +7,13 @@
 // a field its Go types do not know, and refuses every set field its rules do not judge (fields.go),
 // so no field reaches the API server unread. It checks what the instance may contain: its kinds,
 // names, namespace and identity labels, the restricted Pod Security Standard and more for its pod,
-// and a NetworkPolicy that keeps it away from the cluster's internal ranges. It runs as a Helm
-// post-renderer (PostRenderer). Helm splits hooks off before post-rendering, which is why the
-// objects the instance needs must be present: a hook annotation cannot hide them from the gate.
+// and a NetworkPolicy that keeps it away from the cluster's internal ranges. It runs in Helm's
+// post-renderer (package gate). Helm splits hooks off before post-rendering, which is why releases
+// run with hooks disabled and the objects the instance needs must be present: a template turned
+// into a hook is dropped, not applied unjudged, and the release is then refused for its absence.
 package policy
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -21,11 +21,11 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/postrender"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	psaapi "k8s.io/pod-security-admission/api"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -283,16 +283,30 @@ const (
 // primary workload with a name or a component without one) is a plain error: the release is
 // refused all the same.
 func Check(manifest []byte, in Instance) error {
+	_, err := Passed(manifest, in)
+	return err
+}
+
+// Passed is Check that returns the objects that passed, each as the API server reads it, so the
+// caller can write them out without parsing the manifest again.
+func Passed(manifest []byte, in Instance) ([]*unstructured.Unstructured, error) {
 	c, objs, err := prepare(manifest, in)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, o := range objs {
 		if err := c.object(o); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return c.required()
+	if err := c.required(); err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = &unstructured.Unstructured{Object: o.raw}
+	}
+	return out, nil
 }
 
 // prepare makes the checker for in and parses manifest into its objects.
@@ -324,28 +338,6 @@ func CheckIdentity(manifest []byte, in Instance) error {
 		}
 	}
 	return nil
-}
-
-// PostRenderer applies Check to what Helm rendered, so a release that breaks a rule never
-// reaches the API server. Helm hands a post-renderer no hooks: run releases with hooks disabled
-// (DisableHooks on install, upgrade, rollback and uninstall) so that a template turned into a
-// hook is dropped rather than applied unjudged; the required objects are then missing, and refused.
-type PostRenderer struct {
-	// Instance is what the release may contain.
-	Instance Instance
-}
-
-var _ postrender.PostRenderer = PostRenderer{}
-
-// Run returns rendered unchanged when it passes Check, and Check's error otherwise.
-func (p PostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
-	if rendered == nil {
-		rendered = new(bytes.Buffer)
-	}
-	if err := Check(rendered.Bytes(), p.Instance); err != nil {
-		return nil, err
-	}
-	return rendered, nil
 }
 
 // DefaultInternalCIDRs are forbidden whatever the operator is told: the private, shared, loopback,

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"errors"
 	"net/netip"
 	"strings"
@@ -78,25 +77,31 @@ func TestViolationError(t *testing.T) {
 	g.Expect(err).To(MatchError(HavePrefix("PolicyViolation: parse: document 1: ")))
 }
 
-func TestPostRenderer(t *testing.T) {
+// TestPassedReturnsWhatPassed: what passes the gate comes back as the
+// objects the manifest held, in its order; nothing comes back from a
+// manifest that breaks a rule, or from an empty one.
+func TestPassedReturnsWhatPassed(t *testing.T) {
 	g := NewWithT(t)
 	fx := newFixture(false, true)
-	pr := PostRenderer{Instance: fx.in}
 
-	in := bytes.NewBuffer(fx.render())
-	want := in.String()
-	out, err := pr.Run(in)
+	objs, err := Passed(fx.render(), fx.in)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out.String()).To(Equal(want))
+	kinds := make([]string, len(objs))
+	for i, o := range objs {
+		kinds[i] = o.GetKind()
+	}
+	g.Expect(kinds).To(HaveExactElements("ServiceAccount", "Secret", "Service", "Deployment", "NetworkPolicy", "Ingress"))
+	g.Expect(objs[2].GetName()).To(Equal(fx.svc.Name))
+	g.Expect(objs[2].Object).To(HaveKeyWithValue("spec", HaveKey("ports")), "as the API server reads it")
 
 	fx.svc.Spec.ExternalIPs = []string{"203.0.113.7"}
-	out, err = pr.Run(bytes.NewBuffer(fx.render()))
-	g.Expect(out).To(BeNil())
+	objs, err = Passed(fx.render(), fx.in)
+	g.Expect(objs).To(BeNil())
 	var v *Violation
 	g.Expect(errors.As(err, &v)).To(BeTrue())
 	g.Expect(v.Rule).To(Equal("service"))
 
-	_, err = pr.Run(nil)
+	_, err = Passed(nil, fx.in)
 	g.Expect(errors.As(err, &v)).To(BeTrue())
 	g.Expect(v.Rule).To(Equal("required"))
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	sdkhandler "github.com/operator-framework/operator-lib/handler"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
@@ -148,12 +149,13 @@ func secretFileKeys(prefix string, files []ctfv1alpha1.SecretFile) []string {
 	return out
 }
 
-// OwnerAnnotations are what helm-operator-plugins' owner post-renderer
-// writes on the instance's cluster-scoped objects (operator-lib's
-// annotation handler keys) to name c.
-func OwnerAnnotations(c *ctfv1alpha1.Challenge) map[string]string {
+// OwnerAnnotations are what the post-renderer (package gate) writes, as
+// helm-operator-plugins' owner post-renderer did, on the instance's objects
+// outside the Challenge's namespace (operator-lib's annotation handler
+// keys) to name the Challenge c.
+func OwnerAnnotations(c metav1.Object) map[string]string {
 	return map[string]string{
-		sdkhandler.NamespacedNameAnnotation: c.Namespace + "/" + c.Name,
+		sdkhandler.NamespacedNameAnnotation: c.GetNamespace() + "/" + c.GetName(),
 		sdkhandler.TypeAnnotation:           "Challenge." + ctfv1alpha1.GroupVersion.Group,
 	}
 }
