@@ -147,7 +147,7 @@ func (o *Observer) deployments(ctx context.Context, ch *ctfv1alpha1.Challenge) (
 func workloadsOf(deployments []appsv1.Deployment) ([]lifecycle.Workload, error) {
 	out := make([]lifecycle.Workload, 0, len(deployments))
 	for i := range deployments {
-		w, err := workloadOf("Deployment", &deployments[i])
+		w, err := workloadOf(&deployments[i])
 		if err != nil {
 			return nil, err
 		}
@@ -156,24 +156,35 @@ func workloadsOf(deployments []appsv1.Deployment) ([]lifecycle.Workload, error) 
 	return out, nil
 }
 
-// workloadOf asks kstatus whether obj has reached its desired state.
-func workloadOf(kind string, obj client.Object) (lifecycle.Workload, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+// workloadOf asks kstatus whether dep has reached its desired state.
+func workloadOf(dep *appsv1.Deployment) (lifecycle.Workload, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kstatusView(dep))
 	if err != nil {
-		return lifecycle.Workload{}, fmt.Errorf("converting %s %s: %w", kind, obj.GetName(), err)
+		return lifecycle.Workload{}, fmt.Errorf("converting Deployment %s: %w", dep.Name, err)
 	}
 	u := &unstructured.Unstructured{Object: m}
-	u.SetKind(kind)
+	u.SetKind("Deployment")
 	u.SetAPIVersion("apps/v1")
 	res, err := kstatus.Compute(u)
 	if err != nil {
-		return lifecycle.Workload{}, fmt.Errorf("computing status of %s %s: %w", kind, obj.GetName(), err)
+		return lifecycle.Workload{}, fmt.Errorf("computing status of Deployment %s: %w", dep.Name, err)
 	}
 	msg := res.Message
-	if dep, ok := obj.(*appsv1.Deployment); ok && res.Status == kstatus.InProgressStatus {
+	if res.Status == kstatus.InProgressStatus {
 		msg = progressOf(dep)
 	}
-	return lifecycle.Workload{Kind: kind, Name: obj.GetName(), Component: obj.GetLabels()[ctfv1alpha1.ComponentLabel], Status: res.Status, Message: msg}, nil
+	return lifecycle.Workload{Kind: "Deployment", Name: dep.Name, Component: dep.Labels[ctfv1alpha1.ComponentLabel], Status: res.Status, Message: msg}, nil
+}
+
+// kstatusView is what kstatus reads of a Deployment: its generation and
+// deletion, spec.replicas and spec.progressDeadlineSeconds, and its status.
+// Converting the pod template as well was most of the CPU of a status.
+func kstatusView(dep *appsv1.Deployment) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: dep.Name, Namespace: dep.Namespace, Generation: dep.Generation, DeletionTimestamp: dep.DeletionTimestamp},
+		Spec:       appsv1.DeploymentSpec{Replicas: dep.Spec.Replicas, ProgressDeadlineSeconds: dep.Spec.ProgressDeadlineSeconds},
+		Status:     dep.Status,
+	}
 }
 
 // progressOf says how far a Deployment on its way is, in one message that
