@@ -80,10 +80,12 @@ func (r gateRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 }
 
 // owned writes objs as the YAML documents Helm applies, each naming the
-// Challenge owner as helm-operator-plugins' owner post-renderer does: an
-// object in the Challenge's namespace by its controller reference, one
-// elsewhere (the namespace of its own and what is in it) or kept by Helm's
-// resource policy by the owner annotations its handler maps back.
+// Challenge owner, byte for byte as helm-operator-plugins' owner
+// post-renderer wrote them (from the documents as read, which is what
+// Helm's builder gave it): an object in the Challenge's namespace by its
+// controller reference, one elsewhere (the namespace of its own and what is
+// in it) or kept by Helm's resource policy by the owner annotations its
+// handler maps back.
 func owned(objs []*unstructured.Unstructured, owner client.Object) (*bytes.Buffer, error) {
 	ref := metav1.NewControllerRef(owner, ctfv1alpha1.GroupVersion.WithKind("Challenge"))
 	out := new(bytes.Buffer)
