@@ -68,7 +68,7 @@ func withoutUnreadSpecs(obj any) (any, error) {
 		o.Spec = networkingv1.NetworkPolicySpec{}
 	}
 	// Nothing reads an instance object's annotations either (Helm's release
-	// names, the owner post-renderer's, the Deployment controller's
+	// names, the post-renderer's owner annotations, the Deployment controller's
 	// revisions): they are a good part of the metadata that is most of what
 	// each resident instance costs. A Namespace keeps its own.
 	if o, ok := obj.(client.Object); ok {

@@ -64,8 +64,8 @@ type Instance struct {
 	Quota corev1.ResourceList
 	// LimitRange is exactly the limits of the LimitRange of a namespace of its own.
 	LimitRange []corev1.LimitRangeItem
-	// OwnerAnnotations are the annotations the Helm reconciler's owner
-	// post-renderer writes on a cluster-scoped object of the release (the
+	// OwnerAnnotations are the annotations the post-renderer (package gate)
+	// writes, after the gate, on a cluster-scoped object of the release (the
 	// Namespace of its own) to name the Challenge, in place of an owner
 	// reference: the only annotations that Namespace may carry, with exactly
 	// these values. A stored release record carries them, a fresh render not.
