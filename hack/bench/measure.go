@@ -282,7 +282,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	cpuBefore := processCPU()
 	start := time.Now()
 	profiled := make(chan error, 2)
-	switch seconds := cmp.Or(cfg.profileSeconds, max(10, n/5)); {
+	switch seconds := cmp.Or(cfg.profileSeconds, profileSeconds(n)); {
 	case cfg.profile != "" && isOurs(sys):
 		go func() { profiled <- cpuProfile(cfg.profile, seconds) }()
 		go func() { profiled <- apiserverProfile(cluster.Config, cfg.profile+".apiserver", seconds) }()
@@ -403,7 +403,7 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}
 	deleteProfiled := make(chan error, 1)
 	if cfg.profile != "" && isOurs(sys) {
-		go func() { deleteProfiled <- cpuProfile(cfg.profile+".delete", max(10, n/5)) }()
+		go func() { deleteProfiled <- cpuProfile(cfg.profile+".delete", profileSeconds(n)) }()
 	} else {
 		deleteProfiled <- nil
 	}
@@ -1162,3 +1162,8 @@ func printObjectSizes(ctx context.Context, cl client.Client) {
 		fmt.Fprintf(os.Stderr, "  status: %s\n", status)
 	}
 }
+
+// profileSeconds is how long a CPU profile of a burst of n lasts unless
+// told: a fifth of a second per instance, at least 10, about as long as a
+// burst of installs or deletions takes here.
+func profileSeconds(n int) int { return max(10, n/5) }
