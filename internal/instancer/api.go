@@ -458,7 +458,8 @@ func (s *Server) nameHeld(ctx context.Context, held *ctfv1alpha1.Challenge, temp
 }
 
 // liveReader reads from the API server, unbudgeted: only for what a write
-// just found (a create's name already taken).
+// just found (a create's name already taken) or must not repeat (a solve's
+// stop).
 func (s *Server) liveReader() client.Reader {
 	if s.APIReader != nil {
 		return s.APIReader

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -196,7 +197,19 @@ func (s *Server) stopOnSolve(ctx context.Context, t *ctfv1alpha1.ChallengeTempla
 	if ch.DeletionTimestamp != nil {
 		return false, nil
 	}
-	if apiErr := s.stop(ctx, t, ch, team); apiErr != nil {
+	// The cache may not show yet the stop a first notice of this solve
+	// made: a second must find it on the API server, or it would stop the
+	// instance again (a second cooldown, count and Event, and "stopped").
+	live := &ctfv1alpha1.Challenge{}
+	switch err := s.liveReader().Get(ctx, client.ObjectKeyFromObject(ch), live); {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, s.internal(ctx, err)
+	case live.UID != ch.UID || live.DeletionTimestamp != nil:
+		return false, nil
+	}
+	if apiErr := s.stop(ctx, t, live, team); apiErr != nil {
 		return false, apiErr
 	}
 	solveStops.WithLabelValues(t.Name).Inc()

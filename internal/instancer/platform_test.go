@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -173,6 +174,55 @@ func TestDestroyOnSolve(t *testing.T) {
 	g.Expect(platformCall(t, api, signed(t, solvedPath, body), solvedPath, body, &solved)).To(Equal(http.StatusOK))
 	g.Expect(solved.Stopped).To(BeFalse(), "nothing left to stop")
 	g.Expect(metric(t, api, `challenge_instancer_solve_stops_total{template="`+tmpl+`"}`)).To(Equal("2"))
+}
+
+// asWas is a cache that still shows one Challenge as it was when it was
+// made, whatever has happened to it since.
+type asWas struct {
+	client.Reader
+	ch *ctfv1alpha1.Challenge
+}
+
+func (c asWas) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if l, ok := list.(*ctfv1alpha1.ChallengeList); ok {
+		l.Items = []ctfv1alpha1.Challenge{*c.ch.DeepCopy()}
+		return nil
+	}
+	return c.Reader.List(ctx, list, opts...)
+}
+
+func (c asWas) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if ch, ok := obj.(*ctfv1alpha1.Challenge); ok && key == client.ObjectKeyFromObject(c.ch) {
+		c.ch.DeepCopyInto(ch)
+		return nil
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestASecondSolveNoticeStopsNothing: a second notice of a solve, come
+// before the instancer's cache shows the stop the first one made, stops
+// nothing and says so (CI saw it report a second stop).
+func TestASecondSolveNoticeStopsNothing(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := startableTemplate(t, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flags = []ctfv1alpha1.NamedFlag{{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"}}}
+		s.Submissions = &ctfv1alpha1.Submissions{DestroyOnSolve: true}
+	})
+	team := uniqueName("team")
+	g.Expect(call(t, mint(t, team), "POST", "/api/v1/instances", map[string]string{"template": tmpl}, nil)).To(Equal(http.StatusCreated))
+	running := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: instancesNamespace, Name: nameOf(tmpl, team)}, running)).To(Succeed())
+	lagging := httptest.NewServer(newServer(func(c client.Reader) client.Reader { return asWas{Reader: c, ch: running} }).Handler())
+	defer lagging.Close()
+
+	body, _ := json.Marshal(map[string]string{"team": team, "template": tmpl})
+	solved := func() instancer.Solved {
+		var out instancer.Solved
+		g.Expect(callAt(t, lagging.URL, signed(t, solvedPath, body), http.MethodPost, solvedPath, body, &out)).To(Equal(http.StatusOK))
+		return out
+	}
+	g.Expect(solved().Stopped).To(BeTrue(), "the first notice stops it")
+	g.Expect(solved().Stopped).To(BeFalse(), "the second finds it stopped, though the cache does not show it")
 }
 
 // TestPlatformCallsRefused: what is not the platform's own call, made once,

@@ -167,7 +167,8 @@ func inProcess(ctx context.Context, cfg *rest.Config) error {
 			panic(err)
 		}
 		return &instancer.Server{Client: cl, APIReader: live, Informers: informers, Options: instancer.Options{
-			Namespace: instancesNamespace, KeyDir: keyDir, StartsPerMinute: startsPerMinute, Cooldown: time.Minute, Audience: audience,
+			Namespace: instancesNamespace, KeyDir: keyDir, PlatformKeyDir: platformKeyDir, StartsPerMinute: startsPerMinute,
+			Cooldown: time.Minute, Audience: audience,
 		}}
 	}
 	newCountedServer = func(opts instancer.Options) (*instancer.Server, *atomic.Int64) {
