@@ -1,11 +1,8 @@
 package gate
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -14,12 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	yamlutil "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/manifests"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 	"github.com/challenge-operator/challenge-operator/test/chartrender"
@@ -104,18 +101,7 @@ func TestOwnersAreHelmOperatorPluginsOwners(t *testing.T) {
 
 // documents parses a YAML stream into its objects.
 func documents(g Gomega, stream []byte) []*unstructured.Unstructured {
-	r := yamlutil.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
-	var out []*unstructured.Unstructured
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		g.Expect(err).NotTo(HaveOccurred())
-		u := &unstructured.Unstructured{}
-		g.Expect(yaml.Unmarshal(doc, &u.Object)).To(Succeed())
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
+	objs, err := manifests.Decode(bytes.NewReader(stream))
+	g.Expect(err).NotTo(HaveOccurred())
+	return objs
 }

@@ -1,11 +1,9 @@
 package operator_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -13,11 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	yamlutil "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/manifests"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/values"
@@ -188,23 +186,9 @@ func admissible(obj *unstructured.Unstructured, ns string) *unstructured.Unstruc
 }
 
 func decodeManifest(g Gomega, manifest []byte) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	r := yamlutil.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		g.Expect(err).NotTo(HaveOccurred())
-		data, err := yaml.YAMLToJSON(doc)
-		g.Expect(err).NotTo(HaveOccurred())
-		if s := string(bytes.TrimSpace(data)); s == "null" || s == "" {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		g.Expect(u.UnmarshalJSON(data)).To(Succeed())
-		out = append(out, u)
-	}
+	objs, err := manifests.Decode(bytes.NewReader(manifest))
+	g.Expect(err).NotTo(HaveOccurred())
+	return objs
 }
 
 func encodeManifest(g Gomega, objs []*unstructured.Unstructured) []byte {
