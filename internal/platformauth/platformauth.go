@@ -172,23 +172,47 @@ type Verifier struct {
 // holds, so a stranger who sends a captured token with another body first
 // cannot spend it before the platform's own call arrives.
 func (v Verifier) Verify(raw, method, path string, body []byte, now time.Time) error {
+	_, err := v.VerifyCall(raw, method, path, body, now)
+	return err
+}
+
+// Call is what an accepted platform token says of its call: what a server
+// needs to act on it once across its replicas (ID, until ExpiresAt) and
+// only on what existed when it was made (IssuedAt).
+type Call struct {
+	// ID is the token's jti, unique per call.
+	ID string
+	// IssuedAt is when the platform signed the call, by its clock.
+	IssuedAt time.Time
+	// ExpiresAt is when the token expires: no replica accepts it after.
+	ExpiresAt time.Time
+}
+
+// VerifyCall is Verify, and returns the accepted call. Its ReplayCache is
+// the process's own: a server of several replicas that acts on a call
+// records Call.ID where they all look as well (the instancer: its team's
+// Lease), or a call replayed to another replica is accepted there.
+func (v Verifier) VerifyCall(raw, method, path string, body []byte, now time.Time) (Call, error) {
 	if v.Replays == nil {
-		return ErrNoReplayCache
+		return Call{}, ErrNoReplayCache
 	}
 	c, err := v.parse(raw)
 	if err != nil {
-		return err
+		return Call{}, err
 	}
 	if err := v.checkClaims(c, now); err != nil {
-		return err
+		return Call{}, err
 	}
 	if c.Req == "" {
-		return fmt.Errorf("%w: it carries no request digest", ErrRequestMismatch)
+		return Call{}, fmt.Errorf("%w: it carries no request digest", ErrRequestMismatch)
 	}
 	if c.Req != RequestDigest(method, path, body) {
-		return ErrRequestMismatch
+		return Call{}, ErrRequestMismatch
 	}
-	return v.Replays.admit(c.ID, c.ExpiresAt.Time, now)
+	if err := v.Replays.admit(c.ID, c.ExpiresAt.Time, now); err != nil {
+		return Call{}, err
+	}
+	return Call{ID: c.ID, IssuedAt: c.IssuedAt.Time, ExpiresAt: c.ExpiresAt.Time}, nil
 }
 
 // parse checks the token's form, algorithm, key and signature, and returns

@@ -236,6 +236,23 @@ func TestEachTokenIsAcceptedOnce(t *testing.T) {
 		"a Verifier built per call shares its ReplayCache")
 }
 
+// TestVerifyCallSaysWhatTheCallIs: an accepted call's id and times, which
+// a server of several replicas records and judges by; nothing of a refused
+// one.
+func TestVerifyCallSaysWhatTheCallIs(t *testing.T) {
+	g := NewWithT(t)
+	v := Verifier{Keys: keys, Replays: NewReplayCache(0)}
+	raw := mustSign(t, "p1", jti, method, path, body, now.Add(-10*time.Second), time.Minute)
+	call, err := v.VerifyCall(raw, method, path, body, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(call.ID).To(Equal(jti))
+	g.Expect(call.IssuedAt).To(BeTemporally("==", now.Add(-10*time.Second)))
+	g.Expect(call.ExpiresAt).To(BeTemporally("==", now.Add(50*time.Second)))
+	call, err = v.VerifyCall(raw, method, path, body, now)
+	g.Expect(err).To(MatchError(ErrReplayed))
+	g.Expect(call).To(BeZero())
+}
+
 func TestARefusedCallDoesNotSpendItsToken(t *testing.T) {
 	g := NewWithT(t)
 	v := Verifier{Keys: keys, Replays: NewReplayCache(0)}

@@ -15,7 +15,9 @@ import (
 const DefaultReplayCapacity = 100_000
 
 // ReplayCache remembers the jti of each accepted platform token until the
-// token expires, so that each is accepted once. It is bounded: when it
+// token expires, so that each is accepted once by this process (a server of
+// several replicas records the calls it acts on where all of them look:
+// see VerifyCall). It is bounded: when it
 // holds its capacity of unexpired tokens, new calls are refused
 // (ErrReplayCacheFull) rather than memory grown. Safe for concurrent use;
 // the zero value is an empty cache of DefaultReplayCapacity.
