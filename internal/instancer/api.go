@@ -525,8 +525,9 @@ func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team strin
 	writeJSON(w, http.StatusAccepted, instanceView(ch, t))
 }
 
-// stop stops team's instance ch of t: the one path of a team's stop and a
-// stop on solve.
+// stop stops team's instance ch of t, as the team asked. A stop on solve
+// (solve) records its cooldown in the same write of the team's record as
+// the solve itself, then deletes the instance as this does.
 func (s *Server) stop(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, ch *ctfv1alpha1.Challenge, team string) *apiError {
 	// The cooldown is recorded first: a replica killed between the two
 	// never leaves a stop without one.

@@ -14,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +65,19 @@ type teamLimits struct {
 	// Renewed maps a template to when the team last renewed its instance,
 	// while the renewal interval runs.
 	Renewed map[string]time.Time `json:"renewed,omitempty"`
+	// Calls are the platform calls that acted on the team (callKey of the
+	// token's jti -> its expiry), until they expire: the replay memory all
+	// replicas share (a replica's own, in platformauth, is only the first
+	// filter).
+	Calls map[string]time.Time `json:"calls,omitempty"`
+	// Flags maps a destroyOnSolve template to the flags the platform has
+	// verified correct for the team, sorted: its instance stops once they
+	// are all of the template's.
+	Flags map[string][]string `json:"flags,omitempty"`
+	// SolveStops maps a template to the UID of the team's instance a solve
+	// last stopped: each instance is stopped, counted and cooled down for
+	// once, however many notices of its solve arrive, wherever.
+	SolveStops map[string]types.UID `json:"solveStops,omitempty"`
 }
 
 // renew decides a renewal of template at now: a refusal with how long to
@@ -117,7 +131,15 @@ func (s *teamLimits) admit(template string, now time.Time, startsPerMinute int, 
 
 // clone is a copy of s that shares nothing with it.
 func (s teamLimits) clone() teamLimits {
-	return teamLimits{Starts: slices.Clone(s.Starts), Stopped: maps.Clone(s.Stopped), Renewed: maps.Clone(s.Renewed)}
+	c := teamLimits{Starts: slices.Clone(s.Starts), Stopped: maps.Clone(s.Stopped), Renewed: maps.Clone(s.Renewed),
+		Calls: maps.Clone(s.Calls), SolveStops: maps.Clone(s.SolveStops)}
+	if s.Flags != nil {
+		c.Flags = make(map[string][]string, len(s.Flags))
+		for tmpl, flags := range s.Flags {
+			c.Flags[tmpl] = slices.Clone(flags)
+		}
+	}
+	return c
 }
 
 // stop records that the team stopped template at now.

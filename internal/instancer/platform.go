@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -29,7 +30,8 @@ import (
 // The platform's API: the CTF platform (never a team) asks whose a
 // submitted flag is, and says when a team solved a challenge. Each call is
 // signed on its own (platformauth): a team token, a call replayed or a
-// body changed on the way is refused.
+// body changed on the way is refused; a call that acts is refused when
+// replayed to any replica (solves.go).
 
 // verifyRequest is a submission the platform received.
 type verifyRequest struct {
@@ -72,7 +74,7 @@ type Solved struct {
 	Stopped bool `json:"stopped"`
 }
 
-func (s *Server) verifyFlag(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) verifyFlag(w http.ResponseWriter, r *http.Request, body []byte, call platformauth.Call) {
 	ctx := r.Context()
 	var req verifyRequest
 	if err := decodeStrict(bytes.NewReader(body), &req, "team", "template", "flag", "submission"); err != nil {
@@ -99,22 +101,41 @@ func (s *Server) verifyFlag(w http.ResponseWriter, r *http.Request, body []byte)
 			"Flag %s of %s is static, and the operator has not published its digest (status.staticFlags): its Secret is missing or refused.", f.Name, t.Name)})
 		return
 	}
-	flagVerifications.WithLabelValues(t.Name, answer.Verdict).Inc()
-	switch answer.Verdict {
-	case verdictShared:
-		sharedFlags.WithLabelValues(t.Name).Inc()
-		s.recordShared(ctx, t, f, req.Team, answer.Owner)
-	case verdictCorrect:
-		if destroysOnSolve(t) {
-			stopped, apiErr := s.stopOnSolve(ctx, t, req.Team)
-			if apiErr != nil {
-				writeError(w, apiErr)
-				return
-			}
-			answer.Stopped = stopped
-		}
+	if apiErr := s.actOnVerdict(ctx, t, f, req.Team, call, &answer); apiErr != nil {
+		writeError(w, apiErr)
+		return
 	}
+	flagVerifications.WithLabelValues(t.Name, answer.Verdict).Inc()
 	writeJSON(w, http.StatusOK, answer)
+}
+
+// actOnVerdict does what answer says beyond the answer itself, once across
+// the replicas: a shared flag's Events and count; with destroyOnSolve, a
+// correct flag's record, and the team's stop once every flag is verified.
+func (s *Server) actOnVerdict(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag, team string, call platformauth.Call, answer *Verification) *apiError {
+	switch {
+	case answer.Verdict == verdictShared:
+		if refusal, err := s.limits.takeCall(ctx, team, call, s.now(), nil); err != nil || refusal != nil {
+			return s.refusal(ctx, refusal, err)
+		}
+		sharedFlags.WithLabelValues(t.Name).Inc()
+		s.recordShared(ctx, t, f, team, answer.Owner)
+	case answer.Verdict == verdictCorrect && destroysOnSolve(t):
+		stopped, apiErr := s.solve(ctx, t, team, call, f.Name)
+		if apiErr != nil {
+			return apiErr
+		}
+		answer.Stopped = stopped
+	}
+	return nil
+}
+
+// refusal is a brake's refusal, or its failure, as an answer.
+func (s *Server) refusal(ctx context.Context, refusal *apiError, err error) *apiError {
+	if err != nil {
+		return s.internal(ctx, err)
+	}
+	return refusal
 }
 
 // judge says what submission is for team's flag f of t, from the
@@ -152,7 +173,7 @@ func judgePerTeam(codec *flagtag.Codec, t *ctfv1alpha1.ChallengeTemplate, f *ctf
 	return Verification{Verdict: verdictWrong}
 }
 
-func (s *Server) solved(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) solved(w http.ResponseWriter, r *http.Request, body []byte, call platformauth.Call) {
 	ctx := r.Context()
 	var req solvedRequest
 	if err := decodeStrict(bytes.NewReader(body), &req, "team", "template"); err != nil {
@@ -172,7 +193,7 @@ func (s *Server) solved(w http.ResponseWriter, r *http.Request, body []byte) {
 		writeJSON(w, http.StatusOK, Solved{})
 		return
 	}
-	stopped, apiErr := s.stopOnSolve(ctx, t, req.Team)
+	stopped, apiErr := s.solve(ctx, t, req.Team, call, "")
 	if apiErr != nil {
 		writeError(w, apiErr)
 		return
@@ -184,37 +205,83 @@ func destroysOnSolve(t *ctfv1alpha1.ChallengeTemplate) bool {
 	return t.Spec.Submissions != nil && t.Spec.Submissions.DestroyOnSolve
 }
 
-// stopOnSolve stops team's instance of t as the team's own stop does
-// (stop), with an Event and a count; false when it has none running.
-func (s *Server) stopOnSolve(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, team string) (bool, *apiError) {
-	ch, apiErr := s.own(ctx, s.live.reader(s.Client, team), t.Name, team)
-	if apiErr == errNotFound {
-		return false, nil
-	}
+// solve takes call, a notice that team solved t (flag verified correct, or
+// the whole template when flag is empty), and stops the team's instance as
+// the team's own stop does (stop), with an Event and a count, when the
+// solve is complete: a solved notice, or every flag of t verified. It
+// stops only an instance that ran when the call was signed, and each
+// instance once, whichever replicas the notices reach; true when this call
+// stopped it.
+func (s *Server) solve(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, team string, call platformauth.Call, flag string) (bool, *apiError) {
+	ch, apiErr := s.solvedInstance(ctx, t, team, call.IssuedAt)
 	if apiErr != nil {
 		return false, apiErr
 	}
-	if ch.DeletionTimestamp != nil {
+	var uid types.UID
+	if ch != nil {
+		uid = ch.UID
+	}
+	flags := make([]string, len(t.Spec.Flags))
+	for i := range t.Spec.Flags {
+		flags[i] = t.Spec.Flags[i].Name
+	}
+	var complete, first bool
+	now := s.now()
+	refusal, err := s.limits.takeCall(ctx, team, call, now, func(r *teamLimits) {
+		complete, first = r.solve(t.Name, flags, flag, uid, now, s.limits.cooldown)
+	})
+	if err != nil || refusal != nil {
+		return false, s.refusal(ctx, refusal, err)
+	}
+	if ch == nil || !complete {
 		return false, nil
 	}
-	// The cache may not show yet the stop a first notice of this solve
-	// made: a second must find it on the API server, or it would stop the
-	// instance again (a second cooldown, count and Event, and "stopped").
-	live := &ctfv1alpha1.Challenge{}
-	switch err := s.liveReader().Get(ctx, client.ObjectKeyFromObject(ch), live); {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
+	// Deleted by every notice that finds it complete, the first or not: a
+	// replica killed between the record and its delete leaves no instance
+	// running that a solve stopped. Exactly the instance read, not a
+	// successor of the same name.
+	if err := s.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return false, s.internal(ctx, err)
-	case live.UID != ch.UID || live.DeletionTimestamp != nil:
-		return false, nil
 	}
-	if apiErr := s.stop(ctx, t, live, team); apiErr != nil {
-		return false, apiErr
+	if !first {
+		return false, nil
 	}
 	solveStops.WithLabelValues(t.Name).Inc()
 	s.event(ch, corev1.EventTypeNormal, "StoppedOnSolve", fmt.Sprintf("Team %s solved %s: its instance is stopped (destroyOnSolve).", team, t.Name))
 	return true, nil
+}
+
+// solvedInstance is team's instance of t that a solve signed at issued
+// stops, as the API server has it now; nil when none: none running, one
+// stopping already, or one started after issued (a notice delivered late,
+// or replayed, is about an instance that no longer runs).
+func (s *Server) solvedInstance(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, team string, issued time.Time) (*ctfv1alpha1.Challenge, *apiError) {
+	ch, apiErr := s.own(ctx, s.live.reader(s.Client, team), t.Name, team)
+	if apiErr == errNotFound {
+		return nil, nil
+	}
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if ch.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	// The cache may not show yet the stop a first notice of this solve
+	// made: the instance is read again from the API server.
+	live := &ctfv1alpha1.Challenge{}
+	switch err := s.liveReader().Get(ctx, client.ObjectKeyFromObject(ch), live); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, s.internal(ctx, err)
+	case live.UID != ch.UID || live.DeletionTimestamp != nil:
+		return nil, nil
+	case live.CreationTimestamp.After(issued.Truncate(time.Second)):
+		// Both times are whole seconds: an instance created in the second
+		// the call was signed in is stopped.
+		return nil, nil
+	}
+	return live, nil
 }
 
 // recordShared writes a shared flag as an Event on both teams' instances of
@@ -291,7 +358,7 @@ func checkTeam(team string) *apiError {
 
 // platformCall reads a platform call's body and passes it to h once the
 // call's signature holds for it.
-func (s *Server) platformCall(h func(http.ResponseWriter, *http.Request, []byte)) http.Handler {
+func (s *Server) platformCall(h func(http.ResponseWriter, *http.Request, []byte, platformauth.Call)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
@@ -303,17 +370,17 @@ func (s *Server) platformCall(h func(http.ResponseWriter, *http.Request, []byte)
 			writeError(w, errBadRequest("The body is too large."))
 			return
 		}
-		err = s.platform.verify(strings.TrimSpace(raw), r.Method, r.URL.RequestURI(), body, s.now())
+		call, err := s.platform.verify(strings.TrimSpace(raw), r.Method, r.URL.RequestURI(), body, s.now())
 		if errors.Is(err, platformauth.ErrReplayCacheFull) {
-			writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "busy", Message: "Too many platform calls at once; try again.", RetryAfter: 5})
+			writeError(w, errPlatformBusy)
 			return
 		}
 		if err != nil {
 			logf.FromContext(r.Context()).Info("platform call refused", "reason", err.Error())
-			writeError(w, errUnauthorized("The platform call's token is not valid (unknown key, expired, replayed, or signed for another request)."))
+			writeError(w, errPlatformToken)
 			return
 		}
-		h(w, r, body)
+		h(w, r, body, call)
 	})
 }
 
@@ -324,8 +391,8 @@ type platformCalls struct {
 	every time.Duration
 
 	// replays remembers the calls taken, for the process's life: a
-	// replica's own (a call replayed within its two minutes to another
-	// replica repeats an answer that changes nothing).
+	// replica's own, the first filter. A call that acts is recorded in its
+	// team's Lease as well, which every replica reads (solves.go).
 	replays *platformauth.ReplayCache
 
 	mu     sync.Mutex
@@ -335,8 +402,8 @@ type platformCalls struct {
 	report string
 }
 
-func (p *platformCalls) verify(raw, method, path string, body []byte, now time.Time) error {
-	return platformauth.Verifier{Keys: p.get(now), Replays: p.replays}.Verify(raw, method, path, body, now)
+func (p *platformCalls) verify(raw, method, path string, body []byte, now time.Time) (platformauth.Call, error) {
+	return platformauth.Verifier{Keys: p.get(now), Replays: p.replays}.VerifyCall(raw, method, path, body, now)
 }
 
 // get returns the platform keys in force at now.

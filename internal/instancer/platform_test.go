@@ -7,12 +7,16 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -358,4 +362,151 @@ func TestVerificationOfAStaticFlag(t *testing.T) {
 	status, err := json.Marshal(current.Status)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(status)).NotTo(ContainSubstring("same-for-everyone"), "never the value")
+}
+
+// destroyOnSolveTemplate is a startable template that stops a team's
+// instance on solve, with a perTeam flag of each name.
+func destroyOnSolveTemplate(t *testing.T, flags ...string) string {
+	t.Helper()
+	return startableTemplate(t, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		for _, name := range flags {
+			s.Flags = append(s.Flags, ctfv1alpha1.NamedFlag{Name: name, PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"},
+				FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/flag/" + name}})
+		}
+		s.Submissions = &ctfv1alpha1.Submissions{DestroyOnSolve: true}
+	})
+}
+
+// verifyOn asks replica r, as the platform, what team's submission for
+// flag of template is.
+func verifyOn(t *testing.T, r *replica, team, template, flag, submission string) instancer.Verification {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"team": team, "template": template, "flag": flag, "submission": submission})
+	var v instancer.Verification
+	NewWithT(t).Expect(platformCall(t, r, signed(t, verifyPath, body), verifyPath, body, &v)).To(Equal(http.StatusOK))
+	return v
+}
+
+// stillRunning asserts that ch is on the API server and not being deleted.
+func stillRunning(g Gomega, ch *ctfv1alpha1.Challenge) {
+	live := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ch), live)).To(Succeed())
+	g.Expect(live.UID).To(Equal(ch.UID))
+	g.Expect(live.DeletionTimestamp).To(BeNil(), "instance %s is not stopped", ch.Name)
+}
+
+// TestAReplayedSolveNoticeStopsNothingOnTheOtherReplica: a solve notice
+// captured on the way and replayed, within its lifetime, to the replica
+// that has not seen it stopped the instance the team started since. The
+// replay is now refused on either replica, and a notice signed before an
+// instance started never stops it.
+func TestAReplayedSolveNoticeStopsNothingOnTheOtherReplica(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tmpl := destroyOnSolveTemplate(t, "main")
+	team := uniqueName("team")
+	g.Expect(call(t, mint(t, team), "POST", "/api/v1/instances", map[string]string{"template": tmpl}, nil)).To(Equal(http.StatusCreated))
+	first := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: instancesNamespace, Name: nameOf(tmpl, team)}, first)).To(Succeed())
+
+	body, _ := json.Marshal(map[string]string{"team": team, "template": tmpl})
+	captured := signed(t, solvedPath, body)
+	var solved instancer.Solved
+	g.Expect(platformCall(t, api, captured, solvedPath, body, &solved)).To(Equal(http.StatusOK))
+	g.Expect(solved.Stopped).To(BeTrue(), "the platform's own notice stops it")
+	h.EventuallyGone(t, first, timeout, "the solved instance goes")
+
+	// The team's next instance (started as the instancer starts one; the
+	// cooldown would keep the team itself waiting).
+	next := instanceOfTeam(t, nameOf(tmpl, team), tmpl, team)
+	for _, r := range []*replica{api2, api} {
+		var refusal apiError
+		g.Expect(platformCall(t, r, captured, solvedPath, body, &refusal)).To(Equal(http.StatusUnauthorized), "the replay to replica %s", r.name)
+		g.Expect(refusal.Code).To(Equal("unauthorized"))
+	}
+	stillRunning(g, next)
+
+	// A notice signed before the next instance started (delivered late, or
+	// replayed) is about an instance that no longer runs.
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(next), next)).To(Succeed())
+	late, err := platformauth.Sign(platformKeys["ctfd"], "ctfd", uniqueName("late-notice-call-"), http.MethodPost, solvedPath, body,
+		next.CreationTimestamp.Add(-10*time.Second), 2*time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(platformCall(t, api2, late, solvedPath, body, &solved)).To(Equal(http.StatusOK))
+	g.Expect(solved.Stopped).To(BeFalse(), "signed before the instance started")
+	stillRunning(g, next)
+}
+
+// TestConcurrentSolveNoticesStopOnce: notices of one solve arriving at
+// once on both replicas (two of four were answered stopped: true, each
+// restarting the cooldown and counted) stop the instance once: one answer
+// says so, one stop is counted.
+func TestConcurrentSolveNoticesStopOnce(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := destroyOnSolveTemplate(t, "main")
+	team := uniqueName("team")
+	g.Expect(call(t, mint(t, team), "POST", "/api/v1/instances", map[string]string{"template": tmpl}, nil)).To(Equal(http.StatusCreated))
+	inst := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: instancesNamespace, Name: nameOf(tmpl, team)}}
+
+	solvedBody, _ := json.Marshal(map[string]string{"team": team, "template": tmpl})
+	verifyBody, _ := json.Marshal(map[string]string{"team": team, "template": tmpl, "submission": flagOf(tmpl, team)})
+	const n = 8
+	stopped := make([]bool, n)
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		r, path, body := api, solvedPath, solvedBody
+		if i%2 == 1 {
+			r = api2
+		}
+		if i%4 >= 2 {
+			path, body = verifyPath, verifyBody
+		}
+		tok := signed(t, path, body)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var answer struct{ Stopped bool }
+			codes[i] = platformCall(t, r, tok, path, body, &answer)
+			stopped[i] = answer.Stopped
+		}()
+	}
+	wg.Wait()
+	g.Expect(codes).To(HaveEach(http.StatusOK))
+	g.Expect(stopped).To(ContainElement(BeTrue()))
+	g.Expect(slices.DeleteFunc(slices.Clone(stopped), func(b bool) bool { return !b })).To(HaveLen(1), "answered stopped: %v", stopped)
+	h.EventuallyGone(t, inst, timeout, "the solved instance goes")
+	count := 0
+	for _, r := range []*replica{api, api2} {
+		if v := metric(t, r, `challenge_instancer_solve_stops_total{template="`+tmpl+`"}`); v != "" {
+			n, err := strconv.Atoi(v)
+			g.Expect(err).NotTo(HaveOccurred())
+			count += n
+		}
+	}
+	g.Expect(count).To(Equal(1), "stops counted on both replicas")
+}
+
+// TestDestroyOnSolveWaitsForEveryFlag: with several flags, the first
+// correct one stopped the instance the team needs for the others. The
+// instance now stops once every flag of the template is verified correct
+// for the team, whichever replica verified each.
+func TestDestroyOnSolveWaitsForEveryFlag(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := destroyOnSolveTemplate(t, "user", "root")
+	team := uniqueName("team")
+	g.Expect(call(t, mint(t, team), "POST", "/api/v1/instances", map[string]string{"template": tmpl}, nil)).To(Equal(http.StatusCreated))
+	inst := &ctfv1alpha1.Challenge{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: instancesNamespace, Name: nameOf(tmpl, team)}, inst)).To(Succeed())
+	flag := func(name string) string { return ctfflag.PerTeam(harness.FlagCodec(), tmpl, name, team, "CTF{%s}") }
+	correct := instancer.Verification{Verdict: "correct", Accepted: true}
+
+	g.Expect(verifyOn(t, api, team, tmpl, "user", flag("user"))).To(Equal(correct), "one flag of two")
+	stillRunning(g, inst)
+	g.Expect(verifyOn(t, api2, team, tmpl, "user", flag("user"))).To(Equal(correct), "the same flag again, on the other replica")
+	g.Expect(verifyOn(t, api2, team, tmpl, "root", "CTF{guess}")).To(Equal(instancer.Verification{Verdict: "wrong"}))
+	stillRunning(g, inst)
+	g.Expect(verifyOn(t, api2, team, tmpl, "root", flag("root"))).To(Equal(instancer.Verification{Verdict: "correct", Accepted: true, Stopped: true}),
+		"the last flag, on the replica that did not verify the first")
+	h.EventuallyGone(t, inst, timeout, "the solved instance goes")
 }

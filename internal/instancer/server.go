@@ -207,7 +207,7 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/v1/instances/{template}/renew", s.renewInstance)
 	api("GET /api/v1/instances/{template}/challenge", s.issueChallenge)
 	if s.PlatformKeyDir != "" {
-		platform := func(pattern string, h func(http.ResponseWriter, *http.Request, []byte)) {
+		platform := func(pattern string, h func(http.ResponseWriter, *http.Request, []byte, platformauth.Call)) {
 			mux.Handle(pattern, http.TimeoutHandler(s.platformCall(h), 15*time.Second, `{"code":"timeout","message":"The request took too long; try again."}`))
 		}
 		platform("POST /api/v1/platform/verify", s.verifyFlag)
