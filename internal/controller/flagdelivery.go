@@ -230,20 +230,13 @@ func (r *FlagDeliveryReconciler) deliver(ctx context.Context, pooled *ctfv1alpha
 
 // writer is the ephemeral container that writes flags into pod's flag
 // directories: each value from the instance's Secret, checked against its
-// digest. It runs as the pod's user, restricted, and is never restarted.
+// digest. It runs as the pod's user (writerSecurity) and is never restarted.
 func (r *FlagDeliveryReconciler) writer(pooled *ctfv1alpha1.Challenge, pod *corev1.Pod, name string, flags []*ctfv1alpha1.NamedFlag, digests map[string]string) corev1.EphemeralContainer {
 	c := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 		Name: name, Image: r.Image, Args: []string{"write-flags"},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		SecurityContext: &corev1.SecurityContext{
-			RunAsNonRoot: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-			Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		SecurityContext:          writerSecurity(pod),
 	}}
-	if sc := pod.Spec.SecurityContext; sc != nil {
-		c.SecurityContext.RunAsUser, c.SecurityContext.RunAsGroup = sc.RunAsUser, sc.RunAsGroup
-	}
 	for i, f := range flags {
 		env, volume := "FLAG_"+strconv.Itoa(i), values.FlagDirVolume(f)
 		file := flagMountRoot + volume + "/" + path.Base(cmp.Or(f.Path, values.DefaultFlagPath))
@@ -254,6 +247,30 @@ func (r *FlagDeliveryReconciler) writer(pooled *ctfv1alpha1.Challenge, pod *core
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: flagMountRoot + volume})
 	}
 	return c
+}
+
+// writerSecurity is the writer's securityContext in pod: the pod's own
+// user and group, so that a flag's file is its challenge's (a 0400 flag is
+// its owner's alone), and nothing more: every capability dropped, no
+// privilege escalation, a read-only root filesystem, the runtime's seccomp
+// profile. It asks for a non-root user unless the pod runs as root: the
+// kubelet refuses to start a container that asks for one and runs as uid 0
+// (CreateContainerConfigError), and root without a capability is held to
+// the files' modes as any user is. A pod that names no user runs the
+// writer as its image's, the operator's (65532), which must not be root.
+func writerSecurity(pod *corev1.Pod) *corev1.SecurityContext {
+	sc := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+		Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		sc.RunAsUser, sc.RunAsGroup = psc.RunAsUser, psc.RunAsGroup
+	}
+	if ptr.Deref(sc.RunAsUser, -1) != 0 {
+		sc.RunAsNonRoot = ptr.To(true)
+	}
+	return sc
 }
 
 // SetupWithManager watches the pooled instances and their pods.

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -44,6 +45,12 @@ func kubeletWriters(g Gomega, on func() bool, fail map[string]bool) {
 			if reported[c.Name] {
 				continue
 			}
+			if why := kubeletRefuses(pod, &c); why != "" {
+				// The kubelet never starts it: it says why, and waits.
+				pod.Status.EphemeralContainerStatuses = append(pod.Status.EphemeralContainerStatuses, corev1.ContainerStatus{
+					Name: c.Name, Image: c.Image, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: why}}})
+				continue
+			}
 			exit := int32(0)
 			if fail[c.Name] {
 				exit = 2
@@ -63,6 +70,42 @@ func kubeletWriters(g Gomega, on func() bool, fail map[string]bool) {
 			g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
 		}
 	}
+}
+
+// writerImageUser is the user of the writer's image, the operator's
+// (distroless nonroot, USER 65532 in the Dockerfile): the kubelet's
+// fallback when neither the container nor its pod names one.
+const writerImageUser = 65532
+
+// kubeletRefuses is the kubelet's check of a container's user before it
+// creates it (kuberuntime's verifyRunAsNonRoot), the reason it gives for a
+// refusal, "" when it starts it: one that must run as non-root (its own
+// runAsNonRoot, else its pod's) is refused when its user (its own
+// runAsUser, else its pod's, else its image's) is root.
+func kubeletRefuses(pod *corev1.Pod, c *corev1.EphemeralContainer) string {
+	var nonRoot *bool
+	var uid *int64
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		nonRoot, uid = sc.RunAsNonRoot, sc.RunAsUser
+	}
+	if sc := c.SecurityContext; sc != nil {
+		if sc.RunAsNonRoot != nil {
+			nonRoot = sc.RunAsNonRoot
+		}
+		if sc.RunAsUser != nil {
+			uid = sc.RunAsUser
+		}
+	}
+	if nonRoot == nil || !*nonRoot {
+		return ""
+	}
+	if uid == nil {
+		uid = ptr.To[int64](writerImageUser)
+	}
+	if *uid == 0 {
+		return "container's runAsUser breaks non-root policy (pod: \"" + pod.Name + "\", container: " + c.Name + ")"
+	}
+	return ""
 }
 
 // TestPooledPerTeamFlags: a pooled template with a perTeam flag. A team's
@@ -170,4 +213,92 @@ func TestPooledPerTeamFlags(t *testing.T) {
 		h.EventuallyGone(t, &pooled, timeout, "and its pooled instance with it")
 		h.EventuallyGone(t, claimSecret, timeout, "and the claim's Secret with it")
 	}
+}
+
+// perTeamPool makes a pooled template of one instance with a perTeam flag,
+// changed further by mutate, and waits until its pool is ready.
+func perTeamPool(t *testing.T, name string, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) {
+	t.Helper()
+	newTemplate(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Pool = &ctfv1alpha1.PoolSpec{Min: 1, Max: 1}
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: 3600e9}}
+		s.Flags = []ctfv1alpha1.NamedFlag{{Name: "web", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"}, FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/flag/web.txt"}}}
+		if mutate != nil {
+			mutate(s)
+		}
+	})
+	eventuallyPoolReady(t, name, 1)
+}
+
+// claimDelivering creates ch, a Challenge of a pooled template with a
+// perTeam flag, and waits until it claimed a pooled instance and waits for
+// its flags, the first writer added to the instance's pod; it returns the
+// pooled instance and its pod.
+func claimDelivering(t *testing.T, ch *ctfv1alpha1.Challenge) (ctfv1alpha1.Challenge, corev1.Pod) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+	var pooled ctfv1alpha1.Challenge
+	var pod corev1.Pod
+	g.Eventually(func(g Gomega) {
+		got := &ctfv1alpha1.Challenge{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhasePending))
+		g.Expect(got.Status.Reason).To(Equal("DeliveringFlags"))
+		g.Expect(got.Status.PooledInstance).NotTo(BeNil())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: got.Status.PooledInstance.Name}, &pooled)).To(Succeed())
+		var pods corev1.PodList
+		g.Expect(k8s.List(ctx, &pods, client.InNamespace(poolNamespace), client.MatchingLabels{ctfv1alpha1.InstanceLabel: pooled.Name})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1))
+		pod = pods.Items[0]
+		g.Expect(pod.Spec.EphemeralContainers).To(HaveLen(1))
+	}, timeout, interval).Should(Succeed())
+	return pooled, pod
+}
+
+// eventuallyRunning answers the pool's writers as the kubelet would (fail
+// naming those that exit 2) until ch is Running, and returns it.
+func eventuallyRunning(t *testing.T, ch *ctfv1alpha1.Challenge, fail map[string]bool) *ctfv1alpha1.Challenge {
+	t.Helper()
+	got := &ctfv1alpha1.Challenge{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		kubeletWriters(g, func() bool { return true }, fail)
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning), "reason %s: %s", got.Status.Reason, got.Status.Message)
+	}, timeout, interval).Should(Succeed())
+	return got
+}
+
+// TestPooledFlagsReachARootPod: a pooled template that runs as root
+// (baseline, runAsUser 0) gets its team's flags. The writer runs as the
+// pod's user, root, so that a flag's file is the challenge's own (a 0400
+// flag is its owner's alone), and does not ask for a non-root user, which
+// the kubelet would refuse to start (the claimant then waited for ever);
+// it keeps nothing else of root's: no capability, no privilege escalation,
+// a read-only root filesystem, the runtime's seccomp profile.
+func TestPooledFlagsReachARootPod(t *testing.T) {
+	g := NewWithT(t)
+	perTeamPool(t, "pooled-flags-root", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}
+	})
+	ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
+	ch := fromTemplate(ns, "pfr-team-root", "team-root", "pooled-flags-root")
+	_, pod := claimDelivering(t, ch)
+	g.Expect(pod.Spec.SecurityContext.RunAsUser).To(HaveValue(BeZero()), "the pool's pod runs as root")
+
+	writer := pod.Spec.EphemeralContainers[0]
+	g.Expect(kubeletRefuses(&pod, &writer)).To(BeEmpty(), "a writer the kubelet starts")
+	sc := writer.SecurityContext
+	g.Expect(sc.RunAsUser).To(HaveValue(BeZero()), "the pod's user")
+	g.Expect(sc.RunAsGroup).To(HaveValue(BeZero()), "the pod's group")
+	g.Expect(ptr.Deref(sc.RunAsNonRoot, false)).To(BeFalse(), "no non-root user asked for")
+	g.Expect(ptr.Deref(sc.Privileged, false)).To(BeFalse())
+	g.Expect(sc.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
+	g.Expect(sc.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()))
+	g.Expect(sc.Capabilities).To(Equal(&corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}))
+	g.Expect(sc.SeccompProfile).To(Equal(&corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}))
+
+	got := eventuallyRunning(t, ch, nil)
+	g.Expect(got.Status.Endpoint).NotTo(BeNil())
 }
