@@ -44,7 +44,10 @@ import (
 // the writer exited 0 is the proof of delivery: once every pod has it, the
 // pooled instance is annotated with the claim (FlagsDeliveredAnnotation),
 // and only then is the claimant Running. A writer that fails is tried
-// again with a new one, up to maxFlagWriters times per pod.
+// again with a new one, up to maxFlagWriters times per pod; a pod whose
+// every writer failed fails the claim (ClaimFlags). A pod that comes after
+// the delivery (a pod replaced) gets writers of its own, and the annotation
+// is taken back until it has them: the claimant is Pending meanwhile.
 type FlagDeliveryReconciler struct {
 	// Client reads pooled Challenges, templates and pods from the cache, and
 	// writes the writers and the annotation.
@@ -75,10 +78,90 @@ func FlagClaim(claimant types.UID) string {
 	return hex.EncodeToString(sum[:5])
 }
 
-// FlagsPending tells whether pooled, claimed by the Challenge of UID
-// claimant, does not hold that claim's perTeam flags yet.
-func FlagsPending(tmpl *ctfv1alpha1.ChallengeTemplate, pooled *ctfv1alpha1.Challenge, claimant types.UID) bool {
-	return tmpl != nil && len(flagsAtClaim(tmpl)) > 0 && pooled.Annotations[ctfv1alpha1.FlagsDeliveredAnnotation] != FlagClaim(claimant)
+// ClaimFlags tells where the perTeam flags of the claim of pooled by the
+// Challenge of UID claimant stand, from pooled's pods as listed (their
+// status is enough: the cache keeps no pod spec). pending: not every
+// current pod holds them yet, one of a workload with flags is missing, or
+// the delivery was not proven (FlagsDeliveredAnnotation). failed, when not
+// "": a current pod had its every writer fail and gets no more; it says
+// which and how, for the claimant's status (never a value: the writers
+// print none, and only their exit codes are read).
+func ClaimFlags(tmpl *ctfv1alpha1.ChallengeTemplate, pooled *ctfv1alpha1.Challenge, claimant types.UID, pods []corev1.Pod) (pending bool, failed string) {
+	if tmpl == nil {
+		return false, ""
+	}
+	flags := flagsAtClaim(tmpl)
+	if len(flags) == 0 {
+		return false, ""
+	}
+	claim := FlagClaim(claimant)
+	pending = pooled.Annotations[ctfv1alpha1.FlagsDeliveredAnnotation] != claim
+	delivered := map[string]bool{} // by workload ("" the primary)
+	for i := range pods {
+		pod := &pods[i]
+		workload := pod.Labels[ctfv1alpha1.ComponentLabel]
+		if len(flagsOf(flags, workload)) == 0 || !current(pod) {
+			continue
+		}
+		done, failures, last := writersReported(pod, claim)
+		switch {
+		case done:
+			delivered[workload] = true
+		case failures >= maxFlagWriters:
+			return true, fmt.Sprintf("the team's flags could not be written into pod %s/%s: its %d writers failed, the last with exit code %d; delete this Challenge to start another",
+				pod.Namespace, pod.Name, failures, last.ExitCode)
+		default:
+			pending = true
+		}
+	}
+	for _, f := range flags {
+		pending = pending || !delivered[f.Component]
+	}
+	return pending, ""
+}
+
+// current tells whether pod is one of its workload's own: not on its way
+// out nor ended. Each current pod of a workload with flags gets them.
+func current(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp.IsZero() && pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded
+}
+
+// writersReported sums up what the kubelet reported of pod's writers of
+// claim: whether one exited 0, and how many exited otherwise, the last
+// (the highest numbered) of them last.
+func writersReported(pod *corev1.Pod, claim string) (done bool, failures int, last *corev1.ContainerStateTerminated) {
+	lastN := -1
+	for i := range pod.Status.EphemeralContainerStatuses {
+		st := &pod.Status.EphemeralContainerStatuses[i]
+		n, t := writerNumber(st.Name, claim), st.State.Terminated
+		if n < 0 || t == nil {
+			continue
+		}
+		if t.ExitCode == 0 {
+			return true, 0, nil
+		}
+		failures++
+		if n > lastN {
+			lastN, last = n, t
+		}
+	}
+	return false, failures, last
+}
+
+// writerName names pod's nth writer of claim: flags-<claim>-<n>.
+func writerName(claim string, n int) string { return fmt.Sprintf("flags-%s-%d", claim, n) }
+
+// writerNumber is the n of a writer of claim named name, -1 for any other container.
+func writerNumber(name, claim string) int {
+	rest, ok := strings.CutPrefix(name, "flags-"+claim+"-")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }
 
 // flagsAtClaim are tmpl's flags filled at claim.
@@ -137,7 +220,7 @@ func (r *FlagDeliveryReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		pod := &pods.Items[i]
 		workload := pod.Labels[ctfv1alpha1.ComponentLabel]
 		mine := flagsOf(flags, workload)
-		if len(mine) == 0 || !pod.DeletionTimestamp.IsZero() || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		if len(mine) == 0 || !current(pod) {
 			continue
 		}
 		done, err := r.deliver(ctx, pooled, pod, claim, mine, digests)
@@ -155,11 +238,17 @@ func (r *FlagDeliveryReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			waiting = true // its workload's pods are not there yet
 		}
 	}
-	if waiting || pooled.Annotations[ctfv1alpha1.FlagsDeliveredAnnotation] == claim {
+	if waiting == (pooled.Annotations[ctfv1alpha1.FlagsDeliveredAnnotation] != claim) {
 		return ctrl.Result{}, nil
 	}
 	patch := client.MergeFrom(pooled.DeepCopy())
-	pooled.Annotations[ctfv1alpha1.FlagsDeliveredAnnotation] = claim
+	if waiting {
+		// Delivered once, but a pod came since (a pod replaced) that does
+		// not hold the flags: the proof no longer stands.
+		delete(pooled.Annotations, ctfv1alpha1.FlagsDeliveredAnnotation)
+	} else {
+		pooled.Annotations[ctfv1alpha1.FlagsDeliveredAnnotation] = claim
+	}
 	return ctrl.Result{}, r.Client.Patch(ctx, pooled, patch)
 }
 
@@ -198,12 +287,12 @@ func (r *FlagDeliveryReconciler) deliver(ctx context.Context, pooled *ctfv1alpha
 	flags []*ctfv1alpha1.NamedFlag, digests map[string]string) (bool, error) {
 	attempts := 0
 	for _, c := range pod.Spec.EphemeralContainers {
-		if strings.HasPrefix(c.Name, "flags-"+claim+"-") {
+		if writerNumber(c.Name, claim) >= 0 {
 			attempts++
 		}
 	}
 	if attempts > 0 {
-		last := fmt.Sprintf("flags-%s-%d", claim, attempts-1)
+		last := writerName(claim, attempts-1)
 		i := slices.IndexFunc(pod.Status.EphemeralContainerStatuses, func(st corev1.ContainerStatus) bool { return st.Name == last })
 		if i < 0 {
 			return false, nil // the kubelet has not reported it yet
@@ -217,11 +306,12 @@ func (r *FlagDeliveryReconciler) deliver(ctx context.Context, pooled *ctfv1alpha
 		}
 	}
 	if attempts >= maxFlagWriters {
-		logf.FromContext(ctx).Info("the flags' writers failed on a pod; the team's instance stays Pending", "pod", pod.Name, "claim", claim, "writers", attempts)
+		// Its claimant is in Error (ClaimFlags), until the team deletes it.
+		logf.FromContext(ctx).Info("the flags' writers failed on a pod; the team's instance is in Error", "pod", pod.Name, "claim", claim, "writers", attempts)
 		return false, nil
 	}
 	pod = pod.DeepCopy()
-	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, r.writer(pooled, pod, fmt.Sprintf("flags-%s-%d", claim, attempts), flags, digests))
+	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, r.writer(pooled, pod, writerName(claim, attempts), flags, digests))
 	if err := r.Client.SubResource("ephemeralcontainers").Update(ctx, pod); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("adding the flags' writer to pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	psaapi "k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
@@ -108,5 +109,85 @@ func TestTheFlagWriterIsOneTheKubeletStarts(t *testing.T) {
 			with.Spec.EphemeralContainers = append(with.Spec.EphemeralContainers, w)
 			g.Expect(levelOf(with)).To(Equal(before), "the writer widens no pod's level")
 		})
+	}
+}
+
+// claimPod is a pod of the primary workload whose kubelet reported the
+// writers of claim given: an exit code each, -1 for one still running.
+func claimPod(name, claim string, exits ...int32) corev1.Pod {
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ctf-pool"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	for i, exit := range exits {
+		st := corev1.ContainerStatus{Name: writerName(claim, i)}
+		if exit < 0 {
+			st.State.Running = &corev1.ContainerStateRunning{}
+		} else {
+			st.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: exit}
+		}
+		pod.Status.EphemeralContainerStatuses = append(pod.Status.EphemeralContainerStatuses, st)
+	}
+	return pod
+}
+
+// TestClaimFlags: a claim's flags are pending until every current pod of
+// each workload with flags has a writer of the claim that exited 0 and the
+// delivery was proven; a pod that came after the proof makes them pending
+// again; a pod whose every writer failed fails them; a pod on its way out
+// counts for nothing.
+func TestClaimFlags(t *testing.T) {
+	claimant := types.UID("5b1c7c52-2d7e-4a44-9b0a-3f0d1f6f0e11")
+	claim := FlagClaim(claimant)
+	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
+		Pool:  &ctfv1alpha1.PoolSpec{Min: 1, Max: 1},
+		Flags: []ctfv1alpha1.NamedFlag{{Name: "web", PerTeam: &ctfv1alpha1.PerTeamFlag{}, FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/flag/web.txt"}}}}}
+	static := tmpl.DeepCopy()
+	static.Spec.Flags[0].PerTeam = nil
+	static.Spec.Flags[0].Static = &ctfv1alpha1.SecretKeyRef{Namespace: "ctf", Name: "flags", Key: "web"}
+	proven := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web-pool-1", Annotations: map[string]string{ctfv1alpha1.FlagsDeliveredAnnotation: claim}}}
+	unproven := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web-pool-1", Annotations: map[string]string{}}}
+	leaving := claimPod("web-0", claim)
+	leaving.DeletionTimestamp = &metav1.Time{}
+	ended := claimPod("web-0", claim, 2, 2, 2, 2, 2)
+	ended.Status.Phase = corev1.PodFailed
+	another := claimPod("web-1", "ffffffffff", 0)
+
+	tests := []struct {
+		name    string
+		tmpl    *ctfv1alpha1.ChallengeTemplate
+		pooled  *ctfv1alpha1.Challenge
+		pods    []corev1.Pod
+		pending bool
+		failed  string
+	}{
+		{"no template", nil, unproven, nil, false, ""},
+		{"no flag filled at claim", static, unproven, nil, false, ""},
+		{"delivered and proven", tmpl, proven, []corev1.Pod{claimPod("web-1", claim, 3, 0)}, false, ""},
+		{"delivered, not proven yet", tmpl, unproven, []corev1.Pod{claimPod("web-1", claim, 0)}, true, ""},
+		{"proven, the pod gone", tmpl, proven, nil, true, ""},
+		{"proven, a pod came since", tmpl, proven, []corev1.Pod{claimPod("web-1", claim, 0), claimPod("web-2", claim)}, true, ""},
+		{"proven, the pod replaced", tmpl, proven, []corev1.Pod{leaving, claimPod("web-2", claim, -1)}, true, ""},
+		{"a writer of another claim", tmpl, proven, []corev1.Pod{another}, true, ""},
+		{"four writers failed", tmpl, unproven, []corev1.Pod{claimPod("web-1", claim, 2, 3, 2, 2)}, true, ""},
+		{"five writers failed", tmpl, unproven, []corev1.Pod{claimPod("web-1", claim, 2, 3, 2, 2, 3)}, true,
+			"the team's flags could not be written into pod ctf-pool/web-1: its 5 writers failed, the last with exit code 3; delete this Challenge to start another"},
+		{"the failed pod ended, its successor delivered", tmpl, proven, []corev1.Pod{ended, claimPod("web-2", claim, 0)}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			pending, failed := ClaimFlags(tt.tmpl, tt.pooled, claimant, tt.pods)
+			g.Expect(pending).To(Equal(tt.pending))
+			g.Expect(failed).To(Equal(tt.failed))
+		})
+	}
+}
+
+// TestWriterNumber: only a writer of the claim has a number.
+func TestWriterNumber(t *testing.T) {
+	g := NewWithT(t)
+	for i := range maxFlagWriters {
+		g.Expect(writerNumber(writerName("0123456789", i), "0123456789")).To(Equal(i))
+	}
+	for _, name := range []string{"flags-0123456789-", "flags-0123456789-x", "flags-0123456789--1", "flags-9876543210-0", "debugger", "flags-0123456789"} {
+		g.Expect(writerNumber(name, "0123456789")).To(Equal(-1), name)
 	}
 }

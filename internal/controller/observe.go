@@ -108,8 +108,6 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 			return obs, nil
 		}
 		inst = pooled
-		// Nobody connects before the team's flags are in: no endpoint yet.
-		obs.FlagsPending = FlagsPending(tmpl, pooled, ch.UID)
 	}
 	o.lifetime(ch, inst, tmpl, &obs)
 	if ref == nil {
@@ -129,8 +127,13 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 		return obs, fmt.Errorf("listing pods of %s/%s: %w", inst.Namespace, inst.Name, err)
 	}
 	obs.PodProblems = append(lifecycle.DeploymentProblems(deployments), lifecycle.PodProblems(pods.Items)...)
-	if obs.FlagsPending {
-		return obs, nil
+	if ref != nil {
+		// Nobody connects before the team's flags are in every pod: no
+		// endpoint yet, nor while a pod that came since waits for them.
+		obs.FlagsPending, obs.FlagsFailed = ClaimFlags(tmpl, inst, ch.UID, pods.Items)
+		if obs.FlagsPending || obs.FlagsFailed != "" {
+			return obs, nil
+		}
 	}
 	obs.Endpoints, err = o.endpoints(ctx, inst, tmpl)
 	return obs, err

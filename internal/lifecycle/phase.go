@@ -38,8 +38,12 @@ const (
 	// team's flags, written into its running pods; not shown to the team
 	// until every pod holds them.
 	ReasonDeliveringFlags = "DeliveringFlags"
-	ReasonReady           = "Ready"
-	ReasonUninstalling    = "Uninstalling"
+	// ReasonFlagDeliveryFailed: a pod of a claimed pooled instance had every
+	// writer of its team's flags fail, and gets no more (phase Error, no
+	// address); the team deletes the Challenge to start another.
+	ReasonFlagDeliveryFailed = "FlagDeliveryFailed"
+	ReasonReady              = "Ready"
+	ReasonUninstalling       = "Uninstalling"
 )
 
 // Operation is a release action that has been asked for but has not finished.
@@ -115,6 +119,9 @@ type Observation struct {
 	// FlagsPending says the claimed pooled instance's pods do not hold the
 	// team's perTeam flags yet.
 	FlagsPending bool
+	// FlagsFailed, when not "", says why the team's perTeam flags could not
+	// be written into the claimed pooled instance's pods, and never will.
+	FlagsFailed string
 }
 
 // Verdict is the phase with the reason and message that explain it.
@@ -191,6 +198,9 @@ func PhaseFor(o Observation) Verdict {
 			return Verdict{ctfv1alpha1.PhaseError, p.Reason, fmt.Sprintf("%s: %s", p.where(), p.Message)}
 		}
 		return Verdict{ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady, describe(notReady)}
+	}
+	if o.FlagsFailed != "" {
+		return Verdict{ctfv1alpha1.PhaseError, ReasonFlagDeliveryFailed, o.FlagsFailed}
 	}
 	if o.FlagsPending {
 		return Verdict{ctfv1alpha1.PhasePending, ReasonDeliveringFlags, "writing the team's flags into the instance"}

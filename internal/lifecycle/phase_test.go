@@ -50,7 +50,12 @@ func TestPhaseFor(t *testing.T) {
 		{"deployed, endpoint, no workload seen yet", Observation{Conditions: []metav1.Condition{deployed, notFailed}, Endpoints: ep}, ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady},
 		{"deployed, ready, endpoint", Observation{Conditions: []metav1.Condition{deployed, notFailed}, Workloads: []Workload{ready}, Endpoints: ep}, ctfv1alpha1.PhaseRunning, ReasonReady},
 		{"one of two workloads rolling", Observation{Conditions: []metav1.Condition{deployed}, Workloads: []Workload{ready, rolling}, Endpoints: ep}, ctfv1alpha1.PhasePending, ReasonWorkloadsNotReady},
+		{"claimed, flags pending", Observation{Conditions: []metav1.Condition{deployed}, Workloads: []Workload{ready}, FlagsPending: true}, ctfv1alpha1.PhasePending, ReasonDeliveringFlags},
+		{"claimed, flags failed", Observation{Conditions: []metav1.Condition{deployed}, Workloads: []Workload{ready}, FlagsPending: true, FlagsFailed: "pod web-1: 5 writers failed"},
+			ctfv1alpha1.PhaseError, ReasonFlagDeliveryFailed},
 		{"deleting wins over running", Observation{Deleting: true, Conditions: []metav1.Condition{deployed}, Workloads: []Workload{ready}, Endpoints: ep}, ctfv1alpha1.PhaseDeleted, ReasonUninstalling},
+		{"deleting wins over failed flags", Observation{Deleting: true, Conditions: []metav1.Condition{deployed}, Workloads: []Workload{ready}, FlagsFailed: "pod web-1: 5 writers failed"},
+			ctfv1alpha1.PhaseDeleted, ReasonUninstalling},
 		{"deleting wins over error", Observation{Deleting: true, Conditions: []metav1.Condition{installErr}}, ctfv1alpha1.PhaseDeleted, ReasonUninstalling},
 	}
 	for _, tt := range tests {

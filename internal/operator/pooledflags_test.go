@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -301,4 +303,80 @@ func TestPooledFlagsReachARootPod(t *testing.T) {
 
 	got := eventuallyRunning(t, ch, nil)
 	g.Expect(got.Status.Endpoint).NotTo(BeNil())
+}
+
+// TestPooledFlagsWritersAllFail: a claim whose every writer fails (the
+// kubelet reports five exits 2) ends in Error, FlagDeliveryFailed, with no
+// address and a message naming the pod, and its pod gets no sixth writer.
+// The pool holds its size meanwhile (a claimed instance is out of it). The
+// team stops it (deletes it, as the instancer does), which takes the broken
+// instance with it, and its next start of the template gets its flag and runs.
+func TestPooledFlagsWritersAllFail(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	perTeamPool(t, "pooled-flags-fail", nil)
+	ns := namespace(t)
+	ch := fromTemplate(ns, "pff-team-fail", "team-fail", "pooled-flags-fail")
+	pooled, pod := claimDelivering(t, ch)
+	fail := map[string]bool{}
+	for i := range 5 {
+		fail[fmt.Sprintf("flags-%s-%d", controller.FlagClaim(ch.UID), i)] = true
+	}
+	got := &ctfv1alpha1.Challenge{}
+	g.Eventually(func(g Gomega) {
+		kubeletWriters(g, func() bool { return true }, fail)
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseError), "reason %s: %s", got.Status.Reason, got.Status.Message)
+	}, timeout, interval).Should(Succeed())
+	g.Expect(got.Status.Reason).To(Equal("FlagDeliveryFailed"))
+	g.Expect(got.Status.Message).To(ContainSubstring(pod.Name))
+	g.Expect(got.Status.Message).To(ContainSubstring("5 writers"))
+	g.Expect(got.Status.Endpoint).To(BeNil(), "no address without the team's flag")
+	g.Expect(got.Status.Endpoints).To(BeEmpty())
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, "Stalled")).To(BeTrue(), "waiting will not help")
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&pod), &pod)).To(Succeed())
+	g.Expect(pod.Spec.EphemeralContainers).To(HaveLen(5), "no sixth writer")
+	eventuallyPoolReady(t, "pooled-flags-fail", 1)
+
+	g.Expect(k8s.Delete(ctx, got)).To(Succeed())
+	h.EventuallyGone(t, got, timeout, "the team's failed instance goes")
+	h.EventuallyGone(t, &pooled, timeout, "and its broken pooled instance with it")
+	again := fromTemplate(ns, "pff-team-fail", "team-fail", "pooled-flags-fail")
+	next, _ := claimDelivering(t, again)
+	g.Expect(next.Name).NotTo(Equal(pooled.Name))
+	running := eventuallyRunning(t, again, nil)
+	g.Expect(running.Status.Endpoint).NotTo(BeNil())
+}
+
+// TestPooledFlagsFollowAReplacedPod: once a claim's flags are in and its
+// team's instance Running, the instance's pod is replaced (an eviction, a
+// node lost): the new pod holds no flag, so the team's instance is Pending,
+// DeliveringFlags, without an address, until the new pod's own writer is
+// reported done; then it is Running again.
+func TestPooledFlagsFollowAReplacedPod(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	perTeamPool(t, "pooled-flags-replaced", nil)
+	ch := fromTemplate(namespace(t), "pfp-team-replaced", "team-replaced", "pooled-flags-replaced")
+	pooled, pod := claimDelivering(t, ch)
+	eventuallyRunning(t, ch, nil)
+
+	g.Expect(k8s.Delete(ctx, &pod, client.GracePeriodSeconds(0))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &ctfv1alpha1.Challenge{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhasePending))
+		g.Expect(got.Status.Reason).To(Equal("DeliveringFlags"))
+		g.Expect(got.Status.Endpoint).To(BeNil(), "no address while a pod lacks the team's flag")
+		var pods corev1.PodList
+		g.Expect(k8s.List(ctx, &pods, client.InNamespace(poolNamespace), client.MatchingLabels{ctfv1alpha1.InstanceLabel: pooled.Name})).To(Succeed())
+		g.Expect(pods.Items).To(ConsistOf(And(
+			HaveField("UID", Not(Equal(pod.UID))),
+			HaveField("Spec.EphemeralContainers", ConsistOf(HaveField("Name", "flags-"+controller.FlagClaim(ch.UID)+"-0"))))))
+	}, timeout, interval).Should(Succeed())
+
+	got := eventuallyRunning(t, ch, nil)
+	g.Expect(got.Status.Endpoint).NotTo(BeNil())
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&pooled), &pooled)).To(Succeed())
+	g.Expect(pooled.Annotations).To(HaveKeyWithValue(ctfv1alpha1.FlagsDeliveredAnnotation, controller.FlagClaim(ch.UID)))
 }
