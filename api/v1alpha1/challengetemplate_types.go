@@ -803,10 +803,14 @@ type ValuePath string
 // operator's defaults (--max-cpu, --max-memory, --max-ephemeral-storage)
 // apply where it is silent.
 type InstancePolicy struct {
-	// MaxCPU is the highest CPU limit an instance's container may have.
+	// MaxCPU is the highest CPU limit an instance's container may have: at
+	// most the operator's --max-cpu, or its --template-max-cpu when the admin
+	// lets templates go higher; a template asking more is not Accepted.
 	// +optional
 	MaxCPU *Quantity `json:"maxCPU,omitempty"`
-	// MaxMemory is the highest memory limit an instance's container may have.
+	// MaxMemory is the highest memory limit an instance's container may
+	// have: at most the operator's --max-memory, or its --template-max-memory
+	// when the admin lets templates go higher.
 	// +optional
 	MaxMemory *Quantity `json:"maxMemory,omitempty"`
 	// MaxEphemeralStorage is the highest ephemeral-storage limit of an

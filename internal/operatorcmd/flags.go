@@ -100,8 +100,10 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.Var(listValue{&o.Operator.Values.SharedServiceNamespaces}, "shared-service-namespaces", "Comma-separated namespaces whose Services templates may let their instances reach (sharedServices: a shared admin bot, a checker); default: the operator's own, from POD_NAMESPACE.")
 	fs.Var(gatewaysValue{&o.Operator.Values.Gateways}, "gateways", "Comma-separated Gateways (namespace/name) of the Gateway API that instances exposed by a TLSRoute or an HTTPRoute attach to, the first by default; empty refuses both. Their listeners serve *.<ingress-domain>.")
 	fs.Var(listValue{&o.Operator.Limits.TLSSecrets}, "ingress-tls-secrets", "Comma-separated certificate Secrets an instance's Ingress may name in its tls entries; empty: only the ingress controller's default certificate.")
-	fs.Var(quantityValue{&o.Operator.Limits.CPU}, "max-cpu", "Highest CPU limit of an instance's container, unless its template's policy says otherwise.")
-	fs.Var(quantityValue{&o.Operator.Limits.Memory}, "max-memory", "Highest memory limit of an instance's container, unless its template's policy says otherwise.")
+	fs.Var(quantityValue{&o.Operator.Limits.CPU}, "max-cpu", "Highest CPU limit of an instance's container, unless its template's policy lowers it (or raises it, within --template-max-cpu).")
+	fs.Var(quantityValue{&o.Operator.Limits.Memory}, "max-memory", "Highest memory limit of an instance's container, unless its template's policy lowers it (or raises it, within --template-max-memory).")
+	fs.Var(quantityValue{&o.Operator.Limits.TemplateCPU}, "template-max-cpu", "Highest CPU limit a template's policy.maxCPU may raise its containers to; unset (or below --max-cpu): a template may only lower --max-cpu.")
+	fs.Var(quantityValue{&o.Operator.Limits.TemplateMemory}, "template-max-memory", "Highest memory limit a template's policy.maxMemory may raise its containers to; unset (or below --max-memory): a template may only lower --max-memory.")
 	o.Operator.Limits.EphemeralStorage = operator.DefaultMaxEphemeralStorage
 	fs.Var(quantityValue{&o.Operator.Limits.EphemeralStorage}, "max-ephemeral-storage", "Highest ephemeral-storage limit of an instance's container and size of its /tmp; a template's policy may only lower it.")
 	fs.BoolVar(&o.Operator.Limits.AllowLoadBalancer, "allow-load-balancer", false, "Allow every instance a LoadBalancer Service (templates may allow it for their own).")

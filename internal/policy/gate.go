@@ -173,6 +173,11 @@ type Limits struct {
 	// CPU and Memory bound every container's limits, which every container must set, so one
 	// instance cannot starve a node.
 	CPU, Memory resource.Quantity
+	// TemplateCPU and TemplateMemory are the highest a template's policy.maxCPU and maxMemory
+	// may raise CPU and Memory to (the admin's --template-max-cpu and --template-max-memory);
+	// below CPU and Memory (zero: unset) a template may only lower them, so that no organiser
+	// steps past the admin's ceiling without the admin's word.
+	TemplateCPU, TemplateMemory resource.Quantity
 	// EphemeralStorage bounds every container's ephemeral-storage limit, which every container
 	// must then set, and every emptyDir's sizeLimit, which every emptyDir must then set, so one
 	// instance cannot fill its node's disk; zero means no ceiling (and none required).

@@ -27,7 +27,8 @@ func TestExpectation(t *testing.T) {
 		Components: []ctfv1alpha1.Component{{Name: "db", Image: "registry.example/db:1"}},
 		Policy:     &ctfv1alpha1.InstancePolicy{MaxCPU: quantity("2")},
 	}}
-	base := policy.Limits{CPU: resource.MustParse("1"), IngressDomain: "ctf.example"}
+	// The admin lets templates raise the CPU ceiling to 2.
+	base := policy.Limits{CPU: resource.MustParse("1"), TemplateCPU: resource.MustParse("2"), IngressDomain: "ctf.example"}
 	shared := []SharedService{{Namespace: "ctf-shared", Selector: map[string]string{"app": "bot"}}}
 
 	t.Run("a claimed pooled instance", func(t *testing.T) {

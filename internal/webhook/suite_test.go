@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/challenge-operator/challenge-operator/internal/operator"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
@@ -32,7 +33,10 @@ func TestMain(m *testing.M) {
 		Operator: operator.Options{
 			MaxInstancesPerParticipant: 2,
 			TeamBudgetCPU:              teamBudgetCPU,
-			Values:                     values.Settings{NamespacePerInstance: true},
+			// TestNamespaceQuotaFromTemplate's template raises its ceilings
+			// to 3 and 3Gi, as the admin lets templates here.
+			Limits: policy.Limits{TemplateCPU: resource.MustParse("3"), TemplateMemory: resource.MustParse("3Gi")},
+			Values: values.Settings{NamespacePerInstance: true},
 		},
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
