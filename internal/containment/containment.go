@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -86,6 +87,13 @@ func (c *Canaries) Is(ch *ctfv1alpha1.Challenge) bool {
 // controls it.
 func (c *Canaries) IsSolver(ch *ctfv1alpha1.Challenge) bool {
 	return c.Enabled() && ch.Namespace == c.Namespace && ownedCanary(ch, ch.Labels[ctfv1alpha1.SolverCanaryLabel])
+}
+
+// IsAny tells whether ch is either kind of canary: the operator's own
+// instance, which takes no place among its template's (a shared one's one
+// instance, a per-team one's maxInstances) and is no team's.
+func (c *Canaries) IsAny(ch *ctfv1alpha1.Challenge) bool {
+	return c.Is(ch) || c.IsSolver(ch)
 }
 
 // ownedCanary tells whether ch is an instance of template, which controls it.
@@ -178,7 +186,7 @@ func Decide(tmpl *ctfv1alpha1.ChallengeTemplate, instances []ctfv1alpha1.Challen
 			j.current = append(j.current, ch)
 		}
 	}
-	j.failures, j.last = failed(instances, canaries, lastGood(instances, j.cond, now))
+	j.failures, j.last, j.own = failed(instances, canaries, lastGood(instances, j.cond, now))
 	if j.cond == nil || j.cond.Status != metav1.ConditionTrue {
 		return j.notDegraded()
 	}
@@ -198,6 +206,9 @@ type judgement struct {
 	// failures in a row, the latest of them last.
 	failures int32
 	last     *ctfv1alpha1.Challenge
+	// own are the failures since of instances that asked for something of
+	// their own (OwnAsking), which are not the template's.
+	own int32
 }
 
 func (j *judgement) condition(status metav1.ConditionStatus, reason, message string) metav1.Condition {
@@ -213,6 +224,8 @@ func (j *judgement) notDegraded() Decision {
 		msg := fmt.Sprintf("%d of its newest instances failed in a row; it is held at %d", j.failures, threshold)
 		if threshold == 0 {
 			msg = "its failures never hold its starts (spec.failures.threshold 0)"
+		} else if j.own > 0 {
+			msg += fmt.Sprintf("; %d more failed of their own asking (values of their own), which never hold it", j.own)
 		}
 		d.Degraded = j.condition(metav1.ConditionFalse, ReasonFailuresBelowThreshold, msg)
 		if j.failures == 0 && j.cond != nil && (j.cond.Reason == ReasonCanaryRan || j.cond.Reason == ReasonTemplateEdited) {
@@ -342,22 +355,22 @@ func lastGood(instances []ctfv1alpha1.Challenge, cond *metav1.Condition, now tim
 }
 
 // failed counts the instances started since since that failed, and
-// returns the latest of them. A claimant shows its pooled instance's
-// status, which counts for itself; a canary counts only for the hold it
-// tries to lift, and the solver's for its check.
-func failed(instances []ctfv1alpha1.Challenge, canaries *Canaries, since time.Time) (int32, *ctfv1alpha1.Challenge) {
-	var n int32
-	var last *ctfv1alpha1.Challenge
+// returns the latest of them; own counts apart those that failed of their
+// own asking (OwnAsking). A claimant shows its pooled instance's status,
+// which counts for itself; a canary counts only for the hold it tries to
+// lift, and the solver's for its check.
+func failed(instances []ctfv1alpha1.Challenge, canaries *Canaries, since time.Time) (n int32, last *ctfv1alpha1.Challenge, own int32) {
 	for i := range instances {
 		ch := &instances[i]
-		if ch.Status.PooledInstance != nil || canaries.Is(ch) || canaries.IsSolver(ch) || !lifecycle.InstanceFailed(&ch.Status) {
+		if ch.Status.PooledInstance != nil || canaries.IsAny(ch) || !lifecycle.InstanceFailed(&ch.Status) {
 			continue
 		}
-		started := ch.CreationTimestamp.Time
-		if ch.Status.AdmittedAt != nil {
-			started = ch.Status.AdmittedAt.Time
-		}
+		started := startedAt(ch)
 		if started.Before(since) { // the API's times are whole seconds: one of the same second counts
+			continue
+		}
+		if OwnAsking(ch) {
+			own++
 			continue
 		}
 		n++
@@ -365,7 +378,24 @@ func failed(instances []ctfv1alpha1.Challenge, canaries *Canaries, since time.Ti
 			last = ch
 		}
 	}
-	return n, last
+	return n, last, own
+}
+
+// OwnAsking tells whether ch asks for something of its own that changes
+// what runs, beside its template: an image, ports, environment, resources,
+// an exposure or values (only what the template's overridableValues
+// open). Its failure may then be its asking's (a request no node can
+// satisfy, values the chart or the cluster refuses), the same for no
+// other team: its own Error, never its template's hold. A plain instance
+// of the template (the instancer's, a pool's, a platform's that sets only
+// its team, its lifetime and its renewals, which change nothing that runs)
+// runs what every team's does, so its failure is the template's.
+func OwnAsking(ch *ctfv1alpha1.Challenge) bool {
+	s := &ch.Spec
+	return s.Image != "" || len(s.Ports) > 0 || len(s.Env) > 0 ||
+		(s.Resources != nil && !equality.Semantic.DeepEqual(*s.Resources, ctfv1alpha1.Resources{})) ||
+		(s.Expose != nil && !equality.Semantic.DeepEqual(*s.Expose, ctfv1alpha1.Expose{})) ||
+		(s.Values != nil && !equality.Semantic.DeepEqual(*s.Values, ctfv1alpha1.Values{}))
 }
 
 func startedAt(ch *ctfv1alpha1.Challenge) time.Time {

@@ -43,6 +43,50 @@ func team(name string, admitted time.Duration, phase ctfv1alpha1.Phase, reason s
 	return ch
 }
 
+// asking is ch asking for more CPU than its template gives, through the
+// resources its template lets it override.
+func asking(ch ctfv1alpha1.Challenge) ctfv1alpha1.Challenge {
+	cpu := ctfv1alpha1.Quantity("1900m")
+	ch.Spec.Resources = &ctfv1alpha1.Resources{Requests: &ctfv1alpha1.ResourceAmounts{CPU: &cpu}}
+	return ch
+}
+
+// TestOwnFailuresAreSaidApart: the template's condition says how many
+// failed of their own asking, which do not hold it.
+func TestOwnFailuresAreSaidApart(t *testing.T) {
+	g := NewWithT(t)
+	d := Decide(template(1, healthy(0)), []ctfv1alpha1.Challenge{team("a", time.Minute, "Error", "ImagePullBackOff"),
+		asking(team("b", 2*time.Minute, "Error", "Unschedulable")), asking(team("c", 3*time.Minute, "Error", "Unschedulable"))}, canaries, t0.Add(10*time.Minute))
+	g.Expect(d.Degraded.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(d.Health.Failures).To(BeEquivalentTo(1))
+	g.Expect(d.Degraded.Message).To(Equal("1 of its newest instances failed in a row; it is held at 3; 2 more failed of their own asking (values of their own), which never hold it"))
+}
+
+func TestOwnAsking(t *testing.T) {
+	cpu := ctfv1alpha1.Quantity("1")
+	for _, tt := range []struct {
+		name string
+		spec ctfv1alpha1.ChallengeSpec
+		own  bool
+	}{
+		{"a team and its template", ctfv1alpha1.ChallengeSpec{Template: "web", Participant: "team-a"}, false},
+		{"a lifetime and a renewal change nothing that runs", ctfv1alpha1.ChallengeSpec{Template: "web", Participant: "team-a",
+			Lifetime: &metav1.Duration{Duration: time.Hour}, RenewedAt: ptr.To(at(0))}, false},
+		{"empty values, resources and exposure", ctfv1alpha1.ChallengeSpec{Template: "web", Values: &ctfv1alpha1.Values{},
+			Resources: &ctfv1alpha1.Resources{}, Expose: &ctfv1alpha1.Expose{}}, false},
+		{"an image", ctfv1alpha1.ChallengeSpec{Template: "web", Image: "registry.example/other:1"}, true},
+		{"ports", ctfv1alpha1.ChallengeSpec{Template: "web", Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1}}}, true},
+		{"environment", ctfv1alpha1.ChallengeSpec{Template: "web", Env: []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "hard"}}}, true},
+		{"resources", ctfv1alpha1.ChallengeSpec{Template: "web", Resources: &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{CPU: &cpu}}}, true},
+		{"an exposure", ctfv1alpha1.ChallengeSpec{Template: "web", Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeNodePort}}, true},
+		{"values", ctfv1alpha1.ChallengeSpec{Template: "web", Values: &ctfv1alpha1.Values{Image: "registry.example/other:1"}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(OwnAsking(&ctfv1alpha1.Challenge{Spec: tt.spec})).To(Equal(tt.own))
+		})
+	}
+}
+
 func canary(tmpl *ctfv1alpha1.ChallengeTemplate, name string, created time.Duration, phase ctfv1alpha1.Phase) ctfv1alpha1.Challenge {
 	ch := canaries.New(tmpl)
 	ch.Name, ch.CreationTimestamp = name, at(created)
@@ -75,6 +119,10 @@ func TestDegradedAfterThresholdFailuresInARow(t *testing.T) {
 				c.Status.PooledInstance = &ctfv1alpha1.PooledInstanceRef{Namespace: "ctf-pool", Name: "b"}
 				return c
 			}()}, false, 2},
+		{"failures of a Challenge's own asking are not the template's", template(1, healthy(0)),
+			[]ctfv1alpha1.Challenge{asking(team("a", time.Minute, "Error", "Unschedulable")), asking(team("b", 2*time.Minute, "Error", "Unschedulable")), asking(team("c", 3*time.Minute, "Error", "InstallError"))}, false, 0},
+		{"a plain instance's failures count across one's own", template(1, healthy(0)),
+			[]ctfv1alpha1.Challenge{team("a", time.Minute, "Error", "ImagePullBackOff"), asking(team("b", 2*time.Minute, "Error", "Unschedulable")), team("b2", 150*time.Second, "Error", "ImagePullBackOff"), team("c", 3*time.Minute, "Error", "InstallError")}, true, 3},
 		{"threshold 0 never holds", func() *ctfv1alpha1.ChallengeTemplate {
 			tm := template(1, healthy(0))
 			tm.Spec.Failures = &ctfv1alpha1.FailurePolicy{Threshold: ptr.To[int32](0)}

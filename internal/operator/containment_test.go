@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +29,16 @@ const brokenImage = "registry.example/ctf/broken:1"
 // test ends.
 func refuseImage(t *testing.T, name, image string) {
 	t.Helper()
+	refusePods(t, name, fmt.Sprintf("object.spec.containers.all(c, c.image != %q)", image), "Back-off pulling image "+image,
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: image}}}})
+}
+
+// refusePods makes the API server refuse, with message, the pods for which
+// the CEL expression is false, until the test ends; probe is a pod it
+// refuses, to tell when the policy is enforced.
+func refusePods(t *testing.T, name, expression, message string, probe *corev1.Pod) {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -39,10 +51,7 @@ func refuseImage(t *testing.T, name, image string) {
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
 				},
 			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("object.spec.containers.all(c, c.image != %q)", image),
-				Message:    "Back-off pulling image " + image,
-			}},
+			Validations: []admissionregistrationv1.Validation{{Expression: expression, Message: message}},
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
@@ -57,12 +66,10 @@ func refuseImage(t *testing.T, name, image string) {
 		_ = k8s.Delete(context.Background(), binding)
 		_ = k8s.Delete(context.Background(), policy)
 	})
-	// The API server enforces a policy once its informers have it: until a
-	// pod of the image is refused, it is not.
-	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: image}}}}
+	// The API server enforces a policy once its informers have it: until the
+	// probe is refused, it is not.
 	g.Eventually(func() error { return k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll) }, timeout, interval).
-		Should(MatchError(ContainSubstring("Back-off pulling image")))
+		Should(MatchError(ContainSubstring(message)))
 }
 
 // TestBrokenImageDegradesItsTemplateOnly (issue 33): a template whose image
@@ -151,4 +158,72 @@ func TestBrokenImageDegradesItsTemplateOnly(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(templateEvents(g, broken.Name)).To(ContainElement(HavePrefix("Degraded: ")))
 	}, timeout, interval).Should(Succeed())
+}
+
+// noNodeFits is what the scheduler says of a pod that asks for more CPU
+// than any node has; a ValidatingAdmissionPolicy says it for pods asking
+// for more than tooMuchCPU, KWOK's node having more than a Challenge may
+// ask for.
+const (
+	noNodeFits = "0/1 nodes are available: 1 Insufficient cpu"
+	tooMuchCPU = "1500m"
+)
+
+// TestOwnAskingFailuresDoNotDegrade (issue 50, item 12): three Challenges
+// that ask, through the values their template lets them override, for
+// more CPU than any node has fail, each its own Error; the template stays
+// un-Degraded, and a plain team start of it runs rather than waiting
+// behind "the challenge is Degraded". (The template's own failures still
+// count: TestBrokenImageDegradesItsTemplateOnly.)
+func TestOwnAskingFailuresDoNotDegrade(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	refusePods(t, "refuse-too-much-cpu",
+		fmt.Sprintf("object.spec.containers.all(c, !has(c.resources.requests) || !('cpu' in c.resources.requests) || quantity(c.resources.requests.cpu).compareTo(quantity(%q)) < 0)", tooMuchCPU),
+		noNodeFits,
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "registry.example/probe:1",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m")}}}}}})
+	tmpl := newTemplate(t, "own-asking", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.OverridableValues = []ctfv1alpha1.ValuePath{"resources"}
+	})
+	// Judged once before any instance: failures from before a template's
+	// first look are never counted.
+	got := &ctfv1alpha1.ChallengeTemplate{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
+		g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, "Degraded")).NotTo(BeNil())
+	}, timeout, interval).Should(Succeed())
+
+	var greedy []*ctfv1alpha1.Challenge
+	for i := range ctfv1alpha1.DefaultFailureThreshold {
+		ch := fromTemplate(ns, fmt.Sprintf("greedy-%d", i), fmt.Sprintf("%s-greedy-%d", ns, i), tmpl.Name)
+		cpu := ctfv1alpha1.Quantity("1900m")
+		ch.Spec.Resources = &ctfv1alpha1.Resources{Requests: &ctfv1alpha1.ResourceAmounts{CPU: &cpu}, Limits: &ctfv1alpha1.ResourceAmounts{CPU: &cpu}}
+		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
+		greedy = append(greedy, ch)
+	}
+	for _, ch := range greedy {
+		got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
+		g.Expect(got.Status.Message).To(ContainSubstring(noNodeFits))
+	}
+	// The template has seen them fail: Degraded (as before the fix), or
+	// saying it counts them as their own.
+	var degraded *metav1.Condition
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
+		degraded = apimeta.FindStatusCondition(got.Status.Conditions, "Degraded")
+		g.Expect(degraded).NotTo(BeNil())
+		g.Expect(degraded.Status == metav1.ConditionTrue || strings.Contains(degraded.Message, "3 more failed of their own asking")).To(BeTrue(), degraded.Message)
+	}, timeout, interval).Should(Succeed())
+	g.Expect(degraded.Status).To(Equal(metav1.ConditionFalse), degraded.Message)
+	g.Expect(got.Status.Health.Failures).To(BeZero(), "none of the failures is the template's")
+	plain := fromTemplate(ns, "plain", ns+"-plain", tmpl.Name)
+	g.Expect(k8s.Create(ctx, plain)).To(Succeed())
+	eventuallyPhase(t, plain, ctfv1alpha1.PhaseRunning)
+	for _, ch := range greedy {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), ch)).To(Succeed())
+		g.Expect(ch.Status.Phase).To(Equal(ctfv1alpha1.PhaseError), "each keeps its own Error")
+	}
 }
