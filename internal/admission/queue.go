@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/containment"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
@@ -24,12 +25,17 @@ type Queue struct {
 	// Pools tells pooled instances, which the queue does not count: an
 	// unclaimed one is no team's, and a claimed one counts as its claimant.
 	Pools *pool.Pools
+	// Canaries tells the operator's canaries (containment's and the solver
+	// check's), which take no place under their template's bound (a shared
+	// template's one instance, a per-team one's maxInstances) and wait for
+	// none (Admit queues none of them); the cluster's bound counts them.
+	Canaries *containment.Canaries
 }
 
 // Position is c's place in the queue, 1 being next, or 0 when it may be
 // installed now.
 func (q *Queue) Position(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (int32, error) {
-	if q == nil || (q.MaxInstances == 0 && templateLimit(tmpl) == 0) {
+	if q == nil || (q.MaxInstances == 0 && templateLimit(tmpl) == 0) || q.Canaries.IsAny(c) {
 		return 0, nil
 	}
 	var list ctfv1alpha1.ChallengeList
@@ -37,7 +43,9 @@ func (q *Queue) Position(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ct
 		return 0, fmt.Errorf("listing Challenges for the queue: %w", err)
 	}
 	others := slices.DeleteFunc(list.Items, func(o ctfv1alpha1.Challenge) bool { return q.Pools.IsPooled(&o) })
-	return QueuePosition(c, tmpl, others, q.MaxInstances), nil
+	pos := QueuePosition(c, nil, others, q.MaxInstances)
+	teams := slices.DeleteFunc(others, func(o ctfv1alpha1.Challenge) bool { return q.Canaries.IsAny(&o) })
+	return max(pos, QueuePosition(c, tmpl, teams, 0)), nil
 }
 
 // Check returns a Queued error while c must wait.

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/containment"
 )
 
 // TestQueuePosition: live instances take their places first, the waiting
@@ -53,4 +55,58 @@ func TestQueuePosition(t *testing.T) {
 	g.Expect(describeLimit(shared)).To(ContainSubstring("shared"))
 	bots[0].DeletionTimestamp = ptr.To(metav1.NewTime(at))
 	g.Expect(QueuePosition(&bots[1], shared, bots, 0)).To(BeZero(), "the first gone, the second goes")
+}
+
+// TestCanariesTakeNoTemplatePlace (issue 50, item 11): the operator's
+// canaries neither take a place under their template's bound (a shared
+// template's one, a per-team one's maxInstances) nor wait for any, as
+// Admit queues none; the cluster's bound counts them as any instance.
+func TestCanariesTakeNoTemplatePlace(t *testing.T) {
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	canaries := &containment.Canaries{Namespace: "ctf-pool"}
+	shared := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "uid-web"},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{Sharing: ctfv1alpha1.SharingShared}}
+	bounded := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "uid-web"},
+		Spec: ctfv1alpha1.ChallengeTemplateSpec{MaxInstances: ptr.To[int32](1)}}
+	live := func(c *ctfv1alpha1.Challenge, i int) ctfv1alpha1.Challenge {
+		c.UID = types.UID(fmt.Sprint("uid-", i))
+		c.CreationTimestamp = metav1.NewTime(at.Add(time.Duration(i) * time.Second))
+		c.Status.StartedAt = &c.CreationTimestamp
+		return *c
+	}
+	waiting := func(c *ctfv1alpha1.Challenge, i int) ctfv1alpha1.Challenge {
+		w := live(c, i)
+		w.Status.StartedAt = nil
+		return w
+	}
+	solver := canaries.NewSolver(shared)
+	trial := canaries.New(shared)
+	organisers := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ctf"},
+		Spec: ctfv1alpha1.ChallengeSpec{Template: "web", Participant: "organisers"}}
+	// A Challenge of the platform's dressed as a canary, outside the canary
+	// namespace: a team's like any.
+	forged := canaries.NewSolver(shared)
+	forged.Namespace = "ctf"
+	for _, tt := range []struct {
+		name    string
+		tmpl    *ctfv1alpha1.ChallengeTemplate
+		max     int32
+		c       ctfv1alpha1.Challenge
+		others  []ctfv1alpha1.Challenge
+		wantPos int32
+	}{
+		{"the organiser's shared instance after the solver canary", shared, 0, waiting(organisers, 2), []ctfv1alpha1.Challenge{live(solver, 1)}, 0},
+		{"the solver canary after the organiser's shared instance", shared, 0, waiting(solver, 2), []ctfv1alpha1.Challenge{live(organisers, 1)}, 0},
+		{"a containment canary after the organiser's shared instance", shared, 0, waiting(trial, 2), []ctfv1alpha1.Challenge{live(organisers, 1)}, 0},
+		{"a team under maxInstances beside both canaries", bounded, 0, waiting(organisers, 3), []ctfv1alpha1.Challenge{live(solver, 1), live(trial, 2)}, 0},
+		{"a second team under maxInstances", bounded, 0, waiting(organisers, 3), []ctfv1alpha1.Challenge{live(solver, 1), live(forged, 2)}, 1},
+		{"a canary waits for no bound", shared, 1, waiting(solver, 2), []ctfv1alpha1.Challenge{live(organisers, 1)}, 0},
+		{"a team under the cluster's bound, the canary live", shared, 1, waiting(organisers, 2), []ctfv1alpha1.Challenge{live(solver, 1)}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			q := &Queue{Reader: listed{items: append(tt.others, tt.c)}, MaxInstances: tt.max, Canaries: canaries}
+			g.Expect(q.Position(context.Background(), &tt.c, tt.tmpl)).To(Equal(tt.wantPos))
+		})
+	}
 }

@@ -122,8 +122,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if features.Pools {
 		pools = &pool.Pools{Namespace: opts.PoolNamespace, Reader: mgr.GetClient(), Client: mgr.GetClient(), Demand: &pool.Demand{}}
 	}
-	queue := &admission.Queue{Reader: mgr.GetClient(), MaxInstances: opts.MaxInstances, Pools: pools}
 	canaries := &containment.Canaries{Namespace: opts.CanaryNamespace}
+	queue := &admission.Queue{Reader: mgr.GetClient(), MaxInstances: opts.MaxInstances, Pools: pools, Canaries: canaries}
 	// The operator's own instances, which no team waits on: a claimed pooled
 	// instance is counted as its claimant.
 	operatorsOwn := func(ch *ctfv1alpha1.Challenge) bool {

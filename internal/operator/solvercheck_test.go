@@ -264,3 +264,81 @@ func TestSolverImageOutsideTheAdminsBounds(t *testing.T) {
 	g.Expect(jobs.Items).To(BeEmpty())
 	g.Expect(apimeta.IsStatusConditionTrue(got.Status.Conditions, "Ready")).To(BeTrue(), "nobody paused")
 }
+
+// eventuallySolverCanary is tmpl's solver canary once it is Running.
+func eventuallySolverCanary(t *testing.T, tmpl *ctfv1alpha1.ChallengeTemplate) *ctfv1alpha1.Challenge {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	canary := &ctfv1alpha1.Challenge{}
+	g.Eventually(func(g Gomega) {
+		var list ctfv1alpha1.ChallengeList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(poolNamespace), client.MatchingLabels{ctfv1alpha1.SolverCanaryLabel: tmpl.Name})).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(1))
+		*canary = list.Items[0]
+		g.Expect(canary.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning), "%s: %s", canary.Status.Reason, canary.Status.Message)
+	}, 2*timeout, interval).Should(Succeed())
+	return canary
+}
+
+// quickSolver is a solver check run often, which a test's kubelet answers.
+func quickSolver(name string) *ctfv1alpha1.SolverCheck {
+	return &ctfv1alpha1.SolverCheck{Image: "registry.example/ctf/" + name + "-solver:1",
+		Interval: &metav1.Duration{Duration: 10 * time.Second}, Timeout: &metav1.Duration{Duration: 5 * time.Second}}
+}
+
+// TestSolverCanaryTakesNoPlace (issue 50, item 11): a solver canary is the
+// operator's, no instance of the template's capacity. A shared template's
+// organiser instance runs beside its canary whichever came first, and a
+// per-team template's maxInstances are all the teams'.
+func TestSolverCanaryTakesNoPlace(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go solveLikeAKubelet(ctx, t, &atomic.Pointer[string]{})
+	ns := namespace(t)
+
+	t.Run("a shared template's canary first", func(t *testing.T) {
+		g := NewWithT(t)
+		tmpl := newTemplate(t, "shared-solved", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Sharing = ctfv1alpha1.SharingShared
+			s.SolverCheck = quickSolver("shared-solved")
+		})
+		eventuallySolverCanary(t, tmpl)
+		organisers := fromTemplate(ns, "shared-solved", "organisers", tmpl.Name)
+		g.Expect(k8s.Create(ctx, organisers)).To(Succeed())
+		eventuallyPhase(t, organisers, ctfv1alpha1.PhaseRunning)
+	})
+
+	t.Run("a shared template's instance first", func(t *testing.T) {
+		g := NewWithT(t)
+		tmpl := newTemplate(t, "shared-later-solved", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Sharing = ctfv1alpha1.SharingShared })
+		organisers := fromTemplate(ns, "shared-later-solved", "organisers", tmpl.Name)
+		g.Expect(k8s.Create(ctx, organisers)).To(Succeed())
+		eventuallyPhase(t, organisers, ctfv1alpha1.PhaseRunning)
+		g.Eventually(func(g Gomega) {
+			got := &ctfv1alpha1.ChallengeTemplate{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
+			got.Spec.SolverCheck = quickSolver("shared-later-solved")
+			g.Expect(k8s.Update(ctx, got)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+		eventuallySolverCanary(t, tmpl)
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(organisers), organisers)).To(Succeed())
+		g.Expect(organisers.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning))
+	})
+
+	t.Run("a per-team template's maxInstances", func(t *testing.T) {
+		g := NewWithT(t)
+		tmpl := newTemplate(t, "bounded-solved", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.MaxInstances = ptr.To[int32](1)
+			s.SolverCheck = quickSolver("bounded-solved")
+		})
+		eventuallySolverCanary(t, tmpl)
+		team := fromTemplate(ns, "bounded-solved", ns+"-bounded", tmpl.Name)
+		g.Expect(k8s.Create(ctx, team)).To(Succeed())
+		eventuallyPhase(t, team, ctfv1alpha1.PhaseRunning)
+		second := fromTemplate(ns, "bounded-solved-2", ns+"-bounded-2", tmpl.Name)
+		g.Expect(k8s.Create(ctx, second)).To(Succeed())
+		got := eventuallyPhase(t, second, ctfv1alpha1.PhaseQueued)
+		g.Expect(got.Status.Message).To(ContainSubstring("position 1"), "the bound still holds for teams")
+	})
+}
