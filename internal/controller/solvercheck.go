@@ -9,6 +9,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +25,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/containment"
 	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
@@ -46,8 +49,15 @@ type SolverCheckReconciler struct {
 	Codec     *flagtag.Codec
 	Canaries  *containment.Canaries
 	// IngressNamespaces are where the ingress controllers run, through which
-	// a solver reaches an endpoint by name.
+	// a solver reaches a canary exposed by an Ingress or a route.
 	IngressNamespaces []string
+	// DNSNamespace is where the cluster DNS runs (--dns-namespace, as
+	// values.Settings.EffectiveDNSNamespace gives it), the one peer a
+	// solver reaches besides its canary.
+	DNSNamespace string
+	// NamespacePerInstance says an instance's pods run in a namespace of
+	// its own (identity.Namespace), the canary's among them.
+	NamespacePerInstance bool
 	// Limits are the cluster admin's bounds: the solver's image comes from
 	// a registry they allow, as the template's policy narrows them, like
 	// every image of its instances.
@@ -59,7 +69,7 @@ type SolverCheckReconciler struct {
 
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;create
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;create;update
 
 // Reconcile runs one template's solver check one step on.
 func (r *SolverCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -181,9 +191,15 @@ func (r *SolverCheckReconciler) start(ctx context.Context, tmpl *ctfv1alpha1.Cha
 	if err := r.writeSecret(ctx, solvercheck.Secret(canary, flags)); err != nil {
 		return ctrl.Result{}, err
 	}
-	egress := solvercheck.NetworkPolicy(canary, canary.Status.Endpoint, r.IngressNamespaces)
-	if err := r.Client.Create(ctx, egress); err != nil && !apierrors.IsAlreadyExists(err) {
-		return ctrl.Result{}, fmt.Errorf("creating the solver's NetworkPolicy: %w", err)
+	reach, owner, err := r.reach(ctx, tmpl, canary)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ep := canary.Status.Endpoint
+	for _, want := range []*networkingv1.NetworkPolicy{solvercheck.NetworkPolicy(canary, ep, reach), solvercheck.CanaryIngress(canary, ep, reach, owner)} {
+		if err := r.writePolicy(ctx, want); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if st.Runs > 0 {
 		old := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: canary.Namespace, Name: solvercheck.JobName(canary.Name, st.Runs)}}
@@ -200,6 +216,66 @@ func (r *SolverCheckReconciler) start(ctx context.Context, tmpl *ctfv1alpha1.Cha
 	st.NextRunAt = nil
 	r.initialCondition(tmpl, "the first solver run is under way")
 	return ctrl.Result{RequeueAfter: tmpl.Spec.SolverCheck.RunTimeout() + 10*time.Second}, nil
+}
+
+// reach is what canary's solver may reach besides DNS: the pods that
+// serve canary (those of the pooled instance it claimed, if it claimed
+// one), in the namespace they run in, and the ingress namespaces when
+// tmpl is exposed through an Ingress or a route. owner is the Challenge
+// those pods are of when it is in their namespace, nil otherwise.
+func (r *SolverCheckReconciler) reach(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canary *ctfv1alpha1.Challenge) (solvercheck.Reach, *ctfv1alpha1.Challenge, error) {
+	serving := canary
+	if p := canary.Status.PooledInstance; p != nil {
+		serving = &ctfv1alpha1.Challenge{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, serving); err != nil {
+			return solvercheck.Reach{}, nil, fmt.Errorf("reading the pooled instance %s/%s the solver canary claimed: %w", p.Namespace, p.Name, err)
+		}
+	}
+	reach := solvercheck.Reach{DNSNamespace: r.DNSNamespace, IngressNamespaces: r.IngressNamespaces, Routed: routed(tmpl),
+		PodNamespace: serving.Namespace, Pods: identity.InstancePods(serving)}
+	if r.NamespacePerInstance {
+		reach.PodNamespace = identity.Namespace(serving)
+		return reach, nil, nil
+	}
+	return reach, serving, nil
+}
+
+// routed says tmpl's instances are exposed through an Ingress or a
+// Gateway's route: reached by a host the ingress namespaces serve.
+func routed(tmpl *ctfv1alpha1.ChallengeTemplate) bool {
+	exp := tmpl.Spec.Expose
+	if exp == nil && tmpl.Spec.Values != nil {
+		exp = tmpl.Spec.Values.Expose
+	}
+	if exp == nil {
+		return false
+	}
+	switch exp.Type {
+	case ctfv1alpha1.ExposeIngress, ctfv1alpha1.ExposeTLSRoute, ctfv1alpha1.ExposeHTTPRoute:
+		return true
+	}
+	return false
+}
+
+// writePolicy creates want, or puts its spec back: an operator of an
+// earlier version wrote a wider one, which would still add up with it.
+// Not cached (its labels are no instance's): read live.
+func (r *SolverCheckReconciler) writePolicy(ctx context.Context, want *networkingv1.NetworkPolicy) error {
+	got := &networkingv1.NetworkPolicy{}
+	err := r.Live.Get(ctx, client.ObjectKeyFromObject(want), got)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err = r.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+			err = nil // another reconcile's: the next run compares it
+		}
+	case err == nil && !equality.Semantic.DeepEqual(got.Spec, want.Spec):
+		got.Spec = want.Spec
+		err = r.Client.Update(ctx, got)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the solver's NetworkPolicy %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	return nil
 }
 
 // imageRefused says why the solver's image may not run under the admin's

@@ -243,7 +243,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	checker := wiring.translator.Translator
 	solver := &controller.SolverCheckReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Organiser: mgr.GetAPIReader(),
-		Codec: opts.FlagCodec, Canaries: canaries, IngressNamespaces: opts.Values.IngressFromNamespaces, Limits: limits, Recorder: recorder}
+		Codec: opts.FlagCodec, Canaries: canaries, IngressNamespaces: opts.Values.IngressFromNamespaces, DNSNamespace: opts.Values.EffectiveDNSNamespace(),
+		NamespacePerInstance: features.NamespacePerInstance, Limits: limits, Recorder: recorder}
 	if err := solver.SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -15,11 +15,13 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/internal/solvercheck"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -341,4 +343,93 @@ func TestSolverCanaryTakesNoPlace(t *testing.T) {
 		got := eventuallyPhase(t, second, ctfv1alpha1.PhaseQueued)
 		g.Expect(got.Status.Message).To(ContainSubstring("position 1"), "the bound still holds for teams")
 	})
+}
+
+// TestSolverNetworkPolicyReachesItsCanaryOnly (issue 50, item 10): the
+// solver of a canary exposed by ClusterIP may reach the cluster DNS pods
+// on port 53 and its canary's pods on the port its endpoint names, nothing
+// else (no port 53 anywhere, no pod of the ingress namespaces); and the
+// canary's pods, which admit no in-cluster client of their own accord, admit
+// its solver's pods on that port.
+func TestSolverNetworkPolicyReachesItsCanaryOnly(t *testing.T) {
+	g := NewWithT(t)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go solveLikeAKubelet(ctx, t, &atomic.Pointer[string]{})
+	tmpl := newTemplate(t, "solver-reach", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.SolverCheck = quickSolver("solver-reach") })
+	canary := eventuallySolverCanary(t, tmpl)
+	g.Expect(canary.Status.Endpoint.Host).To(HaveSuffix(".svc"), "a ClusterIP canary")
+
+	tcp, udp := ptr.To(corev1.ProtocolTCP), ptr.To(corev1.ProtocolUDP)
+	named := intstr.FromString(canary.Status.Endpoint.Name)
+	dns := intstr.FromInt32(53)
+	egress := &networkingv1.NetworkPolicy{}
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: canary.Name + "-solver"}, egress)
+	}, timeout, interval).Should(Succeed())
+	g.Expect(egress.Spec.PodSelector.MatchLabels).To(Equal(map[string]string{ctfv1alpha1.SolverLabel: canary.Name}))
+	g.Expect(egress.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress))
+	g.Expect(egress.Spec.Ingress).To(BeEmpty())
+	g.Expect(egress.Spec.Egress).To(ConsistOf(
+		networkingv1.NetworkPolicyEgressRule{
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: udp, Port: &dns}, {Protocol: tcp, Port: &dns}},
+			To: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "kube-system"}},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+			}},
+		},
+		networkingv1.NetworkPolicyEgressRule{
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: tcp, Port: &named}},
+			To: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: poolNamespace}},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: identity.InstancePods(canary)},
+			}},
+		},
+	))
+
+	ingress := &networkingv1.NetworkPolicy{}
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: canary.Name + "-from-solver"}, ingress)
+	}, timeout, interval).Should(Succeed())
+	g.Expect(ingress.Spec.PodSelector.MatchLabels).To(Equal(identity.InstancePods(canary)))
+	g.Expect(ingress.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress))
+	g.Expect(ingress.Spec.Ingress).To(ConsistOf(networkingv1.NetworkPolicyIngressRule{
+		Ports: []networkingv1.NetworkPolicyPort{{Protocol: tcp, Port: &named}},
+		From: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: poolNamespace}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{ctfv1alpha1.SolverLabel: canary.Name}},
+		}},
+	}))
+	g.Expect(ingress.OwnerReferences).To(ConsistOf(HaveField("UID", canary.UID)), "gone with its canary")
+}
+
+// TestSolverPoliciesAreValidWithoutIngressNamespaces (issue 50, item 10):
+// for a canary reached by name through an Ingress, with no
+// --ingress-from-namespaces, the API server stores the solver's policies
+// as built, with no peer to any ingress namespace (before, a selector of
+// no namespace was refused, and no run started at all).
+func TestSolverPoliciesAreValidWithoutIngressNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	canary := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web-solver-bcdfg", Namespace: ns, UID: "uid-solver-canary"}}
+	ep := &ctfv1alpha1.Endpoint{Name: "http", Host: "web-solver-bcdfg-0123456789.ctf.example", Port: 443, URL: "https://web-solver-bcdfg-0123456789.ctf.example/"}
+	reach := solvercheck.Reach{DNSNamespace: "kube-system", Routed: true, PodNamespace: ns, Pods: identity.InstancePods(canary)}
+	for _, want := range []*networkingv1.NetworkPolicy{solvercheck.NetworkPolicy(canary, ep, reach), solvercheck.CanaryIngress(canary, ep, reach, nil)} {
+		want.OwnerReferences = nil // no such Challenge: the garbage collector would take it at once
+		g.Expect(k8s.Create(ctx, want)).To(Succeed())
+		got := &networkingv1.NetworkPolicy{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(want), got)).To(Succeed())
+		g.Expect(got.Spec).To(Equal(want.Spec), "stored as built")
+	}
+	got := &networkingv1.NetworkPolicy{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: solvercheck.NetworkPolicyName(canary.Name)}, got)).To(Succeed())
+	g.Expect(got.Spec.Egress).To(HaveLen(2), "DNS and the canary's pods, nothing through ingress namespaces there are none of")
+	for _, rule := range got.Spec.Egress {
+		for _, p := range rule.To {
+			g.Expect(p.IPBlock).To(BeNil())
+			g.Expect(p.NamespaceSelector.MatchExpressions).To(BeEmpty())
+			g.Expect(p.NamespaceSelector.MatchLabels).To(HaveKeyWithValue(corev1.LabelMetadataName, BeElementOf("kube-system", ns)))
+		}
+	}
 }

@@ -1,7 +1,8 @@
 // Package solvercheck builds a template's solver check, the organiser's
 // solver run as a Job against a canary instance, and reads its outcome:
-// the Job, its expected flags' Secret and the NetworkPolicy that lets it
-// reach the canary's public endpoint and DNS alone. Pure: the controller
+// the Job, its expected flags' Secret, the NetworkPolicy that lets it
+// reach DNS and its canary alone and the one that lets it into its canary.
+// Pure: the controller
 // reads and writes the cluster.
 package solvercheck
 
@@ -163,37 +164,96 @@ func Job(check *ctfv1alpha1.SolverCheck, canary *ctfv1alpha1.Challenge, ep *ctfv
 	}
 }
 
-// NetworkPolicy lets canary's solver pods reach DNS and the canary's public
-// endpoint ep, and nothing else; nothing reaches them. An endpoint at an IP
-// is reached at that IP and port; one by name (an Ingress or Gateway host)
-// through the ingress controllers' namespaces, on the endpoint's port and
-// 80 and 443.
-func NetworkPolicy(canary *ctfv1alpha1.Challenge, ep *ctfv1alpha1.Endpoint, ingressNamespaces []string) *networkingv1.NetworkPolicy {
-	port := func(proto corev1.Protocol, p int32) networkingv1.NetworkPolicyPort {
-		return networkingv1.NetworkPolicyPort{Protocol: ptr.To(proto), Port: ptr.To(intstr.FromInt32(p))}
-	}
-	dns := networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{port(corev1.ProtocolUDP, 53), port(corev1.ProtocolTCP, 53)}}
-	proto := corev1.ProtocolTCP
+// Reach is where a solver's connections may go, besides its canary's
+// pods: the cluster DNS and, for a canary reached by name through an
+// Ingress or a Gateway, the ingress controllers' namespaces.
+type Reach struct {
+	// DNSNamespace is where the cluster DNS pods run (k8s-app=kube-dns,
+	// --dns-namespace), the one peer every instance may reach too.
+	DNSNamespace string
+	// IngressNamespaces are where the ingress controllers and gateways run
+	// (--ingress-from-namespaces); none when empty.
+	IngressNamespaces []string
+	// Routed says the canary is exposed by an Ingress or a Gateway's route:
+	// its endpoint is a host those namespaces' controllers serve.
+	Routed bool
+	// Pods are the canary's serving pods: the namespace they run in and
+	// their instance's identity (identity.InstancePods), those of the
+	// pooled instance it claimed if it claimed one.
+	PodNamespace string
+	Pods         map[string]string
+}
+
+// dnsPods select the cluster DNS, as the chart's instance policies do.
+var dnsPods = map[string]string{"k8s-app": "kube-dns"}
+
+// namespaceNamed selects the namespace name by the label the API server
+// sets on every namespace.
+func namespaceNamed(name string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: name}}
+}
+
+func policyPort(proto corev1.Protocol, p intstr.IntOrString) networkingv1.NetworkPolicyPort {
+	return networkingv1.NetworkPolicyPort{Protocol: ptr.To(proto), Port: &p}
+}
+
+// endpointProtocol is the protocol ep is reached over.
+func endpointProtocol(ep *ctfv1alpha1.Endpoint) corev1.Protocol {
 	if ep.Protocol == ctfv1alpha1.ProtocolUDP {
-		proto = corev1.ProtocolUDP
+		return corev1.ProtocolUDP
 	}
-	var endpoint networkingv1.NetworkPolicyEgressRule
+	return corev1.ProtocolTCP
+}
+
+// podPort is the canary's pods' port that ep leads to: the port named as
+// the endpoint, which is the Service's target port (charts/challenge names
+// each target port after its port).
+func podPort(ep *ctfv1alpha1.Endpoint) networkingv1.NetworkPolicyPort {
+	return policyPort(endpointProtocol(ep), intstr.FromString(ep.Name))
+}
+
+// NetworkPolicy lets canary's solver pods reach exactly DNS (the cluster
+// DNS pods of reach's namespace, port 53) and the canary: its serving
+// pods on the port its endpoint ep leads to, which is where a ClusterIP,
+// a node port or a load balancer's address is translated to; the address
+// itself when ep is at an IP; and, only for a canary exposed by an Ingress
+// or a route and only when the operator names ingress namespaces, their
+// pods on the endpoint's port (and 80 and 443, which a URL may move
+// between). Nothing reaches the solver. Valid whatever the flags: no peer
+// is written without what it selects.
+func NetworkPolicy(canary *ctfv1alpha1.Challenge, ep *ctfv1alpha1.Endpoint, reach Reach) *networkingv1.NetworkPolicy {
+	dnsPort := intstr.FromInt32(53)
+	egress := []networkingv1.NetworkPolicyEgressRule{{
+		Ports: []networkingv1.NetworkPolicyPort{policyPort(corev1.ProtocolUDP, dnsPort), policyPort(corev1.ProtocolTCP, dnsPort)},
+		To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: namespaceNamed(reach.DNSNamespace),
+			PodSelector: &metav1.LabelSelector{MatchLabels: dnsPods}}},
+	}, {
+		Ports: []networkingv1.NetworkPolicyPort{podPort(ep)},
+		To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: namespaceNamed(reach.PodNamespace),
+			PodSelector: &metav1.LabelSelector{MatchLabels: reach.Pods}}},
+	}}
 	if ip := net.ParseIP(ep.Host); ip != nil {
 		bits := 32
 		if ip.To4() == nil {
 			bits = 128
 		}
-		endpoint = networkingv1.NetworkPolicyEgressRule{
+		egress = append(egress, networkingv1.NetworkPolicyEgressRule{
+			Ports: []networkingv1.NetworkPolicyPort{policyPort(endpointProtocol(ep), intstr.FromInt32(ep.Port))},
 			To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: fmt.Sprintf("%s/%d", ip, bits)}}},
-			Ports: []networkingv1.NetworkPolicyPort{port(proto, ep.Port)},
+		})
+	} else if reach.Routed && len(reach.IngressNamespaces) > 0 {
+		ports := []networkingv1.NetworkPolicyPort{policyPort(corev1.ProtocolTCP, intstr.FromInt32(ep.Port))}
+		for _, p := range []int32{80, 443} {
+			if p != ep.Port {
+				ports = append(ports, policyPort(corev1.ProtocolTCP, intstr.FromInt32(p)))
+			}
 		}
-	} else {
-		endpoint = networkingv1.NetworkPolicyEgressRule{
+		egress = append(egress, networkingv1.NetworkPolicyEgressRule{
+			Ports: ports,
 			To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: ingressNamespaces,
+				Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: reach.IngressNamespaces,
 			}}}}},
-			Ports: []networkingv1.NetworkPolicyPort{port(proto, ep.Port), port(corev1.ProtocolTCP, 80), port(corev1.ProtocolTCP, 443)},
-		}
+		})
 	}
 	meta := owned(canary, NetworkPolicyName(canary.Name))
 	return &networkingv1.NetworkPolicy{
@@ -201,7 +261,38 @@ func NetworkPolicy(canary *ctfv1alpha1.Challenge, ep *ctfv1alpha1.Endpoint, ingr
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: meta.Labels},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-			Egress:      []networkingv1.NetworkPolicyEgressRule{dns, endpoint},
+			Egress:      egress,
+		},
+	}
+}
+
+// CanaryIngressName names the policy that lets canary's solver in.
+func CanaryIngressName(canary string) string { return canary + "-from-solver" }
+
+// CanaryIngress lets canary's solver pods into its serving pods (reach's),
+// on the port ep leads to: an instance's own policy admits clients from
+// outside the cluster and the ingress namespaces only, so without it the
+// solver, in the canary namespace, is refused wherever policies are
+// enforced. NetworkPolicies add up: this widens nothing else. It is owned
+// by owner, the Challenge whose pods it selects when that lives in their
+// namespace (nil otherwise: a namespace of the instance's own goes with it).
+func CanaryIngress(canary *ctfv1alpha1.Challenge, ep *ctfv1alpha1.Endpoint, reach Reach, owner *ctfv1alpha1.Challenge) *networkingv1.NetworkPolicy {
+	meta := metav1.ObjectMeta{Name: CanaryIngressName(canary.Name), Namespace: reach.PodNamespace,
+		Labels: map[string]string{ctfv1alpha1.SolverLabel: canary.Name}}
+	if owner != nil {
+		meta.OwnerReferences = []metav1.OwnerReference{{APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "Challenge",
+			Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
+	}
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: meta,
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: reach.Pods},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				Ports: []networkingv1.NetworkPolicyPort{podPort(ep)},
+				From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: namespaceNamed(canary.Namespace),
+					PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ctfv1alpha1.SolverLabel: canary.Name}}}},
+			}},
 		},
 	}
 }
