@@ -72,6 +72,18 @@ func refusePods(t *testing.T, name, expression, message string, probe *corev1.Po
 		Should(MatchError(ContainSubstring(message)))
 }
 
+// judgedOnce waits for tmpl's first Degraded condition: failures from
+// before a template's first look are never counted (containment's
+// lastGood), so a test's failing instances must come after it.
+func judgedOnce(t *testing.T, tmpl *ctfv1alpha1.ChallengeTemplate) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		got := &ctfv1alpha1.ChallengeTemplate{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
+		g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, "Degraded")).NotTo(BeNil())
+	}, timeout, interval).Should(Succeed())
+}
+
 // TestBrokenImageDegradesItsTemplateOnly (issue 33): a template whose image
 // cannot run fails its first three teams' instances, then is Degraded: a
 // fourth team's start waits, Queued with that reason rather than failing,
@@ -85,6 +97,7 @@ func TestBrokenImageDegradesItsTemplateOnly(t *testing.T) {
 	refuseImage(t, "refuse-broken-image", brokenImage)
 	broken := newTemplate(t, "broken-image", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Image = brokenImage })
 	other := newTemplate(t, "beside-broken", nil)
+	judgedOnce(t, broken)
 
 	var failed []*ctfv1alpha1.Challenge
 	for i := range ctfv1alpha1.DefaultFailureThreshold {
@@ -188,13 +201,7 @@ func TestOwnAskingFailuresDoNotDegrade(t *testing.T) {
 	tmpl := newTemplate(t, "own-asking", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.OverridableValues = []ctfv1alpha1.ValuePath{"resources"}
 	})
-	// Judged once before any instance: failures from before a template's
-	// first look are never counted.
-	got := &ctfv1alpha1.ChallengeTemplate{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
-		g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, "Degraded")).NotTo(BeNil())
-	}, timeout, interval).Should(Succeed())
+	judgedOnce(t, tmpl)
 
 	var greedy []*ctfv1alpha1.Challenge
 	for i := range ctfv1alpha1.DefaultFailureThreshold {
@@ -210,6 +217,7 @@ func TestOwnAskingFailuresDoNotDegrade(t *testing.T) {
 	}
 	// The template has seen them fail: Degraded (as before the fix), or
 	// saying it counts them as their own.
+	got := &ctfv1alpha1.ChallengeTemplate{}
 	var degraded *metav1.Condition
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
