@@ -54,7 +54,8 @@ func (a Admission) Served(ctx context.Context, c *ctfv1alpha1.Challenge) error {
 // come first: a claim is a team's instance like any other, and a team over
 // them is refused, never queued. A claim adds no instance to the cluster,
 // so it goes ahead of the queue; a pooled instance, no team's until
-// claimed, is neither counted against a budget nor queued. A template
+// claimed, is not counted against a budget, and waits only for the
+// cluster's bound (--max-instances), behind every team's start. A template
 // paused by its solver check holds its teams' starts and claims; a
 // Degraded one its new installs, pooled ones among them, while a claim of
 // a pooled instance that runs goes ahead. The operator's canaries are no
@@ -84,7 +85,9 @@ func (a Admission) Admit(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ct
 		return err
 	}
 	if a.Pools.IsPooled(c) {
-		return nil
+		// A pool fills within the cluster's bound alone: its template's
+		// bound is its teams'.
+		return a.Queue.Check(ctx, c, nil)
 	}
 	return a.Queue.Check(ctx, c, tmpl)
 }

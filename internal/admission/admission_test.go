@@ -79,3 +79,68 @@ func TestAdmitAppliesTheRulesInOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolsStayWithinTheClusterBound: --max-instances bounds pooled
+// instances too (an organiser's pool.max once put 6 Running under a bound
+// of 4): a pool fills only as far as the cluster's bound, behind every
+// team's start; a claimed instance and the Challenge it serves count once;
+// a template's maxInstances, its teams' bound, holds back no pool.
+func TestPoolsStayWithinTheClusterBound(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	challenge := func(name, participant string, minute int, installed bool) ctfv1alpha1.Challenge {
+		c := ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ctf", UID: types.UID(name),
+			CreationTimestamp: metav1.NewTime(at.Add(time.Duration(minute) * time.Minute))},
+			Spec: ctfv1alpha1.ChallengeSpec{Participant: participant, Template: "web"}}
+		if installed {
+			c.Status.StartedAt = &at
+		}
+		return c
+	}
+	pooledOne := func(name string, minute int, installed bool) ctfv1alpha1.Challenge {
+		c := challenge(name, name, minute, installed)
+		c.Namespace = "ctf-pool"
+		c.Labels = map[string]string{ctfv1alpha1.PoolLabel: "web"}
+		return c
+	}
+	web := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	capped := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{MaxInstances: ptr.To[int32](1)}}
+	pools := &pool.Pools{Namespace: "ctf-pool"}
+	fullPool := []ctfv1alpha1.Challenge{pooledOne("p1", 0, true), pooledOne("p2", 0, true), pooledOne("p3", 0, true), pooledOne("p4", 0, true)}
+	claimed := pooledOne("p1", 0, true)
+	claimant := challenge("team-1-web", "team-1", 1, false)
+	claimant.Status.PooledInstance = &ctfv1alpha1.PooledInstanceRef{Namespace: "ctf-pool", Name: "p1"}
+	tests := []struct {
+		name  string
+		items []ctfv1alpha1.Challenge
+		max   int32
+		c     ctfv1alpha1.Challenge
+		tmpl  *ctfv1alpha1.ChallengeTemplate // web when nil
+		want  string
+	}{
+		{"a pool at the cluster's bound: the next pooled instance waits", fullPool, 4, pooledOne("p5", 1, false), nil, lifecycle.ReasonQueued},
+		{"a pool at the cluster's bound: a team's install waits too", fullPool, 4, challenge("b", "team-2", 1, false), nil, lifecycle.ReasonQueued},
+		{"under the cluster's bound: the pool fills", fullPool[:3], 4, pooledOne("p4", 1, false), nil, ""},
+		{"a claimed instance and its claimant count once", []ctfv1alpha1.Challenge{claimed, claimant}, 2, challenge("b", "team-2", 2, false), nil, ""},
+		{"a team's start goes ahead of a pool's refill created before it", []ctfv1alpha1.Challenge{pooledOne("p1", 0, false)}, 1, challenge("b", "team-2", 1, false), nil, ""},
+		{"a pool's refill waits behind a team's start created after it", []ctfv1alpha1.Challenge{challenge("b", "team-2", 1, false)}, 1, pooledOne("p1", 0, false), nil, lifecycle.ReasonQueued},
+		{"a template's bound holds no pool", []ctfv1alpha1.Challenge{challenge("a", "team-2", 0, true)}, 0, pooledOne("p1", 1, false), capped, ""},
+		{"a template's bound holds its teams", []ctfv1alpha1.Challenge{challenge("a", "team-2", 0, true)}, 0, challenge("b", "team-3", 1, false), capped, lifecycle.ReasonQueued},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			reader := listed{items: append(tt.items, tt.c)}
+			a := Admission{Pools: pools, Queue: &Queue{Reader: reader, MaxInstances: tt.max, Pools: pools}}
+			tmpl := tt.tmpl
+			if tmpl == nil {
+				tmpl = web
+			}
+			err := a.Admit(context.Background(), &tt.c, tmpl)
+			if tt.want == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(lifecycle.IsReason(err, tt.want)).To(BeTrue(), "got %v", err)
+		})
+	}
+}

@@ -22,8 +22,9 @@ type Queue struct {
 	Reader client.Reader
 	// MaxInstances bounds the cluster's live instances; 0 means no bound.
 	MaxInstances int32
-	// Pools tells pooled instances, which the queue does not count: an
-	// unclaimed one is no team's, and a claimed one counts as its claimant.
+	// Pools tells pooled instances, which the cluster's bound counts as
+	// instances and a template's bound does not: an unclaimed one is no
+	// team's, and a claimed one counts there as its claimant.
 	Pools *pool.Pools
 	// Canaries tells the operator's canaries (containment's and the solver
 	// check's), which take no place under their template's bound (a shared
@@ -42,10 +43,44 @@ func (q *Queue) Position(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ct
 	if err := q.Reader.List(ctx, &list); err != nil {
 		return 0, fmt.Errorf("listing Challenges for the queue: %w", err)
 	}
-	others := slices.DeleteFunc(list.Items, func(o ctfv1alpha1.Challenge) bool { return q.Pools.IsPooled(&o) })
-	pos := QueuePosition(c, nil, others, q.MaxInstances)
-	teams := slices.DeleteFunc(others, func(o ctfv1alpha1.Challenge) bool { return q.Canaries.IsAny(&o) })
+	pos := clusterPosition(c, list.Items, q.MaxInstances, q.Pools.IsPooled)
+	// A template's bound counts its teams' Challenges, claimants among
+	// them, not its pool nor the operator's canaries.
+	teams := slices.DeleteFunc(list.Items, func(o ctfv1alpha1.Challenge) bool { return q.Pools.IsPooled(&o) || q.Canaries.IsAny(&o) })
 	return max(pos, QueuePosition(c, tmpl, teams, 0)), nil
+}
+
+// clusterPosition is c's place under the cluster's bound, maxInstances:
+// every instance counts, a pooled one, claimed or not, among them (a pool
+// the organiser sizes cannot step past the admin's bound), and not the
+// Challenge a pooled one serves, which adds none. A team's Challenge
+// waiting goes ahead of a pooled one waiting to fill a pool, whenever
+// each was created: a pool's refill never delays a team's start.
+func clusterPosition(c *ctfv1alpha1.Challenge, all []ctfv1alpha1.Challenge, maxInstances int32, pooled func(*ctfv1alpha1.Challenge) bool) int32 {
+	if maxInstances == 0 {
+		return 0
+	}
+	cPooled := pooled(c)
+	var live, ahead int32
+	for i := range all {
+		o := &all[i]
+		if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || o.Status.PooledInstance != nil {
+			continue
+		}
+		switch oPooled := pooled(o); {
+		case lifecycle.Installed(&o.Status):
+			live++
+		case o.Status.Phase == ctfv1alpha1.PhaseError:
+			// An instance that failed to install waits for a fix, not for capacity.
+		case oPooled != cPooled:
+			if cPooled {
+				ahead++
+			}
+		case before(o, c):
+			ahead++
+		}
+	}
+	return max(0, live+ahead-maxInstances+1)
 }
 
 // Check returns a Queued error while c must wait.
