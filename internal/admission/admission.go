@@ -49,7 +49,8 @@ func (a Admission) Served(ctx context.Context, c *ctfv1alpha1.Challenge) error {
 }
 
 // Admit decides whether c, an instance of tmpl whose values composed, may
-// be installed now: nil when it may (or is installed already), else a
+// be installed now: nil when it may (or is installed already, unless its
+// change would raise its requests past its team's budget), else a
 // QuotaExceeded, BudgetExceeded, Claimed or Queued error. The team's bounds
 // come first: a claim is a team's instance like any other, and a team over
 // them is refused, never queued. A claim adds no instance to the cluster,
@@ -62,8 +63,11 @@ func (a Admission) Served(ctx context.Context, c *ctfv1alpha1.Challenge) error {
 // team's and held by nothing: the containment canary tries whether the
 // template installs again, the solver's claims where there is a pool.
 func (a Admission) Admit(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) error {
-	if lifecycle.Installed(&c.Status) || a.Canaries.Is(c) {
+	if a.Canaries.Is(c) || a.Pools.IsPooled(c) && lifecycle.Installed(&c.Status) {
 		return nil
+	}
+	if lifecycle.Installed(&c.Status) {
+		return a.Budget.AdmitInstalled(ctx, c, tmpl)
 	}
 	solver := a.Canaries.IsSolver(c)
 	if !solver {

@@ -2,12 +2,14 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
@@ -38,6 +41,10 @@ type Budget struct {
 	// RequestsOf); an error means its values do not compose, so it will not
 	// be installed.
 	Cost func(*ctfv1alpha1.Challenge, *ctfv1alpha1.ChallengeTemplate) (corev1.ResourceList, error)
+	// Live reads an installed instance's Deployments, whose pod templates
+	// the cache strips, when a change would raise its requests past the
+	// budget (AdmitInstalled).
+	Live client.Reader
 	// Quota is the quota judged before the budget (nil for none): an older
 	// Challenge waiting for its turn counts only if the quota admits it now,
 	// whatever its status said when it was last judged.
@@ -120,7 +127,7 @@ func (b *Budget) decide(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctf
 	if installedAsListed(c, list.Items) {
 		// Its admission may be gone already: a decision that saw it
 		// installed dropped it.
-		return nil
+		return b.judgeRaise(ctx, c, need, list.Items)
 	}
 	admitted := b.admittedOf(c.Spec.Participant)
 	still := map[types.UID]bool{}
@@ -150,6 +157,94 @@ func (b *Budget) decide(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctf
 		b.keep(c.Spec.Participant, c.UID, still)
 	}
 	return CheckBudget(c, need, others, b.limit())
+}
+
+// AdmitInstalled returns a BudgetExceeded error if c, an installed
+// instance of tmpl, asks for more than its workloads request now and the
+// more does not fit its participant's budget beside the other installed
+// and admitted instances: a change of a running instance's requests is
+// judged as a start is, so that no platform raises one past the budget
+// once it runs. The release stays as it was. An instance that asks no
+// more than it runs with passes, whatever the budget says now (the admin
+// may have lowered it since), as does a claimant, whose pooled instance
+// serves it as its template made it.
+func (b *Budget) AdmitInstalled(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) error {
+	if !b.Enabled() || c.Status.PooledInstance != nil {
+		return nil
+	}
+	need, err := b.Cost(c, tmpl)
+	if err != nil {
+		return nil //nolint:nilerr // c's own render reports the error
+	}
+	var list ctfv1alpha1.ChallengeList
+	if err := b.Reader.List(ctx, &list, client.MatchingFields{ParticipantField: c.Spec.Participant}); err != nil {
+		return fmt.Errorf("listing Challenges of participant %s: %w", c.Spec.Participant, err)
+	}
+	return b.judgeRaise(ctx, c, need, list.Items)
+}
+
+// judgeRaise decides for c, installed, whose instance would now request
+// need, from its participant's Challenges (items): within the budget
+// beside the installed and admitted ones, or no more than it runs with.
+func (b *Budget) judgeRaise(ctx context.Context, c *ctfv1alpha1.Challenge, need corev1.ResourceList, items []ctfv1alpha1.Challenge) error {
+	admitted := b.admittedOf(c.Spec.Participant)
+	var others []Priced
+	for i := range items {
+		o := &items[i]
+		if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || o.Spec.Participant != c.Spec.Participant {
+			continue
+		}
+		if !lifecycle.Installed(&o.Status) && !admitted[o.UID] {
+			continue
+		}
+		_, cost, ok, err := b.price(ctx, o, c, nil)
+		if err != nil {
+			return err
+		}
+		if ok {
+			others = append(others, Priced{Challenge: o, Requests: cost, Admitted: !lifecycle.Installed(&o.Status)})
+		}
+	}
+	refusal := CheckBudget(c, need, others, b.limit())
+	if refusal == nil {
+		return nil
+	}
+	running, err := runningRequests(ctx, b.Live, c)
+	if err != nil {
+		return err
+	}
+	if noMore(need, running, b.limit()) {
+		return nil
+	}
+	var why *lifecycle.ReasonedError
+	if !errors.As(refusal, &why) {
+		return refusal
+	}
+	return lifecycle.Errorf(lifecycle.ReasonBudgetExceeded, "%s, and it runs with %s: the change is not applied, the instance runs as it was",
+		why.Message, describe(running, b.limit()))
+}
+
+// runningRequests is what c's installed instance requests as its
+// Deployments stand on the API server (the cache keeps no pod template):
+// every container's requests times the replicas.
+func runningRequests(ctx context.Context, r client.Reader, c *ctfv1alpha1.Challenge) (corev1.ResourceList, error) {
+	var list appsv1.DeploymentList
+	if err := r.List(ctx, &list, client.InNamespace(identity.Namespace(c)), client.MatchingLabels{ctfv1alpha1.InstanceLabel: c.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing Deployments of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	out := corev1.ResourceList{}
+	for _, dep := range list.Items {
+		replicas := int32(1)
+		if dep.Spec.Replicas != nil {
+			replicas = *dep.Spec.Replicas
+		}
+		for _, ctr := range dep.Spec.Template.Spec.Containers {
+			for range replicas {
+				add(out, ctr.Resources.Requests)
+			}
+		}
+	}
+	return out, nil
 }
 
 // price is what o, an instance of otmpl, requests; ok is false when it
@@ -307,6 +402,17 @@ func CheckBudget(c *ctfv1alpha1.Challenge, need corev1.ResourceList, others []Pr
 func refusedBeforeBudget(st *ctfv1alpha1.ChallengeStatus) bool {
 	return st.Phase == ctfv1alpha1.PhaseError && !lifecycle.Installed(st) &&
 		st.Reason != lifecycle.ReasonBudgetExceeded && st.Reason != lifecycle.ReasonQuotaExceeded
+}
+
+// noMore tells whether need asks no more than running of any resource the
+// budget bounds.
+func noMore(need, running, budget corev1.ResourceList) bool {
+	for name := range budget {
+		if q := need[name]; q.Cmp(running[name]) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // fits tells whether inUse plus need is within budget, resource by resource.

@@ -172,7 +172,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		actions.RecountQuota = controller.QuotaRecount{Live: mgr.GetAPIReader(), Client: mgr.GetClient(), Recorder: recorder}.Recount
 	}
 	quota := &admission.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
-	budget := teamBudget(mgr.GetClient(), opts, quota)
+	budget := teamBudget(mgr.GetClient(), mgr.GetAPIReader(), opts, quota)
 	if features.Webhook {
 		if err := webhook.Setup(mgr, quota, budget, opts.Values, opts.Namespaces); err != nil {
 			return fmt.Errorf("setting up the webhook: %w", err)
@@ -257,8 +257,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 
 // teamBudget is the team budget of opts, priced by the values the
 // operator renders, after quota; nil without one.
-func teamBudget(cl client.Reader, opts Options, quota *admission.Quota) *admission.Budget {
-	b := &admission.Budget{Reader: cl, CPU: opts.TeamBudgetCPU, Memory: opts.TeamBudgetMemory, Cost: opts.Values.RequestsOf, Quota: quota}
+func teamBudget(cl, live client.Reader, opts Options, quota *admission.Quota) *admission.Budget {
+	b := &admission.Budget{Reader: cl, Live: live, CPU: opts.TeamBudgetCPU, Memory: opts.TeamBudgetMemory, Cost: opts.Values.RequestsOf, Quota: quota}
 	if !b.Enabled() {
 		return nil
 	}

@@ -231,3 +231,50 @@ func TestBurstSeenAtOnceIsAdmittedOldestFirst(t *testing.T) {
 		expectNothingInstalled(t, ch)
 	}
 }
+
+// TestRaisingARunningInstanceIsJudgedByTheBudget: a platform patch of a
+// running instance's requests is judged as a start is (the budget was
+// checked at admission only, so 900m was once rendered beside a team's
+// 400m under a 1-CPU budget): a raise past the team's budget is refused
+// with BudgetExceeded, and the instance runs on as it was; a change within
+// it, or back down, is rolled out.
+func TestRaisingARunningInstanceIsJudgedByTheBudget(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := h.Namespace(t, nil)
+	a, b := harness.NewChallenge(ns, "raise-a", "team-raise"), harness.NewChallenge(ns, "raise-b", "team-raise")
+	for _, ch := range []*ctfv1alpha1.Challenge{a, b} {
+		g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
+	}
+	for _, ch := range []*ctfv1alpha1.Challenge{a, b} {
+		h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
+	}
+	setCPU := func(cpu string) {
+		g.Eventually(func() error {
+			cur := &ctfv1alpha1.Challenge{}
+			if err := h.Client.Get(ctx, client.ObjectKeyFromObject(a), cur); err != nil {
+				return err
+			}
+			q := ctfv1alpha1.Quantity(cpu)
+			cur.Spec.Resources = &ctfv1alpha1.Resources{Requests: &ctfv1alpha1.ResourceAmounts{CPU: &q}}
+			return h.Client.Update(ctx, cur)
+		}, harness.Timeout, harness.Interval).Should(Succeed())
+	}
+	requestedCPU := func(g Gomega) string {
+		dep := &appsv1.Deployment{}
+		g.Expect(h.Client.Get(ctx, client.ObjectKeyFromObject(a), dep)).To(Succeed())
+		q := dep.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+		return q.String()
+	}
+
+	setCPU("120m") // 120m beside b's 50m: past the team's 150m
+	got := h.EventuallyPhase(t, a, ctfv1alpha1.PhaseError)
+	g.Expect(got.Status.Reason).To(Equal(lifecycle.ReasonBudgetExceeded))
+	g.Expect(got.Status.Message).To(ContainSubstring("this one needs cpu 120m"))
+	g.Expect(got.Status.Message).To(HaveSuffix("the change is not applied, the instance runs as it was"))
+	g.Consistently(requestedCPU, "3s", harness.Interval).Should(Equal("50m"), "the instance runs as it was")
+
+	setCPU("100m") // 100m beside 50m: within the budget
+	h.EventuallyPhase(t, a, ctfv1alpha1.PhaseRunning)
+	g.Eventually(requestedCPU, harness.Timeout, harness.Interval).Should(Equal("100m"))
+}
