@@ -224,6 +224,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&controller.ExpiryReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if features.NamespacePerInstance {
+		orphans := &controller.OrphanedNamespaceReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: recorder}
+		if err := orphans.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
 	if features.Pools {
 		if err := (&controller.PoolReconciler{Pools: pools, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 			return err
