@@ -33,6 +33,11 @@ const (
 	// rendered (not text, too long); the message names the field, its
 	// Secret and key, never the value.
 	ReasonSecretFileInvalid = "SecretFileInvalid"
+	// ReasonValuesTooLarge means the text an instance's values carry (its
+	// files, secret files, secretEnv, env, flags) is more than Helm's release
+	// record can hold; the message names the total and the largest fields,
+	// never a value.
+	ReasonValuesTooLarge = "ValuesTooLarge"
 	// ReasonSharedServiceNotFound: a Service the template lets instances
 	// reach does not exist (yet); the operator retries until it does.
 	ReasonSharedServiceNotFound = "SharedServiceNotFound"
@@ -78,7 +83,7 @@ func IsReason(err error, reason string) bool {
 // that happens to start with a capitalised word is taken for one.
 var specReasons = map[string]bool{
 	ReasonTemplateNotFound: true, ReasonValueNotAllowed: true, ReasonLifetimeTooLong: true, ReasonQuotaExceeded: true, ReasonBudgetExceeded: true,
-	ReasonPolicyViolation: true, ReasonFlagInvalid: true, ReasonSecretEnvInvalid: true, ReasonSecretFileInvalid: true, ReasonSharedServiceNotFound: true,
+	ReasonPolicyViolation: true, ReasonFlagInvalid: true, ReasonSecretEnvInvalid: true, ReasonSecretFileInvalid: true, ReasonValuesTooLarge: true, ReasonSharedServiceNotFound: true,
 	ReasonQueued: true, ReasonClaimed: true, ReasonPooledInstanceGone: true,
 }
 
