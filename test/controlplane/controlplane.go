@@ -54,6 +54,9 @@ type Cluster struct {
 
 	env      *envtest.Environment
 	children []*Process
+	// reaper ends envtest's etcd and kube-apiserver, which envtest starts
+	// without a parent-death signal, if the test process dies first.
+	reaper *Reaper
 }
 
 // Webhook returns where the installed webhooks expect the server: host,
@@ -87,8 +90,16 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		},
 	}
 	configureAPIServer(c.env)
+	if c.reaper, err = StartReaper(); err != nil {
+		return nil, err
+	}
 	if c.Config, err = c.env.Start(); err != nil {
+		c.reaper.Close()
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	if err := c.watchEnvtest(); err != nil {
+		c.Stop()
+		return nil, err
 	}
 	if err := c.startChildren(assets); err != nil {
 		c.Stop()
@@ -99,6 +110,20 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// watchEnvtest has the reaper watch envtest's etcd and kube-apiserver.
+func (c *Cluster) watchEnvtest() error {
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		p, err := findChild(name)
+		if err != nil {
+			return err
+		}
+		if err := c.reaper.Watch(p.pid); err != nil {
+			return fmt.Errorf("watching %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // configureAPIServer applies the settings that keep the API server honest at
@@ -229,6 +254,9 @@ func (c *Cluster) Stop() {
 	c.children = nil
 	if c.env != nil {
 		_ = c.env.Stop()
+	}
+	if c.reaper != nil {
+		c.reaper.Close()
 	}
 }
 

@@ -15,8 +15,11 @@ type Process struct {
 	exited chan struct{}
 }
 
-// StartProcess starts cmd with its output appended to the file at log.
+// StartProcess starts cmd with its output appended to the file at log. The
+// process dies with the test process that started it (dieWithParent), so a
+// timed-out `go test` leaves nothing running.
 func StartProcess(cmd *exec.Cmd, log string) (*Process, error) {
+	dieWithParent(cmd)
 	logFile, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err

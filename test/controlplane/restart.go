@@ -38,6 +38,10 @@ func (c *Cluster) RestartControlPlane(ctx context.Context, down time.Duration) e
 		if err := waitGone(ctx, p.pid); err != nil {
 			return fmt.Errorf("%s did not exit: %w", name, err)
 		}
+		// Started again by StartProcess, it dies with this process.
+		if c.reaper != nil {
+			_ = c.reaper.Forget(p.pid)
+		}
 		restarts = append(restarts, p)
 	}
 	select {
