@@ -943,6 +943,31 @@ type StaticFlagDigest struct {
 	// operator's flag key, in hex.
 	// +kubebuilder:validation:MaxLength=64
 	Digest string `json:"digest"`
+	// Previous are the digests of the flag's earlier values that running
+	// instances still serve: a container reads its flag when it starts, so
+	// a changed Secret reaches an instance only when its pods start again.
+	// The instancer accepts them as it accepts Digest, so that a team is
+	// never told wrong for the flag its own instance shows; each goes once
+	// no running instance serves it. Newest last.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	// +optional
+	Previous []PreviousStaticFlag `json:"previous,omitempty"`
+}
+
+// PreviousStaticFlag is an earlier value of a static flag, as a digest,
+// that running instances still serve.
+type PreviousStaticFlag struct {
+	// Digest is the earlier value's digest, as StaticFlagDigest's.
+	// +kubebuilder:validation:MaxLength=64
+	Digest string `json:"digest"`
+	// RetiredAt is when the operator saw the flag's Secret change from it.
+	RetiredAt metav1.Time `json:"retiredAt"`
+	// Instances counts the running instances that may still serve it: their
+	// flag Secret holds it, or a container of theirs started before that
+	// Secret last changed.
+	// +kubebuilder:validation:Minimum=0
+	Instances int32 `json:"instances"`
 }
 
 // PoolStatus counts a template's pooled instances that no team has claimed.

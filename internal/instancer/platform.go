@@ -141,7 +141,8 @@ func (s *Server) refusal(ctx context.Context, refusal *apiError, err error) *api
 // judge says what submission is for team's flag f of t, from the
 // submission alone: flagtag opens a perTeam flag's body, which names its
 // team; a static one is checked against its digest in the template's
-// status (not ready while there is none).
+// status (not ready while there is none), or against a previous one that a
+// running instance still serves after the organiser changed the flag.
 func judge(codec *flagtag.Codec, t *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag, team, submission string) (Verification, bool) {
 	submission = strings.TrimSpace(submission)
 	if f.Static != nil {
@@ -149,12 +150,23 @@ func judge(codec *flagtag.Codec, t *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha
 		if i < 0 {
 			return Verification{}, false
 		}
-		if codec.VerifyStatic(t.Name, f.Name, submission, t.Status.StaticFlags[i].Digest) {
+		if verifyStatic(codec, t.Name, submission, &t.Status.StaticFlags[i]) {
 			return Verification{Verdict: verdictCorrect, Accepted: true}, true
 		}
 		return Verification{Verdict: verdictWrong}, true
 	}
 	return judgePerTeam(codec, t, f, team, submission), true
+}
+
+// verifyStatic tells whether submission is static flag d of template: its
+// value now, or one that running instances still serve.
+func verifyStatic(codec *flagtag.Codec, template, submission string, d *ctfv1alpha1.StaticFlagDigest) bool {
+	if codec.VerifyStatic(template, d.Name, submission, d.Digest) {
+		return true
+	}
+	return slices.ContainsFunc(d.Previous, func(p ctfv1alpha1.PreviousStaticFlag) bool {
+		return codec.VerifyStatic(template, d.Name, submission, p.Digest)
+	})
 }
 
 // judgePerTeam says what submission is for team's perTeam flag f of t.

@@ -241,8 +241,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	if opts.FlagCodec != nil {
-		static := &controller.StaticFlagsReconciler{Client: mgr.GetClient(), Organiser: mgr.GetAPIReader(), Codec: opts.FlagCodec,
-			FlagSecretNamespaces: opts.Values.FlagSecretNamespaces}
+		static := &controller.StaticFlagsReconciler{Client: mgr.GetClient(), Organiser: mgr.GetAPIReader(), Live: mgr.GetAPIReader(), Codec: opts.FlagCodec,
+			FlagSecretNamespaces: opts.Values.FlagSecretNamespaces, Recorder: recorder}
 		if err := static.SetupWithManager(mgr); err != nil {
 			return err
 		}

@@ -13,11 +13,11 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
-// namedFlagKey is the key of a named flag's value in the instance's Secret:
+// NamedFlagKey is the key of a named flag's value in the instance's Secret:
 // "flag.<name>", one dot and a DNS label, which no secretEnv or secret
 // file's key is (env.<NAME>, file.<i>, and two dots or more for a
 // component's or a sidecar's).
-func namedFlagKey(name string) string { return "flag." + name }
+func NamedFlagKey(name string) string { return "flag." + name }
 
 // namedFlags reads the value of each of tmpl's named flags for team and
 // delivers them (DeliverNamedFlags). An error names the flag and its
@@ -74,7 +74,7 @@ func DeliverNamedFlags(vals map[string]any, tmpl *ctfv1alpha1.ChallengeTemplate,
 		if err := checkFlagTarget(ctr, f, FilledAtClaim(tmpl, f)); err != nil {
 			return err
 		}
-		key, value := namedFlagKey(f.Name), flags[f.Name]
+		key, value := NamedFlagKey(f.Name), flags[f.Name]
 		if FilledAtClaim(tmpl, f) {
 			// The container mounts the flag's directory, empty until a team
 			// claims the instance; the Secret holds the value the writer
@@ -176,7 +176,7 @@ func namedFlagKeys(flags []ctfv1alpha1.NamedFlag, component string, env bool) []
 	var out []string
 	for _, f := range flags {
 		if f.Component == component && (f.Mount == ctfv1alpha1.FlagMountEnv) == env {
-			out = append(out, namedFlagKey(f.Name))
+			out = append(out, NamedFlagKey(f.Name))
 		}
 	}
 	return out
