@@ -54,8 +54,6 @@ type StaticFlagsReconciler struct {
 	FlagSecretNamespaces []string
 	// Recorder tells the organiser of a changed flag; nil for none.
 	Recorder events.EventRecorder
-	// now is the clock, time.Now unless a test sets it.
-	now func() time.Time
 }
 
 // staticFlagsRefresh is how often a template's static flags are read again.
@@ -100,7 +98,7 @@ func (r *StaticFlagsReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if len(digests) > 0 || slices.ContainsFunc(tmpl.Spec.Flags, func(f ctfv1alpha1.NamedFlag) bool { return f.Static != nil }) {
 		result.RequeueAfter = staticFlagsRefresh
 	}
-	candidates := retire(tmpl.Status.StaticFlags, digests, metav1.NewTime(r.clock().Truncate(time.Second)))
+	candidates := retire(tmpl.Status.StaticFlags, digests, metav1.NewTime(time.Now().Truncate(time.Second)))
 	var served []ServedFlags
 	if holdsPrevious(candidates) {
 		var err error
@@ -119,13 +117,6 @@ func (r *StaticFlagsReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	r.announce(tmpl, changes)
 	return result, nil
-}
-
-func (r *StaticFlagsReconciler) clock() time.Time {
-	if r.now != nil {
-		return r.now()
-	}
-	return time.Now()
 }
 
 // retire is the template's flags as published now (current) with, for
