@@ -405,8 +405,12 @@ type ChallengeTemplateSpec struct {
 	// any participant) and nobody renews, serves every team. It never
 	// expires; a second one waits, Queued, until the first is gone; the
 	// instancer shows it on every team's page, and teams neither start,
-	// renew nor stop it.
+	// renew nor stop it. It is fixed when the template is created: a switch
+	// would make a team's private instance the one every team is shown, its
+	// network open to every instance and its lifetime stopped; a template
+	// of the other kind is a new template.
 	// +kubebuilder:validation:Enum=PerTeam;Shared
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="sharing cannot change once the template exists (a team's own instance would become the one every team is shown): create a new template to change it"
 	// +kubebuilder:default=PerTeam
 	// +optional
 	Sharing Sharing `json:"sharing,omitempty"`
