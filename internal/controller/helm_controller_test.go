@@ -340,3 +340,35 @@ func TestWhenQuiet(t *testing.T) {
 		NewWithT(t).Expect(ran).To(BeTrue())
 	})
 }
+
+// TestAFailureWakesTheChallengesStillBeingJudged: a failure or a leaving
+// instance wakes the Challenges its place may be waiting for, those not
+// judged yet among them: one judged Queued behind a failure whose status
+// did not say Error yet, whose own Queued status was written after that
+// failure's, was never woken (with --max-instances 2, two failures created
+// ahead of two valid Challenges left one Queued, 40 s on, with a place free).
+func TestAFailureWakesTheChallengesStillBeingJudged(t *testing.T) {
+	now := metav1.Now()
+	tests := []struct {
+		name string
+		st   ctfv1alpha1.ChallengeStatus
+		gone bool
+		want bool
+	}{
+		{"Queued", ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseQueued}, false, true},
+		{"not judged yet", ctfv1alpha1.ChallengeStatus{}, false, true},
+		{"Pending, not installed", ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhasePending}, false, true},
+		{"refused", ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseError}, false, false},
+		{"installed", ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhaseRunning, StartedAt: &now}, false, false},
+		{"leaving", ctfv1alpha1.ChallengeStatus{}, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := &ctfv1alpha1.Challenge{Status: tt.st}
+			if tt.gone {
+				ch.DeletionTimestamp = &now
+			}
+			NewWithT(t).Expect(waiting(ch)).To(Equal(tt.want))
+		})
+	}
+}

@@ -130,10 +130,12 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 		}
 		// An instance leaving frees capacity, and so does one ahead in the
 		// queue failing before it was installed (the queue counts neither):
-		// the queued ones move up at once. Woken only when one leaves, they
-		// stayed Queued behind failures with a place free.
+		// the waiting ones move up at once. Woken only when one leaves, they
+		// stayed Queued behind failures with a place free; woken only when
+		// their status said Queued, one judged behind a failure not yet
+		// written as one, and written Queued after it was, stayed so.
 		moveUp := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *ctfv1alpha1.Challenge) []reconcile.Request {
-			return challengeRequests(ctx, cl, queued)
+			return challengeRequests(ctx, cl, waiting)
 		})
 		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, moveUp, leavesOrFails)); err != nil {
 			return err
@@ -223,8 +225,13 @@ func failedUninstalled(old, cur *ctfv1alpha1.Challenge) bool {
 	return old.Status.Phase != ctfv1alpha1.PhaseError && cur.Status.Phase == ctfv1alpha1.PhaseError && !lifecycle.Installed(&cur.Status)
 }
 
-// queued keeps the Challenges waiting for capacity.
-func queued(ch *ctfv1alpha1.Challenge) bool { return ch.Status.Phase == ctfv1alpha1.PhaseQueued }
+// waiting keeps the Challenges that may be waiting for capacity: Queued,
+// or not installed and not refused yet, whose judgement (Queued, perhaps,
+// behind what has just failed or left) may be under way and unwritten.
+func waiting(ch *ctfv1alpha1.Challenge) bool {
+	return ch.Status.Phase == ctfv1alpha1.PhaseQueued ||
+		ch.DeletionTimestamp.IsZero() && !lifecycle.Installed(&ch.Status) && ch.Status.Phase != ctfv1alpha1.PhaseError
+}
 
 // ReleaseKinds returns an object of each kind a release renders and the
 // cache holds by the instance label: those of a namespace of its own only

@@ -287,6 +287,18 @@ func TestQueuedIsNotAnError(t *testing.T) {
 	g.Expect(st.QueuePosition).To(BeNil(), "admitted: no position")
 }
 
+// TestAQueuedInstanceAlwaysSaysWhereItStands: Queued, as its last render
+// said, while the queue as observed now has room for it (its admission
+// under way): it is next, position 1, never Queued without a position.
+func TestAQueuedInstanceAlwaysSaysWhereItStands(t *testing.T) {
+	g := NewWithT(t)
+	queued := cond(ConditionReleaseFailed, metav1.ConditionTrue, "ReconcileError", "terminal error: Queued: position 1: waiting for capacity")
+	var st ctfv1alpha1.ChallengeStatus
+	Apply(&st, 1, Observation{Conditions: []metav1.Condition{undeployed, queued}}, metav1.Now())
+	g.Expect(st.Phase).To(Equal(ctfv1alpha1.PhaseQueued))
+	g.Expect(st.QueuePosition).To(HaveValue(BeEquivalentTo(1)))
+}
+
 // TestSharedServiceBlinkIsACondition: a shared Service missing when an
 // installed instance is rendered again leaves it Running, with a condition
 // naming it; before the install it is the Error the install waits in.

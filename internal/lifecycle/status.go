@@ -53,8 +53,11 @@ func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observat
 	st.FlagSecretName = o.FlagSecretName
 	st.PooledInstance = o.PooledInstance
 	st.QueuePosition = nil
-	if v.Phase == ctfv1alpha1.PhaseQueued && o.QueuePosition > 0 {
-		st.QueuePosition = &o.QueuePosition
+	if v.Phase == ctfv1alpha1.PhaseQueued {
+		// A Queued instance always says where it stands: next, when
+		// the queue as observed has room and its admission is under way.
+		pos := max(o.QueuePosition, 1)
+		st.QueuePosition = &pos
 	}
 	admit(st, held, v, o, now)
 	if st.AdmittedAt != nil {
