@@ -23,8 +23,9 @@ var quotaResources = []struct {
 // instanceQuota is the ResourceQuota of an instance's namespace of its own,
 // from its composed values (each workload's containers, sidecars included,
 // resources floored, and replicas): for each workload, the larger of
-// NamespaceQuota and what its pods ask (every container's, times its
-// replicas and the quarter more a rolling update starts beside them), so
+// NamespaceQuota and what its pods ask (every container's, times the pods
+// quotaPods counts: a rolling update's, and an interrupted one's still
+// terminating), so
 // that a template with larger resources runs there too and an instance
 // within NamespaceQuota keeps the quota it always had.
 func instanceQuota(vals map[string]any) map[string]string {
@@ -49,9 +50,7 @@ func instanceQuota(vals map[string]any) map[string]string {
 func workloadQuota(w map[string]any) map[string]resource.Quantity {
 	containers := containerResources(w)
 	replicas := replicasOf(w)
-	// A rolling update starts a quarter of the replicas (rounded up) more
-	// before it stops the old ones.
-	pods := replicas + (replicas+3)/4
+	pods := quotaPods(replicas)
 	out := map[string]resource.Quantity{}
 	for k, v := range NamespaceQuota {
 		out[k] = resource.MustParse(v)
@@ -72,6 +71,22 @@ func workloadQuota(w map[string]any) map[string]resource.Quantity {
 		}
 	}
 	return out
+}
+
+// quotaPods is how many of a workload's pods of replicas the quota counts
+// at once, at most: a rolling update's (its replicas and the quarter more,
+// rounded up, it starts before it stops the old ones), twice. The quota
+// counts a terminating pod until its kubelet removes it, or for twice its
+// grace period (terminationGracePeriodSeconds, 30 s by default) after its
+// deletion when no kubelet does, and an upgrade interrupted mid-rollout (an
+// operator killed, a rollback, a change on top of a change) leaves every
+// pod of that rollout terminating while the next one starts its own:
+// without the room for them, the quota refused the next upgrade's pods. A
+// third rollout within the grace period is not provided for.
+// For one replica of the default resources this is NamespaceQuota's own
+// four pods, so such an instance's quota stays what it was.
+func quotaPods(replicas int64) int64 {
+	return 2 * (replicas + (replicas+3)/4)
 }
 
 // containerResources are the resources values of a workload's pod's

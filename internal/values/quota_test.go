@@ -16,7 +16,8 @@ func quantityOf(s string) *ctfv1alpha1.Quantity { q := ctfv1alpha1.Quantity(s); 
 
 // TestInstanceQuota: the quota of a namespace of the instance's own is, for
 // each workload, NamespaceQuota or what its pods ask (its containers',
-// sidecars included, times its replicas and a rolling update's one more),
+// sidecars included, times quotaPods: its replicas and a rolling update's
+// one more, twice, for an interrupted rollout's pods still terminating),
 // whichever is more: an instance within NamespaceQuota keeps the quota it
 // always had.
 func TestInstanceQuota(t *testing.T) {
@@ -31,15 +32,15 @@ func TestInstanceQuota(t *testing.T) {
 		{"two default workloads", ctfv1alpha1.ChallengeTemplateSpec{Components: []ctfv1alpha1.Component{{Name: "db", Image: "db:1"}}},
 			namespaceQuota(2)},
 		{"3 CPU and 3Gi", ctfv1alpha1.ChallengeTemplateSpec{Resources: big},
-			map[string]string{"pods": "4", "services": "2", "requests.cpu": "4", "requests.memory": "2Gi", "limits.cpu": "6", "limits.memory": "6Gi"}},
+			map[string]string{"pods": "4", "services": "2", "requests.cpu": "8", "requests.memory": "4Gi", "limits.cpu": "12", "limits.memory": "12Gi"}},
 		{"a large component beside a default primary", ctfv1alpha1.ChallengeTemplateSpec{Components: []ctfv1alpha1.Component{{Name: "db", Image: "db:1", Resources: big}}},
-			map[string]string{"pods": "8", "services": "4", "requests.cpu": "5", "requests.memory": "3Gi", "limits.cpu": "8", "limits.memory": "8Gi"}},
+			map[string]string{"pods": "8", "services": "4", "requests.cpu": "9", "requests.memory": "5Gi", "limits.cpu": "14", "limits.memory": "14Gi"}},
 		{"a sidecar's resources", ctfv1alpha1.ChallengeTemplateSpec{Resources: big, Sidecars: []ctfv1alpha1.Sidecar{{Name: "proxy", Image: "proxy:1",
 			Resources: &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{CPU: quantityOf("1")}}}}},
-			map[string]string{"pods": "4", "services": "2", "requests.cpu": "4100m", "requests.memory": "2176Mi", "limits.cpu": "8", "limits.memory": "6656Mi"}},
+			map[string]string{"pods": "4", "services": "2", "requests.cpu": "8200m", "requests.memory": "4352Mi", "limits.cpu": "16", "limits.memory": "13Gi"}},
 		{"a component's sidecar", ctfv1alpha1.ChallengeTemplateSpec{Components: []ctfv1alpha1.Component{{Name: "db", Image: "db:1",
 			Sidecars: []ctfv1alpha1.Sidecar{{Name: "backup", Image: "b:1", Resources: big}}}}},
-			map[string]string{"pods": "8", "services": "4", "requests.cpu": "5100m", "requests.memory": "3200Mi", "limits.cpu": "9", "limits.memory": "8704Mi"}},
+			map[string]string{"pods": "8", "services": "4", "requests.cpu": "9200m", "requests.memory": "5376Mi", "limits.cpu": "16", "limits.memory": "15Gi"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -63,17 +64,18 @@ func TestInstanceQuota(t *testing.T) {
 }
 
 // TestWorkloadQuotaReplicas: replicas and a rolling update's surge (a
-// quarter of them, rounded up) count as pods.
+// quarter of them, rounded up) count as pods, twice: the next rollout's
+// beside an interrupted one's, terminating.
 func TestWorkloadQuotaReplicas(t *testing.T) {
 	res := resourceFloor(map[string]any{"limits": map[string]any{"cpu": "1"}})
-	for replicas, pods := range map[float64]string{1: "4", 3: "4", 4: "5", 10: "13"} {
+	for replicas, pods := range map[float64]string{1: "4", 3: "8", 4: "10", 10: "26"} {
 		got := workloadQuota(map[string]any{"resources": res, "replicas": replicas})
 		q := got["pods"]
 		NewWithT(t).Expect(q.String()).To(Equal(pods), "%v replicas", replicas)
 	}
 	got := workloadQuota(map[string]any{"resources": res, "replicas": float64(10)})
 	q := got["limits.cpu"]
-	NewWithT(t).Expect(q.String()).To(Equal("13"))
+	NewWithT(t).Expect(q.String()).To(Equal("26"))
 }
 
 // TestInstanceRequests: an instance's cost to its team's budget is the

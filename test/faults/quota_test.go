@@ -121,9 +121,10 @@ func TestUpgradeRefusedByAFullQuotaBacksOff(t *testing.T) {
 }
 
 // runningInstance starts an operator and returns a Running instance of a
-// template of one component, its namespace and template named name; the
-// template goes when the test ends.
-func runningInstance(t *testing.T, name string) (*ctfv1alpha1.Challenge, *ctfv1alpha1.ChallengeTemplate) {
+// template of one component, its namespace and template named name, the
+// template changed by mutate (none, or any); the template goes when the
+// test ends.
+func runningInstance(t *testing.T, name string, mutate ...func(*ctfv1alpha1.ChallengeTemplateSpec)) (*ctfv1alpha1.Challenge, *ctfv1alpha1.ChallengeTemplate) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -133,6 +134,9 @@ func runningInstance(t *testing.T, name string) (*ctfv1alpha1.Challenge, *ctfv1a
 		Image: "registry.example/ctf/web:1",
 		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
 	}}
+	for _, m := range mutate {
+		m(&tmpl.Spec)
+	}
 	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), tmpl) })
 	ch := harness.FromTemplate(ns, "c-0000", "team-0000", tmpl.Name)
@@ -164,3 +168,68 @@ func lastRecord(ctx context.Context, ns, name string) int {
 	}
 	return last
 }
+
+// TestInterruptedRolloutLeavesRoomForTheNextUpgrade: the quota counts a
+// terminating pod until its kubelet has removed it (or twice its grace
+// period), and an upgrade interrupted mid-rollout leaves that rollout's
+// pods terminating while the next one starts. Here the pod such a rollout
+// left is still shutting down on a node whose kubelet takes its time (one
+// that has none, so it stays counted for the test's length) when the
+// instance's template changes: the quota admits the new rollout's pod
+// beside it, and the instance is Running on the new image. Before, the
+// quota had room for one rollout only, and the ReplicaSet's pod was refused
+// ("exceeded quota") until the old pod was gone.
+func TestInterruptedRolloutLeavesRoomForTheNextUpgrade(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ch, tmpl := runningInstance(t, "rollout", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Resources = &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{CPU: quantityOf("1")}}
+	})
+	ns, own := ch.Namespace, identity.Namespace(ch)
+
+	// A node whose kubelet never finishes a pod's shutdown; nothing is scheduled there.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kubelet-slow"}, Spec: corev1.NodeSpec{Unschedulable: true,
+		Taints: []corev1.Taint{{Key: "challenge-operator.test/slow", Effect: corev1.TaintEffectNoSchedule}}}}
+	g.Expect(k8s.Create(ctx, node)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
+
+	// The pod an interrupted rollout left, the instance's own pod's twin, terminating.
+	pods := &corev1.PodList{}
+	g.Expect(k8s.List(ctx, pods, client.InNamespace(own), client.MatchingLabels{ctfv1alpha1.InstanceLabel: ch.Name})).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1))
+	left := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: own, Name: "interrupted-rollout"}, Spec: *pods.Items[0].Spec.DeepCopy()}
+	left.Spec.NodeName = node.Name
+	g.Expect(k8s.Create(ctx, left)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), left, client.GracePeriodSeconds(0)) })
+	g.Expect(k8s.Delete(ctx, left)).To(Succeed())
+	quotaKey := client.ObjectKey{Namespace: own, Name: ch.Name}
+	g.Eventually(func(g Gomega) int64 {
+		quota := &corev1.ResourceQuota{}
+		g.Expect(k8s.Get(ctx, quotaKey, quota)).To(Succeed())
+		used := quota.Status.Used[corev1.ResourceLimitsCPU]
+		return used.MilliValue()
+	}, within(1), interval).Should(BeEquivalentTo(2000), "the quota counts the terminating pod beside the running one")
+
+	// The next upgrade rolls out a new pod.
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+	tmpl.Spec.Image = "registry.example/ctf/web:2"
+	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &ctfv1alpha1.Challenge{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning), "%s %s", got.Status.Reason, got.Status.Message)
+		running := &corev1.PodList{}
+		g.Expect(k8s.List(ctx, running, client.InNamespace(own), client.MatchingLabels{ctfv1alpha1.InstanceLabel: ch.Name})).To(Succeed())
+		g.Expect(running.Items).To(HaveLen(1))
+		g.Expect(running.Items[0].Spec.Containers[0].Image).To(Equal(tmpl.Spec.Image))
+	}, within(1), interval).Should(Succeed(), "the new rollout's pod admitted beside the terminating one")
+	still := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(left), still)).To(Succeed())
+	g.Expect(still.DeletionTimestamp).NotTo(BeNil(), "the old pod was terminating throughout")
+
+	g.Expect(k8s.Delete(ctx, left, client.GracePeriodSeconds(0))).To(Succeed())
+	deleteAllAndCheck(t, ns, within(1))
+}
+
+// quantityOf is a Quantity of the API's, from s.
+func quantityOf(s string) *ctfv1alpha1.Quantity { q := ctfv1alpha1.Quantity(s); return &q }
