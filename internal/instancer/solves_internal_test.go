@@ -17,12 +17,12 @@ func TestTeamLimitsSpend(t *testing.T) {
 	now := time.Date(2026, 11, 24, 18, 0, 0, 0, time.UTC)
 	exp := now.Add(2 * time.Minute)
 	var s teamLimits
-	g.Expect(s.spend(callKey("call-one-0000000001"), exp, now)).To(BeNil(), "the first time")
+	g.Expect(s.spend(callKey("call-one-0000000001"), exp, now)).To(Succeed(), "the first time")
 	g.Expect(s.spend(callKey("call-one-0000000001"), exp, now.Add(time.Second))).To(Equal(errPlatformToken), "again")
-	g.Expect(s.spend(callKey("call-two-0000000002"), exp, now.Add(time.Second))).To(BeNil(), "another call")
+	g.Expect(s.spend(callKey("call-two-0000000002"), exp, now.Add(time.Second))).To(Succeed(), "another call")
 	g.Expect(s.spend(callKey("call-one-0000000001"), exp, exp.Add(59*time.Second))).To(Equal(errPlatformToken),
 		"still recorded a while after it expires: another replica's clock may be behind")
-	g.Expect(s.spend(callKey("call-three-00000003"), exp.Add(3*time.Minute), exp.Add(callRecordSlack))).To(BeNil())
+	g.Expect(s.spend(callKey("call-three-00000003"), exp.Add(3*time.Minute), exp.Add(callRecordSlack))).To(Succeed())
 	g.Expect(s.Calls).To(HaveLen(1), "the expired calls are forgotten")
 
 	full := teamLimits{Calls: map[string]time.Time{}}
@@ -95,7 +95,7 @@ func TestTeamLimitsCloneSharesNothing(t *testing.T) {
 		Flags: map[string][]string{"web": append(make([]string, 0, 4), "root")}}
 	c := s.clone()
 	s.solve("web", []string{"flag", "root"}, "flag", "b", now, time.Minute)
-	g.Expect(s.spend(callKey("call-one-0000000001"), now.Add(time.Minute), now)).To(BeNil())
+	g.Expect(s.spend(callKey("call-one-0000000001"), now.Add(time.Minute), now)).To(Succeed())
 	g.Expect(s.SolveStops).To(HaveKeyWithValue("web", types.UID("b")))
 	g.Expect(c).To(Equal(teamLimits{Calls: map[string]time.Time{"call": now}, SolveStops: map[string]types.UID{"web": "a"},
 		Flags: map[string][]string{"web": {"root"}}}))

@@ -36,7 +36,7 @@ func addressVariables(vals map[string]any) map[string]string {
 	}
 	for _, comp := range workloadsOf(vals)[1:] {
 		exp, _ := comp["expose"].(map[string]any)
-		name, _ := comp["name"].(string)
+		name, _ := comp[nameKey].(string)
 		if exp == nil || name == "" {
 			continue
 		}
@@ -194,13 +194,13 @@ func References(value string) []string {
 
 // envEntry is an environment variable as the chart's values hold it.
 func envEntry(name, value string) map[string]any {
-	return map[string]any{"name": name, "value": value}
+	return map[string]any{nameKey: name, "value": value}
 }
 
 // envPair reads an environment variable of the chart's values.
 func envPair(e any) (name, value string) {
 	m, _ := e.(map[string]any)
-	name, _ = m["name"].(string)
+	name, _ = m[nameKey].(string)
 	value, _ = m["value"].(string)
 	return name, value
 }

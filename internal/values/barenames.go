@@ -31,7 +31,7 @@ func withBareNames(tmpl *ctfv1alpha1.ChallengeTemplate, components []any) {
 	}
 	for _, v := range components {
 		m := v.(map[string]any)
-		m["bareName"] = m["name"]
+		m["bareName"] = m[nameKey]
 	}
 }
 

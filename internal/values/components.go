@@ -239,7 +239,7 @@ func portExposureValues(c *ctfv1alpha1.Challenge, component string, exposures []
 func checkExposedPorts(workload string, exposures []ctfv1alpha1.PortExposure, ports any) error {
 	list, _ := ports.([]any)
 	for _, e := range exposures {
-		if !slices.ContainsFunc(list, func(p any) bool { m, _ := p.(map[string]any); return m["name"] == e.Port }) {
+		if !slices.ContainsFunc(list, func(p any) bool { m, _ := p.(map[string]any); return m[nameKey] == e.Port }) {
 			return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "%s: exposePorts names port %q, which its ports do not have", workload, e.Port)
 		}
 	}

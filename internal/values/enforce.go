@@ -133,12 +133,12 @@ func checkDisk(vals map[string]any, ceiling resource.Quantity) error {
 	for i, w := range workloadsOf(vals) {
 		name, of := "the primary container", "the primary workload"
 		if i > 0 {
-			name = fmt.Sprintf("component %v", w["name"])
+			name = fmt.Sprintf("component %v", w[nameKey])
 			of = name
 		}
 		containers, names = append(containers, w), append(names, name)
 		for _, sc := range sidecarsOf(w) {
-			containers, names = append(containers, sc), append(names, fmt.Sprintf("sidecar %v of %s", sc["name"], of))
+			containers, names = append(containers, sc), append(names, fmt.Sprintf("sidecar %v of %s", sc[nameKey], of))
 		}
 	}
 	for i, ctr := range containers {

@@ -295,7 +295,7 @@ func stringFields(at string, v any, out []valuesField) []valuesField {
 		for i, e := range v {
 			name := strconv.Itoa(i)
 			if m, ok := e.(map[string]any); ok {
-				for _, k := range []string{"path", "key", "name"} {
+				for _, k := range []string{"path", "key", nameKey} {
 					if s, ok := m[k].(string); ok && s != "" {
 						name = s
 						break
@@ -481,7 +481,7 @@ func (t Translator) routePort(ctx context.Context, exp map[string]any) error {
 		return nil
 	}
 	ns, _ := gwRef["namespace"].(string)
-	name, _ := gwRef["name"].(string)
+	name, _ := gwRef[nameKey].(string)
 	gw := &gatewayv1.Gateway{}
 	if err := t.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gw); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -663,7 +663,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		},
 		"expose": map[string]any{"host": identity.Host(c, settings.IngressDomain)},
 		"namespacePerInstance": map[string]any{
-			"enabled": settings.NamespacePerInstance, "name": identity.Namespace(c),
+			"enabled": settings.NamespacePerInstance, nameKey: identity.Namespace(c),
 			"quota": map[string]any{}, "limitRange": namespaceLimitValues(), // quota: instanceQuota, once every workload's resources are known
 			"profile": string(widestProfile(podSecurity, components)),
 		},
@@ -690,13 +690,13 @@ func (s Settings) gateway(expose map[string]any) error {
 	want := s.Gateways[0]
 	if named, ok := expose["gateway"].(map[string]any); ok {
 		ns, _ := named["namespace"].(string)
-		name, _ := named["name"].(string)
+		name, _ := named[nameKey].(string)
 		want = ctfv1alpha1.GatewayRef{Namespace: ns, Name: name}
 		if !slices.Contains(s.Gateways, want) {
 			return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "gateway: Gateway %s/%s is not one of --gateways (%s)", ns, name, describeGateways(s.Gateways))
 		}
 	}
-	expose["gateway"] = map[string]any{"namespace": want.Namespace, "name": want.Name}
+	expose["gateway"] = map[string]any{"namespace": want.Namespace, nameKey: want.Name}
 	return nil
 }
 
@@ -918,7 +918,7 @@ func lowPortSysctl(vals map[string]any) {
 	if lowest >= 1024 || pod == nil {
 		return
 	}
-	pod["sysctls"] = []any{map[string]any{"name": policy.UnprivilegedPortSysctl, "value": strconv.FormatInt(lowest, 10)}}
+	pod["sysctls"] = []any{map[string]any{nameKey: policy.UnprivilegedPortSysctl, "value": strconv.FormatInt(lowest, 10)}}
 }
 
 // securityValues are a security.Context as the chart's security values.
@@ -1196,3 +1196,7 @@ func (t Translator) CheckTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	}
 	return t.checkNamedFlags(tmpl)
 }
+
+// nameKey is the key of an entry's name in the chart's values (a
+// container's, a variable's, a Gateway's).
+const nameKey = "name"

@@ -64,16 +64,15 @@ func fill(t *testing.T, vals map[string]any, total int, gen func(*rand.Rand, int
 	var data, files []any
 	for i := 0; left > 0; i++ {
 		key, path := fmt.Sprintf("file.%d", i), fmt.Sprintf("/etc/f%d", i)
-		n := min(left, 64<<10)
 		if i%2 == 0 {
 			// The entry's own key counts too.
-			n = min(left-len(key), 64<<10)
+			n := min(left-len(key), 64<<10)
 			data = append(data, map[string]any{"key": key, "value": gen(r, n)})
 			left -= n + len(key)
 			continue
 		}
 		key = fmt.Sprintf("f%d", i)
-		n = min(left-len(key)-len(path), 64<<10)
+		n := min(left-len(key)-len(path), 64<<10)
 		files = append(files, map[string]any{"key": key, "path": path, "content": gen(r, n), "mode": 292})
 		left -= n + len(key) + len(path)
 	}

@@ -32,7 +32,7 @@ func TestNothingOutlivesATimedOutTest(t *testing.T) {
 	helper.Env = append(os.Environ(), orphanHelperEnv+"="+t.TempDir())
 	stdin, err := helper.StdinPipe() // never closed: the helper waits for its timeout
 	g.Expect(err).NotTo(HaveOccurred())
-	defer stdin.Close()
+	defer func() { _ = stdin.Close() }()
 	var out bytes.Buffer
 	stdout, err := helper.StdoutPipe()
 	g.Expect(err).NotTo(HaveOccurred())
