@@ -8,19 +8,22 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 // Rollouts remembers, for the Deployments a Helm upgrade has just changed,
-// the generation the API server gave them, until the cache holds it. A
-// cache that lags behind the upgrade holds the Deployment as it was before,
-// done rolling out: kstatus reads it as Current, and a status computed
-// from it would flash Running for the new generation before the rollout
-// shows (the Running, Pending, Running, Pending, Running a loaded machine
-// recorded). Until the cache catches up, the Deployment read live stands
-// in for it.
+// what the API server held right after it, until the cache holds that or
+// later. A cache that lags behind the upgrade holds the Deployment as it
+// was before, done rolling out: kstatus reads it as Current, and a status
+// computed from it would flash Running for the new generation before the
+// rollout shows (the Running, Pending, Running, Pending, Running a loaded
+// machine recorded); or, when the rollout was over by the live read, the
+// new generation's first states, which would turn that Running back into
+// Pending. Until the cache catches up, the Deployment read live stands in
+// for it.
 type Rollouts struct {
 	// Live reads Deployments from the API server.
 	Live client.Reader
@@ -76,11 +79,29 @@ func (r *Rollouts) Fresh(cached []appsv1.Deployment) []appsv1.Deployment {
 		if !ok {
 			continue
 		}
-		if live := v.(rolloutRead); live.dep.Generation > cached[i].Generation && time.Since(live.at) <= rolloutLag {
+		if live := v.(rolloutRead); older(&cached[i], live.dep) && time.Since(live.at) <= rolloutLag {
 			cached[i] = *live.dep
 		} else {
-			r.seen.Delete(key)
+			r.seen.CompareAndDelete(key, v)
 		}
 	}
 	return cached
+}
+
+// older tells whether the cache's Deployment precedes the one read live: an
+// older generation, or the same one at an earlier resourceVersion. The
+// generation alone is not enough: on a loaded machine the rollout can be
+// over by the time the live read is made (Current), while the cache still
+// walks through the new generation's first states (not yet observed, no
+// replica updated); believed again at the same generation, it turned the
+// Running just written back into Pending (Running, Pending, Running,
+// Pending, Running). Resource versions of one resource compare as integers
+// (k8s.io/apimachinery's resourceversion); where one does not parse, the
+// generation decides alone.
+func older(cached, live *appsv1.Deployment) bool {
+	if cached.Generation != live.Generation {
+		return cached.Generation < live.Generation
+	}
+	c, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, live.ResourceVersion)
+	return err == nil && c < 0
 }
