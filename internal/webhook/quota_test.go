@@ -19,8 +19,9 @@ import (
 // TestNamespaceQuotaFromTemplate: a template whose container asks 3 CPU and
 // 3Gi (beyond the fixed per-workload quota of 2 CPU and 2Gi) runs in a
 // namespace of its own: the quota is computed from the template, room for
-// its pod and the one a rolling update starts beside it; the quota admits
-// the pod the API server would otherwise have refused.
+// its pod and the one a rolling update starts beside it, twice (the next
+// update's beside an interrupted one's, still terminating); the quota
+// admits the pod the API server would otherwise have refused.
 func TestNamespaceQuotaFromTemplate(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -38,7 +39,7 @@ func TestNamespaceQuotaFromTemplate(t *testing.T) {
 	key := client.ObjectKey{Namespace: identity.Namespace(ch), Name: ch.Name}
 	quota := &corev1.ResourceQuota{}
 	g.Expect(h.Client.Get(ctx, key, quota)).To(Succeed())
-	for name, want := range map[corev1.ResourceName]string{"limits.cpu": "6", "limits.memory": "6Gi", "requests.cpu": "6", "requests.memory": "6Gi",
+	for name, want := range map[corev1.ResourceName]string{"limits.cpu": "12", "limits.memory": "12Gi", "requests.cpu": "12", "requests.memory": "12Gi",
 		"pods": "4", "services": "2"} {
 		got := quota.Spec.Hard[name]
 		g.Expect(got.Cmp(resource.MustParse(want))).To(BeZero(), "%s: %s, want %s", name, got.String(), want)
