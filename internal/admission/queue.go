@@ -57,30 +57,39 @@ func (q *Queue) Position(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ct
 // waiting goes ahead of a pooled one waiting to fill a pool, whenever
 // each was created: a pool's refill never delays a team's start.
 func clusterPosition(c *ctfv1alpha1.Challenge, all []ctfv1alpha1.Challenge, maxInstances int32, pooled func(*ctfv1alpha1.Challenge) bool) int32 {
-	if maxInstances == 0 {
+	cPooled := pooled(c)
+	instances := func(o *ctfv1alpha1.Challenge) bool { return o.Status.PooledInstance == nil }
+	waitsAhead := func(o *ctfv1alpha1.Challenge) bool {
+		if oPooled := pooled(o); oPooled != cPooled {
+			return cPooled
+		}
+		return before(o, c)
+	}
+	return placeUnder(c, all, maxInstances, instances, waitsAhead)
+}
+
+// placeUnder is c's place under one bound, limit live instances (0: none)
+// of those among all that counts keeps: the installed ones take their
+// places first, then the waiting ones waitsAhead puts before c; one that
+// failed to install waits for a fix, not for capacity, and holds none.
+func placeUnder(c *ctfv1alpha1.Challenge, all []ctfv1alpha1.Challenge, limit int32, counts, waitsAhead func(*ctfv1alpha1.Challenge) bool) int32 {
+	if limit == 0 {
 		return 0
 	}
-	cPooled := pooled(c)
 	var live, ahead int32
 	for i := range all {
 		o := &all[i]
-		if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || o.Status.PooledInstance != nil {
+		if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || !counts(o) {
 			continue
 		}
-		switch oPooled := pooled(o); {
+		switch {
 		case lifecycle.Installed(&o.Status):
 			live++
-		case o.Status.Phase == ctfv1alpha1.PhaseError:
-			// An instance that failed to install waits for a fix, not for capacity.
-		case oPooled != cPooled:
-			if cPooled {
-				ahead++
-			}
-		case before(o, c):
+		case o.Status.Phase != ctfv1alpha1.PhaseError && waitsAhead(o):
 			ahead++
 		}
 	}
-	return max(0, live+ahead-maxInstances+1)
+	return max(0, live+ahead-limit+1)
 }
 
 // Check returns a Queued error while c must wait.
@@ -108,36 +117,10 @@ func describeLimit(tmpl *ctfv1alpha1.ChallengeTemplate) string {
 // their places first, then the waiting ones in creation order; c's place
 // is the furthest it is from either bound's free capacity.
 func QueuePosition(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, all []ctfv1alpha1.Challenge, maxInstances int32) int32 {
-	var pos int32
-	for _, bound := range []struct {
-		max  int32
-		same func(*ctfv1alpha1.Challenge) bool
-	}{
-		{maxInstances, func(*ctfv1alpha1.Challenge) bool { return true }},
-		{templateLimit(tmpl), func(o *ctfv1alpha1.Challenge) bool { return o.Spec.Template == c.Spec.Template }},
-	} {
-		if bound.max == 0 {
-			continue
-		}
-		var live, ahead int32
-		for i := range all {
-			o := &all[i]
-			if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || !bound.same(o) {
-				continue
-			}
-			switch {
-			case lifecycle.Installed(&o.Status):
-				live++
-			case o.Status.Phase != ctfv1alpha1.PhaseError && before(o, c):
-				// An instance that failed to install waits for a fix, not for capacity.
-				ahead++
-			}
-		}
-		if p := live + ahead - bound.max + 1; p > pos {
-			pos = p
-		}
-	}
-	return pos
+	everyone := func(*ctfv1alpha1.Challenge) bool { return true }
+	sameTemplate := func(o *ctfv1alpha1.Challenge) bool { return o.Spec.Template == c.Spec.Template }
+	createdBefore := func(o *ctfv1alpha1.Challenge) bool { return before(o, c) }
+	return max(placeUnder(c, all, maxInstances, everyone, createdBefore), placeUnder(c, all, templateLimit(tmpl), sameTemplate, createdBefore))
 }
 
 // templateLimit is how many live instances tmpl may have: one when it is

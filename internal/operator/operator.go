@@ -127,7 +127,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	// The operator's own instances, which no team waits on: a claimed pooled
 	// instance is counted as its claimant.
 	operatorsOwn := func(ch *ctfv1alpha1.Challenge) bool {
-		return pools.IsPooled(ch) || canaries.Is(ch) || canaries.IsSolver(ch)
+		return pools.IsPooled(ch) || canaries.IsAny(ch)
 	}
 	writer := &controller.StatusWriter{
 		Client: mgr.GetClient(),
