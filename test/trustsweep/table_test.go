@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,45 +11,12 @@ import (
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/challenge-operator/challenge-operator/test/trusttable"
 )
 
 // root is the repository, two levels above this package.
 const root = "../.."
-
-// tiers are who may write a field or call a route, from the admin down.
-var tiers = []string{"admin", "organiser", "platform", "team", "operator", "anyone"}
-
-// row is one line of the table: a field ("Kind path") or a route
-// ("METHOD /path"), its tier and its bound.
-type row struct{ what, tier, bound string }
-
-// readTable reads docs/security.md's table between its markers.
-func readTable(t *testing.T) []row {
-	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "security.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(doc), "<!-- trust-table:begin -->")
-	body, _, ok2 := strings.Cut(rest, "<!-- trust-table:end -->")
-	if !ok || !ok2 {
-		t.Fatal("docs/security.md has no trust table between its markers")
-	}
-	cell := regexp.MustCompile("^`([^`]+)`$")
-	var rows []row
-	for _, line := range strings.Split(strings.TrimSpace(body), "\n")[2:] { // after the header and its rule
-		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		if len(cells) != 3 {
-			t.Fatalf("a row of three cells: %q", line)
-		}
-		m := cell.FindStringSubmatch(cells[0])
-		if m == nil {
-			t.Fatalf("a row names its field or route in backquotes: %q", line)
-		}
-		rows = append(rows, row{what: m[1], tier: cells[1], bound: cells[2]})
-	}
-	return rows
-}
 
 // crdFields are every field path of kind's spec and status ("spec.expose.tls.secretName").
 func crdFields(t *testing.T, file string) (kind string, fields []string) {
@@ -116,13 +82,14 @@ func covers(rowPath, field string) bool {
 // names a field or route that exists, once.
 func TestEveryFieldAndRouteHasItsTier(t *testing.T) {
 	g := NewWithT(t)
-	rows := readTable(t)
+	rows, err := trusttable.Read(root)
+	g.Expect(err).NotTo(HaveOccurred())
 	seen := map[string]bool{}
 	for _, r := range rows {
-		g.Expect(seen[r.what]).To(BeFalse(), "%s placed twice", r.what)
-		seen[r.what] = true
-		g.Expect(tiers).To(ContainElement(r.tier), "%s: tier %q", r.what, r.tier)
-		g.Expect(strings.TrimSpace(r.bound)).NotTo(BeEmpty(), "%s says what bounds it", r.what)
+		g.Expect(seen[r.What]).To(BeFalse(), "%s placed twice", r.What)
+		seen[r.What] = true
+		g.Expect(trusttable.Tiers).To(ContainElement(r.Tier), "%s: tier %q", r.What, r.Tier)
+		g.Expect(strings.TrimSpace(r.Bound)).NotTo(BeEmpty(), "%s says what bounds it", r.What)
 	}
 
 	fieldsByKind := map[string][]string{}
@@ -132,14 +99,14 @@ func TestEveryFieldAndRouteHasItsTier(t *testing.T) {
 	}
 	allRoutes := routes(t)
 	for _, r := range rows {
-		kind, path, _ := strings.Cut(r.what, " ")
+		kind, path, _ := strings.Cut(r.What, " ")
 		switch {
-		case slices.Contains(allRoutes, r.what):
+		case slices.Contains(allRoutes, r.What):
 		case strings.HasPrefix(path, "metadata."):
-			g.Expect(fieldsByKind).To(HaveKey(kind), "%s: a kind of the CRDs", r.what)
-			g.Expect([]string{"metadata.finalizers", "metadata.labels", "metadata.annotations"}).To(ContainElement(path), "%s: a field of the object's metadata", r.what)
+			g.Expect(fieldsByKind).To(HaveKey(kind), "%s: a kind of the CRDs", r.What)
+			g.Expect([]string{"metadata.finalizers", "metadata.labels", "metadata.annotations"}).To(ContainElement(path), "%s: a field of the object's metadata", r.What)
 		default:
-			g.Expect(fieldsByKind[kind]).To(ContainElement(path), "%s names no field of the CRDs nor route of openapi.json", r.what)
+			g.Expect(fieldsByKind[kind]).To(ContainElement(path), "%s names no field of the CRDs nor route of openapi.json", r.What)
 		}
 	}
 	for kind, fields := range fieldsByKind {
@@ -147,8 +114,8 @@ func TestEveryFieldAndRouteHasItsTier(t *testing.T) {
 			if field == "spec" || field == "status" {
 				continue
 			}
-			placed := slices.ContainsFunc(rows, func(r row) bool {
-				k, path, _ := strings.Cut(r.what, " ")
+			placed := slices.ContainsFunc(rows, func(r trusttable.Row) bool {
+				k, path, _ := strings.Cut(r.What, " ")
 				return k == kind && covers(path, field)
 			})
 			g.Expect(placed).To(BeTrue(), "%s %s has no row in docs/security.md's table of who writes each field", kind, field)
