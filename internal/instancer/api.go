@@ -530,15 +530,26 @@ func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request, team strin
 // the solve itself, then deletes the instance as this does.
 func (s *Server) stop(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate, ch *ctfv1alpha1.Challenge, team string) *apiError {
 	// The cooldown is recorded first: a replica killed between the two
-	// never leaves a stop without one.
-	if err := s.limits.stoppedAt(ctx, team, t.Name, s.now()); err != nil {
-		return s.internal(ctx, err)
+	// never leaves a stop without one. An instance that failed before it
+	// ever served costs none: the team had nothing of it, and clears it to
+	// start again at once.
+	if !failedUnserved(ch) {
+		if err := s.limits.stoppedAt(ctx, team, t.Name, s.now()); err != nil {
+			return s.internal(ctx, err)
+		}
 	}
 	// Delete exactly the instance read, not a successor of the same name.
 	if err := s.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return s.internal(ctx, err)
 	}
 	return nil
+}
+
+// failedUnserved tells whether ch is in Error and was never ready: an
+// instance that never served its team (its flags never delivered, its
+// policy refused, its workloads failed from the start).
+func failedUnserved(ch *ctfv1alpha1.Challenge) bool {
+	return ch.Status.Phase == ctfv1alpha1.PhaseError && ch.Status.ReadyAt == nil
 }
 
 // actionable is the template named name when team may take action on its
