@@ -74,6 +74,17 @@ func (r *recorder) seen() ([]ctfv1alpha1.ChallengeStatus, bool) {
 	return append([]ctfv1alpha1.ChallengeStatus(nil), r.statuses...), r.deleted
 }
 
+// steps lists the statuses seen, each as its phase, reason and message,
+// for a failure's message.
+func (r *recorder) steps() string {
+	statuses, _ := r.seen()
+	var out strings.Builder
+	for _, st := range statuses {
+		fmt.Fprintf(&out, "\n  %s %s %q (observed %d)", st.Phase, st.Reason, st.Message, st.ObservedGeneration)
+	}
+	return out.String()
+}
+
 // phases returns the phases seen, consecutive repeats folded.
 func (r *recorder) phases() []ctfv1alpha1.Phase {
 	statuses, _ := r.seen()

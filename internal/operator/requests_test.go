@@ -30,6 +30,7 @@ func TestAnInstallSendsWhatHelmNeeds(t *testing.T) {
 	}
 	discoveredBefore := discovery()
 
+	rec := record(t, ns, "requests")
 	ch := newChallenge(ns, "requests", "team-requests")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
@@ -44,7 +45,7 @@ func TestAnInstallSendsWhatHelmNeeds(t *testing.T) {
 		got := h.Requests.In(ns)
 		// Pending, then Running; only Running when the workloads were
 		// ready by the time Helm was done.
-		g.Expect(got["APPLY challenges/status"]).To(BeNumerically("<=", 2), "status writes: %v", got)
+		g.Expect(got["APPLY challenges/status"]).To(BeNumerically("<=", 2), "status writes: %v; refused: %v; statuses seen: %s", got, h.Requests.FailedIn(ns), rec.steps())
 		delete(got, "APPLY challenges/status")
 		g.Expect(got).To(Equal(want))
 	}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"strings"
@@ -13,14 +14,15 @@ import (
 // also counted per namespace, so that a test can tell its own instance's
 // requests from the rest of the suite's.
 type Requests struct {
-	mu   sync.Mutex
-	all  map[string]int
-	byNS map[string]map[string]int
+	mu     sync.Mutex
+	all    map[string]int
+	byNS   map[string]map[string]int
+	failNS map[string]map[string]int
 }
 
 // newRequests returns an empty count.
 func newRequests() *Requests {
-	return &Requests{all: map[string]int{}, byNS: map[string]map[string]int{}}
+	return &Requests{all: map[string]int{}, byNS: map[string]map[string]int{}, failNS: map[string]map[string]int{}}
 }
 
 // All is a copy of every request counted so far.
@@ -37,18 +39,40 @@ func (r *Requests) In(ns string) map[string]int {
 	return maps.Clone(r.byNS[ns])
 }
 
+// FailedIn is a copy of the requests in namespace ns counted so far that
+// the API server refused, by what they did and the status code: a test's
+// message tells a conflict and its retry from a second write.
+func (r *Requests) FailedIn(ns string) map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.failNS[ns])
+}
+
 func (r *Requests) count(req *http.Request) {
 	kind, ns := describe(req)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.all[kind]++
+	if ns != "" {
+		addTo(r.byNS, ns, kind)
+	}
+}
+
+func (r *Requests) countFailure(req *http.Request, code int) {
+	kind, ns := describe(req)
 	if ns == "" {
 		return
 	}
-	if r.byNS[ns] == nil {
-		r.byNS[ns] = map[string]int{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	addTo(r.failNS, ns, fmt.Sprintf("%s %d", kind, code))
+}
+
+func addTo(counts map[string]map[string]int, ns, kind string) {
+	if counts[ns] == nil {
+		counts[ns] = map[string]int{}
 	}
-	r.byNS[ns][kind]++
+	counts[ns][kind]++
 }
 
 // describe names what req does: its verb (APPLY for a server-side apply,
@@ -97,5 +121,9 @@ type countingTransport struct {
 
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.requests.count(req)
-	return t.next.RoundTrip(req)
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.StatusCode >= http.StatusBadRequest {
+		t.requests.countFailure(req, resp.StatusCode)
+	}
+	return resp, err
 }
