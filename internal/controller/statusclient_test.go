@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
@@ -138,5 +139,59 @@ func TestNothingIsKeptOfAChallengeWhoseLastFinalizerGoes(t *testing.T) {
 	}
 	if _, kept := writer.written.Load(client.ObjectKeyFromObject(ch)); kept {
 		t.Error("a finalizer step is kept for a Challenge that is gone")
+	}
+}
+
+// TestAHelmStatusThatChangesNothingWritesNothing: the Helm reconciler
+// writes a status rebuilt from its own read, its conditions and
+// deployedRelease alone. Completed, it is the status last written, and
+// nothing is sent: it was compared with the reconciler's partial status,
+// which always differs (no message, no endpoint), and written again, a
+// write the API server found unchanged (an install cost three status
+// writes for two phases, seen under load).
+func TestAHelmStatusThatChangesNothingWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	cfg, cl := controlplane.StartAPIServer(t)
+	ch := webChallenge("unchanged", "team-u")
+	if err := cl.Create(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	var applies int
+	watching, err := client.NewWithWatch(cfg, client.Options{Scheme: cl.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := interceptor.NewClient(watching, interceptor.Funcs{
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			applies++
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
+		},
+	})
+	writer := &StatusWriter{Client: counted, Reader: cl, Observer: &Observer{Reader: cl}}
+	asHelmHoldsIt := func() *unstructured.Unstructured {
+		got := &ctfv1alpha1.Challenge{}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(ch), got); err != nil {
+			t.Fatal(err)
+		}
+		got.Status = ctfv1alpha1.ChallengeStatus{Conditions: got.Status.Conditions}
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: content}
+		u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+		return u
+	}
+	if err := writer.MarkReleasing(ctx, asHelmHoldsIt(), lifecycle.Installing); err != nil {
+		t.Fatal(err)
+	}
+	if applies != 1 {
+		t.Fatalf("%d status writes for Pending, want 1", applies)
+	}
+	if err := writer.MarkReleasing(ctx, asHelmHoldsIt(), lifecycle.Installing); err != nil {
+		t.Fatal(err)
+	}
+	if applies != 1 {
+		t.Errorf("%d status writes, want 1: the second status was the first", applies)
 	}
 }

@@ -221,14 +221,14 @@ func (w *StatusWriter) Refresh(ctx context.Context, ch *ctfv1alpha1.Challenge) e
 	if op == lifecycle.Installing && (ch.Status.Phase == ctfv1alpha1.PhaseQueued || ch.Status.Phase == ctfv1alpha1.PhaseError) {
 		op = lifecycle.NoOperation
 	}
-	return w.write(ctx, ch, ch.Status.ObservedGeneration, op)
+	return w.write(ctx, ch, ch.Status.DeepCopy(), ch.Status.ObservedGeneration, op)
 }
 
 // MarkReleasing writes that op is starting on the release of obj, so that a
 // platform sees Pending for the whole install or upgrade, not only after it.
 func (w *StatusWriter) MarkReleasing(ctx context.Context, obj *unstructured.Unstructured, op lifecycle.Operation) error {
-	return w.fromHelm(ctx, obj, func(ch *ctfv1alpha1.Challenge) error {
-		return w.write(ctx, ch, ch.Status.ObservedGeneration, op)
+	return w.fromHelm(ctx, obj, func(ch *ctfv1alpha1.Challenge, stored *ctfv1alpha1.ChallengeStatus) error {
+		return w.write(ctx, ch, stored, ch.Status.ObservedGeneration, op)
 	})
 }
 
@@ -236,7 +236,7 @@ func (w *StatusWriter) MarkReleasing(ctx context.Context, obj *unstructured.Unst
 // holds only its conditions and deployedRelease), records that the reconciler
 // has handled this generation, and writes it.
 func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Unstructured) error {
-	return w.fromHelm(ctx, obj, func(ch *ctfv1alpha1.Challenge) error {
+	return w.fromHelm(ctx, obj, func(ch *ctfv1alpha1.Challenge, stored *ctfv1alpha1.ChallengeStatus) error {
 		observed := w.observedGeneration(ch)
 		// Recorded before the write: once it claims observed, a renewal
 		// arriving meanwhile must find the record, or it flashes Pending. A
@@ -247,7 +247,7 @@ func (w *StatusWriter) updateFromHelm(ctx context.Context, obj *unstructured.Uns
 				return err
 			}
 		}
-		return w.write(ctx, ch, observed, lifecycle.NoOperation)
+		return w.write(ctx, ch, stored, observed, lifecycle.NoOperation)
 	})
 }
 
@@ -269,17 +269,17 @@ func upgraded(ch *ctfv1alpha1.Challenge, observed int64) bool {
 // failed status write when the reconcile itself failed (and never requeues a
 // terminal error), and the status controller waits for the first status
 // written here.
-func (w *StatusWriter) fromHelm(ctx context.Context, obj *unstructured.Unstructured, write func(*ctfv1alpha1.Challenge) error) error {
-	ch, err := w.decodeWithLast(ctx, obj, readthrough.Reader{Reader: w.Reader, Live: w.Live})
+func (w *StatusWriter) fromHelm(ctx context.Context, obj *unstructured.Unstructured, write func(ch *ctfv1alpha1.Challenge, stored *ctfv1alpha1.ChallengeStatus) error) error {
+	ch, stored, err := w.decodeWithLast(ctx, obj, readthrough.Reader{Reader: w.Reader, Live: w.Live})
 	if err != nil {
 		return err
 	}
-	err = write(ch)
+	err = write(ch, stored)
 	if apierrors.IsConflict(err) && w.Live != nil {
-		if ch, err = w.decodeWithLast(ctx, obj, w.Live); err != nil {
+		if ch, stored, err = w.decodeWithLast(ctx, obj, w.Live); err != nil {
 			return err
 		}
-		err = write(ch)
+		err = write(ch, stored)
 	}
 	if err != nil {
 		return err
@@ -288,18 +288,19 @@ func (w *StatusWriter) fromHelm(ctx context.Context, obj *unstructured.Unstructu
 }
 
 // decodeWithLast reads the Challenge the Helm reconciler holds and restores
-// what its status rewrite dropped from the last written status. It writes
-// over the resourceVersion it read (a conflict if that was stale): only
-// status changes, the reconciler's conditions are its own, and the rest is
-// recomputed.
-func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Unstructured, reader client.Reader) (*ctfv1alpha1.Challenge, error) {
+// what its status rewrite dropped from the last written status, which it
+// also returns: what the status written from it is compared with. It
+// writes over the resourceVersion it read (a conflict if that was stale):
+// only status changes, the reconciler's conditions are its own, and the
+// rest is recomputed.
+func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Unstructured, reader client.Reader) (*ctfv1alpha1.Challenge, *ctfv1alpha1.ChallengeStatus, error) {
 	ch, err := AsChallenge(obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	last := &ctfv1alpha1.Challenge{}
 	if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), last); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	w.caughtUp(last)
 	ch.ResourceVersion = last.ResourceVersion
@@ -322,17 +323,19 @@ func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Uns
 	if c := meta.FindStatusCondition(last.Status.Conditions, lifecycle.ConditionRenewed); c != nil {
 		meta.SetStatusCondition(&ch.Status.Conditions, *c)
 	}
-	return ch, nil
+	return ch, &last.Status, nil
 }
 
-// write recomputes ch.Status and writes it when it changed.
-func (w *StatusWriter) write(ctx context.Context, ch *ctfv1alpha1.Challenge, observedGeneration int64, op lifecycle.Operation) error {
+// write recomputes ch.Status and writes it when it differs from before,
+// the status last written: the Helm reconciler's holds only its own
+// fields, and compared with it every status would be written, again and
+// again unchanged.
+func (w *StatusWriter) write(ctx context.Context, ch *ctfv1alpha1.Challenge, before *ctfv1alpha1.ChallengeStatus, observedGeneration int64, op lifecycle.Operation) error {
 	obs, err := w.Observer.Observe(ctx, ch)
 	if err != nil {
 		return err
 	}
 	obs.Operation = op
-	before := ch.Status.DeepCopy()
 	lifecycle.Apply(&ch.Status, observedGeneration, obs, metav1.Now())
 	if equality.Semantic.DeepEqual(before, &ch.Status) {
 		return nil

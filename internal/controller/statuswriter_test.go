@@ -44,7 +44,7 @@ func TestHelmConditionsKeepTheRenewalVerdict(t *testing.T) {
 	}
 
 	w := &StatusWriter{Reader: lastStatus{ch: last}}
-	ch, err := w.decodeWithLast(context.Background(), &unstructured.Unstructured{Object: data}, w.Reader)
+	ch, _, err := w.decodeWithLast(context.Background(), &unstructured.Unstructured{Object: data}, w.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
