@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -41,6 +42,12 @@ func TestTheTeamTierStaysWithinItsBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := append(trusttable.Of(all, "team"), trusttable.Of(all, "anyone")...)
+	// The platform's routes too: its Challenges are test/trustsweep's.
+	for _, row := range trusttable.Of(all, "platform") {
+		if strings.Contains(row.What, " /") {
+			rows = append(rows, row)
+		}
+	}
 	s := &sweep{}
 	probes := s.probes()
 	placed := map[string]bool{}
@@ -100,6 +107,8 @@ func (s *sweep) probes() map[string]func(*testing.T) {
 		"POST /api/v1/instances/{template}/renew":    s.renew,
 		"GET /api/v1/instances/{template}/challenge": s.puzzle,
 		"GET /api/v1/instances/{template}/events":    s.events,
+		"POST " + verifyPath:                         s.verification,
+		"POST " + solvedPath:                         s.solveNotice,
 	}
 }
 
@@ -240,6 +249,84 @@ func (s *sweep) victimUntouched(g Gomega) {
 	g.ExpectWithOffset(1, now.DeletionTimestamp).To(BeNil())
 	g.ExpectWithOffset(1, now.Spec.RenewedAt).To(Equal(s.victimCh.Spec.RenewedAt))
 	g.ExpectWithOffset(1, s.challengesNaming(g, s.victim)).To(HaveLen(1), "the victim still has its one instance")
+}
+
+// verification: the platform, with its own key, learns a verdict and whose
+// flag a submission is, never a flag or a Secret; a call goes once to a
+// replica; a body asking more than a verdict is refused; nothing is stopped
+// (the template does not destroy on solve).
+func (s *sweep) verification(t *testing.T) {
+	g := NewWithT(t)
+	body, _ := json.Marshal(map[string]string{"team": s.hostile, "template": s.tmpl, "submission": flagOf(s.tmpl, s.victim)})
+	tok := signed(t, verifyPath, body)
+	var v instancer.Verification
+	code, answer := ask(t, tok, "POST", verifyPath, body)
+	g.Expect(code).To(Equal(http.StatusOK), "%s", answer)
+	g.Expect(json.Unmarshal(answer, &v)).To(Succeed())
+	g.Expect(v.Accepted).To(BeFalse(), "another team's flag is not the hostile team's")
+	g.Expect(v.Owner).To(Equal(s.victim), "whose flag it is, for the organisers")
+	g.Expect(string(answer)).NotTo(ContainSubstring(flagOf(s.tmpl, s.hostile)), "never the asker's own flag")
+	s.holdsNothingOf(g, s.organiser[:len(s.organiser)-1], "", answer)
+	code, answer = ask(t, tok, "POST", verifyPath, body)
+	g.Expect(code).To(Equal(http.StatusUnauthorized), "a call goes once to a replica: %s", answer)
+	for _, extra := range []map[string]any{{"stop": true}, {"flag": true}, {"reveal": "flag"}, {"participant": s.victim}} {
+		fields := map[string]any{"team": s.hostile, "template": s.tmpl, "submission": "CTF{x}"}
+		maps.Copy(fields, extra)
+		body, _ := json.Marshal(fields)
+		code, answer := ask(t, signed(t, verifyPath, body), "POST", verifyPath, body)
+		g.Expect(code).To(Equal(http.StatusBadRequest), "%s: %s", body, answer)
+	}
+	s.victimUntouched(g)
+}
+
+// solveNotice: the platform's notice of a solve stops nothing of a template
+// that does not destroy on solve, even replayed to the other replica (an
+// acting notice goes once across replicas:
+// TestAReplayedSolveNoticeStopsNothingOnTheOtherReplica), and carries
+// nothing but the team and the template.
+func (s *sweep) solveNotice(t *testing.T) {
+	g := NewWithT(t)
+	body, _ := json.Marshal(map[string]string{"team": s.victim, "template": s.tmpl})
+	tok := signed(t, solvedPath, body)
+	var v instancer.Verification
+	code, answer := ask(t, tok, "POST", solvedPath, body)
+	g.Expect(code).To(Equal(http.StatusOK), "%s", answer)
+	g.Expect(json.Unmarshal(answer, &v)).To(Succeed())
+	g.Expect(v.Stopped).To(BeFalse(), "the template does not destroy on solve")
+	code, answer = ask(t, tok, "POST", solvedPath, body)
+	g.Expect(code).To(Equal(http.StatusUnauthorized), "a call goes once to a replica: %s", answer)
+	code, answer = callAtRaw(t, api2.URL, tok, solvedPath, body)
+	g.Expect(code).To(BeElementOf(http.StatusOK, http.StatusUnauthorized), "%s", answer)
+	g.Expect(string(answer)).NotTo(ContainSubstring(`"stopped":true`))
+	for _, extra := range []map[string]any{{"stop": true}, {"name": s.victimCh.Name}, {"namespace": "kube-system"}} {
+		fields := map[string]any{"team": s.victim, "template": s.tmpl}
+		maps.Copy(fields, extra)
+		body, _ := json.Marshal(fields)
+		code, answer := ask(t, signed(t, solvedPath, body), "POST", solvedPath, body)
+		g.Expect(code).To(Equal(http.StatusBadRequest), "%s: %s", body, answer)
+	}
+	s.victimUntouched(g)
+}
+
+// callAtRaw posts body to path at base as the holder of tok, and returns
+// the answer's status and bytes.
+func callAtRaw(t *testing.T, base, tok, path string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, data
 }
 
 // description: anyone reads the description, the same bytes whoever asks
