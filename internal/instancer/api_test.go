@@ -310,7 +310,10 @@ func TestEveryBadTokenIsRefused(t *testing.T) {
 	req.AddCookie(&http.Cookie{Name: "token", Value: mint(t, "team-x")})
 	res, err := http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
+	data, err := io.ReadAll(res.Body)
+	g.Expect(err).NotTo(HaveOccurred())
 	_ = res.Body.Close()
+	instancer.CheckAnswer(t, req, nil, res, data)
 	g.Expect(res.StatusCode).To(Equal(http.StatusUnauthorized))
 }
 
@@ -327,6 +330,7 @@ func TestEventStreamDeliversEveryPhaseInOrder(t *testing.T) {
 	res, err := http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = res.Body.Close() }()
+	instancer.CheckStream(t, req, res)
 	g.Expect(res.Header.Get("Content-Type")).To(Equal("text/event-stream"))
 	phases := make(chan string, 64)
 	go func() {
@@ -337,6 +341,7 @@ func TestEventStreamDeliversEveryPhaseInOrder(t *testing.T) {
 			if !ok {
 				continue
 			}
+			instancer.CheckEvent(t, []byte(data))
 			var inst instancer.Instance
 			if json.Unmarshal([]byte(data), &inst) == nil {
 				phases <- inst.Phase
@@ -427,6 +432,7 @@ func TestATeamHoldsAFewEventStreamsAtMost(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+tok)
 		res, err := http.DefaultClient.Do(req)
 		g.Expect(err).NotTo(HaveOccurred())
+		instancer.CheckStream(t, req, res)
 		return res, cancel
 	}
 	var cancels []context.CancelFunc
@@ -461,6 +467,7 @@ func openStream(t *testing.T, tok, tmpl string) <-chan struct{} {
 	req.Header.Set("Authorization", "Bearer "+tok)
 	res, err := http.DefaultClient.Do(req)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	instancer.CheckStream(t, req, res)
 	NewWithT(t).Expect(res.StatusCode).To(Equal(http.StatusOK))
 	ended := make(chan struct{})
 	go func() {

@@ -105,6 +105,7 @@ func TestEventStreamOpensAreRateLimitedPerTeam(t *testing.T) {
 		res, err := http.DefaultClient.Do(req)
 		g.Expect(err).NotTo(HaveOccurred())
 		defer func() { _ = res.Body.Close() }()
+		instancer.CheckStream(t, req, res)
 		return res.StatusCode, res.Header.Get("Retry-After")
 	}
 	began := time.Now()

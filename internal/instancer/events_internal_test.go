@@ -99,6 +99,7 @@ func TestEventStreamsShareOneInformerHandler(t *testing.T) {
 	next := func(s stream) string {
 		for s.lines.Scan() {
 			if data, ok := strings.CutPrefix(s.lines.Text(), "data: "); ok {
+				CheckEvent(t, []byte(data))
 				var inst Instance
 				g.Expect(json.Unmarshal([]byte(data), &inst)).To(Succeed())
 				return inst.Phase
@@ -114,6 +115,7 @@ func TestEventStreamsShareOneInformerHandler(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+tok)
 		res, err := http.DefaultClient.Do(req)
 		g.Expect(err).NotTo(HaveOccurred())
+		CheckStream(t, req, res)
 		g.Expect(res.StatusCode).To(Equal(http.StatusOK))
 		s := stream{cancel: cancel, lines: bufio.NewScanner(res.Body)}
 		g.Expect(next(s)).To(Equal(PhaseAbsent), "each stream starts with the state now")

@@ -282,6 +282,49 @@ func TestPlatformCallsRefused(t *testing.T) {
 	g.Expect(call(t, signed(t, "/api/v1/instances", nil), "GET", "/api/v1/instances", nil, &refusal)).To(Equal(http.StatusUnauthorized))
 }
 
+// TestPlatformRefusalsSayWhy: each refusal of a platform call the platform
+// can act on has a code of its own (callAt holds each to openapi.json): no
+// such template, no such flag, a flag to name, not a team, a static flag
+// whose digest is not published yet, an instancer without the flag key.
+func TestPlatformRefusalsSayWhy(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := destroyOnSolveTemplate(t, "main", "bonus")
+	missing := startableTemplate(t, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flags = []ctfv1alpha1.NamedFlag{{Name: "main", Static: &ctfv1alpha1.SecretKeyRef{Namespace: instancesNamespace, Name: uniqueName("none"), Key: "flag"}}}
+	})
+	refused := func(base, path string, fields map[string]string) (int, apiError) {
+		body, _ := json.Marshal(fields)
+		var refusal apiError
+		return callAt(t, base, signed(t, path, body), http.MethodPost, path, body, &refusal), refusal
+	}
+	for _, tc := range []struct {
+		name   string
+		path   string
+		fields map[string]string
+		status int
+		code   string
+	}{
+		{"no such template", verifyPath, map[string]string{"team": "team-m", "template": uniqueName("none"), "submission": "CTF{x}"}, http.StatusNotFound, "template_not_found"},
+		{"no such flag", verifyPath, map[string]string{"team": "team-m", "template": tmpl, "flag": "other", "submission": "CTF{x}"}, http.StatusNotFound, "flag_not_found"},
+		{"a flag to name", verifyPath, map[string]string{"team": "team-m", "template": tmpl, "submission": "CTF{x}"}, http.StatusBadRequest, "bad_request"},
+		{"not a team", verifyPath, map[string]string{"team": "Team M", "template": tmpl, "flag": "main", "submission": "CTF{x}"}, http.StatusBadRequest, "bad_request"},
+		{"a static flag not published", verifyPath, map[string]string{"team": "team-m", "template": missing, "submission": "CTF{x}"}, http.StatusServiceUnavailable, "flag_not_ready"},
+		{"a solve of no such template", solvedPath, map[string]string{"team": "team-m", "template": uniqueName("none")}, http.StatusNotFound, "template_not_found"},
+	} {
+		status, refusal := refused(api.URL, tc.path, tc.fields)
+		g.Expect(status).To(Equal(tc.status), tc.name)
+		g.Expect(refusal.Code).To(Equal(tc.code), tc.name)
+	}
+	// An instancer without the flag key verifies no flag.
+	ts := httptest.NewServer(newServer(nil).Handler())
+	defer ts.Close()
+	g.Eventually(func(g Gomega) {
+		status, refusal := refused(ts.URL, verifyPath, map[string]string{"team": "team-m", "template": tmpl, "flag": "main", "submission": "CTF{x}"})
+		g.Expect(status).To(Equal(http.StatusServiceUnavailable))
+		g.Expect(refusal.Code).To(Equal("no_flag_key"))
+	}, timeout, interval).Should(Succeed(), "once its cache has the template")
+}
+
 // TestSharedInstanceOnEveryTeamsPage: a shared template's one instance, the
 // organisers', is the same instance at the same address on three teams'
 // pages, none of which may start, stop or renew it.
@@ -326,6 +369,16 @@ func TestSharedInstanceOnEveryTeamsPage(t *testing.T) {
 			g.Expect(call(t, tok, req.method, req.path, body, &refusal)).To(Equal(http.StatusConflict), "%s %s", req.method, req.path)
 			g.Expect(refusal.Code).To(Equal("shared"))
 		}
+		// Nor stream it: its page reads the instance instead.
+		req, _ := http.NewRequest("GET", api.URL+instancePath(tmpl)+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		instancer.CheckStream(t, req, res)
+		g.Expect(json.NewDecoder(res.Body).Decode(&refusal)).To(Succeed())
+		_ = res.Body.Close()
+		g.Expect(res.StatusCode).To(Equal(http.StatusConflict), "its event stream")
+		g.Expect(refusal.Code).To(Equal("shared"))
 	}
 	g.Expect(challengesOf(t, "team-h")).To(BeEmpty(), "no team made an instance of it")
 }

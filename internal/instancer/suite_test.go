@@ -397,21 +397,29 @@ func call(t *testing.T, tok, method, path string, body any, out any) int {
 
 // callAt is call to the instancer at base; a body of bytes is sent as it
 // is (a platform call is signed for its very bytes), any other as JSON.
+// Every answer is checked against openapi.json (instancer.CheckAnswer).
 func callAt(t *testing.T, base, tok, method, path string, body any, out any) int {
 	t.Helper()
-	var reader io.Reader
+	var sent []byte
 	if raw, ok := body.([]byte); ok {
-		reader = bytes.NewReader(raw)
+		sent = raw
 	} else if body != nil {
 		data, err := json.Marshal(body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		reader = bytes.NewReader(data)
+		sent = data
+	}
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(sent)
 	}
 	req, err := http.NewRequest(method, base+path, reader)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json") // as the page sends it
 	}
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -425,6 +433,7 @@ func callAt(t *testing.T, base, tok, method, path string, body any, out any) int
 	if err != nil {
 		t.Fatal(err)
 	}
+	instancer.CheckAnswer(t, req, sent, res, data)
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
 			t.Fatalf("%s %s: %d, not JSON: %s", method, path, res.StatusCode, data)
