@@ -121,6 +121,9 @@ type Server struct {
 	live liveReads
 	// serving is set once Start listens: the readiness check.
 	serving atomic.Bool
+	// requestTimeout ends a request of the API but the event stream's; 15 s
+	// when zero (a test's shorter one).
+	requestTimeout time.Duration
 }
 
 func (s *Server) init() {
@@ -197,7 +200,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /style.css", static("web/style.css", "text/css; charset=utf-8"))
 	mux.Handle("GET /api/v1/openapi.json", static("openapi.json", "application/json"))
 	api := func(pattern string, h func(w http.ResponseWriter, r *http.Request, team string)) {
-		mux.Handle(pattern, http.TimeoutHandler(s.authenticated(h), 15*time.Second, `{"code":"timeout","message":"The request took too long; try again."}`))
+		mux.Handle(pattern, s.timed(s.authenticated(h)))
 	}
 	api("GET /api/v1/templates", s.listTemplates)
 	api("GET /api/v1/instances", s.listInstances)
@@ -208,7 +211,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/v1/instances/{template}/challenge", s.issueChallenge)
 	if s.PlatformKeyDir != "" {
 		platform := func(pattern string, h func(http.ResponseWriter, *http.Request, []byte, platformauth.Call)) {
-			mux.Handle(pattern, http.TimeoutHandler(s.platformCall(h), 15*time.Second, `{"code":"timeout","message":"The request took too long; try again."}`))
+			mux.Handle(pattern, s.timed(s.platformCall(h)))
 		}
 		platform("POST /api/v1/platform/verify", s.verifyFlag)
 		platform("POST /api/v1/platform/solved", s.solved)
@@ -216,6 +219,20 @@ func (s *Server) Handler() http.Handler {
 	// Event streams are long-lived: no timeout, and they flush.
 	mux.Handle("GET /api/v1/instances/{template}/events", s.authenticated(s.streamInstance))
 	return s.measured(s.cors(secured(mux)))
+}
+
+// timed answers a request that h has not answered within the request
+// timeout (15 s unless set) with a 503 timeout error, JSON as every error:
+// http.TimeoutHandler writes its body under the headers set before it, and
+// an answer of h's sets its own.
+func (s *Server) timed(h http.Handler) http.Handler {
+	timeout := http.TimeoutHandler(h, cmp.Or(s.requestTimeout, 15*time.Second),
+		`{"code":"timeout","message":"The request took too long; try again."}`)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		timeout.ServeHTTP(w, r)
+	})
 }
 
 func static(name, contentType string) http.Handler {
