@@ -72,12 +72,19 @@ verify: manifests generate bundle docs lint ## Fail if gofmt, go vet, the linter
 lint: $(GOLANGCI_LINT) ## Run golangci-lint v2 with .golangci.yml (part of verify).
 	$(GOLANGCI_LINT) run ./...
 
+# The instancer's API description (internal/instancer/openapi.json) against
+# Redocly CLI's recommended rules, warnings included; the tests check every
+# answer they read against the same document (internal/instancer).
+.PHONY: lint-openapi
+lint-openapi: ## Lint the instancer's openapi.json with Redocly CLI's recommended rules (the CLI pinned by hack/openapi-lint, installed with npm; Node.js with apt-get if missing).
+	hack/openapi-lint.sh
+
 .PHONY: test-bins
 test-bins: ## Build what the tests run into the cache: the local control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok), olm and promtool, 2 builds at a time; what is built already is kept.
 	@hack/test-bins.sh >/dev/null
 
 .PHONY: test
-test: ## Verify and build the control plane (both at once), then run every test (fuzz seeds included) against it.
+test: lint-openapi ## Lint openapi.json, verify and build the control plane (both at once), then run every test (fuzz seeds included) against it.
 	$(MAKE) -j2 verify test-bins
 	hack/chromium.sh
 	KUBEBUILDER_ASSETS="$$(hack/test-bins.sh)" go test $(GO_TEST_FLAGS) ./...
