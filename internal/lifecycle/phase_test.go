@@ -130,9 +130,9 @@ func TestStatusLeavesOutSilentConditions(t *testing.T) {
 		want []string
 	}{
 		{"an installed instance", Observation{Conditions: []metav1.Condition{initialized, paused, notIrrecon, notFailed, deployed}, Workloads: []Workload{ready}, Endpoints: ep},
-			[]string{ConditionInitialized, ConditionIrreconcilable, ConditionReleaseFailed, ConditionDeployed, ConditionReady}},
+			[]string{ConditionDeployed, ConditionInitialized, ConditionIrreconcilable, ConditionReady, ConditionReleaseFailed}},
 		{"a claimant", Observation{Conditions: []metav1.Condition{initialized, paused, claimRefused, unknownRelease}, PooledInstance: pooled, Workloads: []Workload{ready}, Endpoints: ep},
-			[]string{ConditionInitialized, ConditionDeployed, ConditionReady}},
+			[]string{ConditionDeployed, ConditionInitialized, ConditionReady}},
 		{"a claimant whose instance is gone", Observation{Conditions: []metav1.Condition{initialized, paused, claimRefused, unknownRelease}, PooledInstance: pooled, PooledInstanceGone: true},
 			[]string{ConditionInitialized, ConditionReady, ConditionStalled}},
 	}

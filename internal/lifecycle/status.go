@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,10 @@ func Apply(st *ctfv1alpha1.ChallengeStatus, observedGeneration int64, o Observat
 	meta.SetStatusCondition(&st.Conditions, readyCondition(v, observedGeneration))
 	sharedServicesCondition(&st.Conditions, observedGeneration)
 	setKstatusConditions(&st.Conditions, v, observedGeneration)
+	// One order, by type: the reconciler's conditions come in the order of
+	// whichever read they were rebuilt from, and a status that differs only
+	// in that order would be written again.
+	slices.SortStableFunc(st.Conditions, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
 
 	st.Endpoints = o.Endpoints
 	st.Endpoint = nil

@@ -81,6 +81,9 @@ func (r *recorder) steps() string {
 	var out strings.Builder
 	for _, st := range statuses {
 		fmt.Fprintf(&out, "\n  %s %s %q (observed %d)", st.Phase, st.Reason, st.Message, st.ObservedGeneration)
+		for _, c := range st.Conditions {
+			fmt.Fprintf(&out, " %s=%s/%s", c.Type, c.Status, c.Reason)
+		}
 	}
 	return out.String()
 }
