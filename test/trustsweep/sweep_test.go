@@ -88,9 +88,6 @@ func quantity(s string) *ctfv1alpha1.Quantity {
 	return &v
 }
 
-// organiserSecret is an organiser's Secret the sweep's templates may read.
-const organiserSecret = "sweep-flag"
-
 // platformProbes are the platform's writes, by the table's field.
 func platformProbes() map[string][]probe {
 	return map[string][]probe{
@@ -356,7 +353,7 @@ func organiserProbes() map[string][]probe {
 			then: func(ctx context.Context, _ client.Client, ch *ctfv1alpha1.Challenge) error {
 				tmpl := &ctfv1alpha1.ChallengeTemplate{}
 				if err := h.Client.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
-					return nil
+					return fmt.Errorf("reading the template to change: %w", err)
 				}
 				tmpl.Spec.Sharing = ctfv1alpha1.SharingShared
 				return h.Client.Update(ctx, tmpl)
