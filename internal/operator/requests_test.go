@@ -45,7 +45,7 @@ func TestAnInstallSendsWhatHelmNeeds(t *testing.T) {
 		got := h.Requests.In(ns)
 		// Pending, then Running; only Running when the workloads were
 		// ready by the time Helm was done.
-		g.Expect(got["APPLY challenges/status"]).To(BeNumerically("<=", 2), "status writes: %v; refused: %v; statuses seen: %s", got, h.Requests.FailedIn(ns), rec.steps())
+		g.Expect(got["APPLY challenges/status"]).To(BeNumerically("<=", 2), "status writes: %v; refused: %v; writes: %v; statuses seen: %s", got, h.Requests.FailedIn(ns), h.Requests.StatusWritesIn(ns), rec.steps())
 		delete(got, "APPLY challenges/status")
 		g.Expect(got).To(Equal(want))
 	}

@@ -1,9 +1,13 @@
 package harness
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -18,6 +22,9 @@ type Requests struct {
 	all    map[string]int
 	byNS   map[string]map[string]int
 	failNS map[string]map[string]int
+	// statusWrites are, by namespace, the status writes of Challenges as
+	// sent and answered, for a test's message.
+	statusWrites map[string][]string
 }
 
 // newRequests returns an empty count.
@@ -37,6 +44,14 @@ func (r *Requests) In(ns string) map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return maps.Clone(r.byNS[ns])
+}
+
+// StatusWritesIn are the status writes of Challenges in namespace ns: the
+// resourceVersion and phase sent, and the resourceVersion answered.
+func (r *Requests) StatusWritesIn(ns string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.statusWrites[ns])
 }
 
 // FailedIn is a copy of the requests in namespace ns counted so far that
@@ -66,6 +81,26 @@ func (r *Requests) countFailure(req *http.Request, code int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	addTo(r.failNS, ns, fmt.Sprintf("%s %d", kind, code))
+}
+
+func (r *Requests) statusWrite(ns string, sent, answer []byte, err error) {
+	var in, out struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+		Status struct {
+			Phase, Reason string
+		} `json:"status"`
+	}
+	_ = json.Unmarshal(sent, &in)
+	_ = json.Unmarshal(answer, &out)
+	line := fmt.Sprintf("at %s: %s/%s -> %s (%v)", in.Metadata.ResourceVersion, in.Status.Phase, in.Status.Reason, out.Metadata.ResourceVersion, err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.statusWrites == nil {
+		r.statusWrites = map[string][]string{}
+	}
+	r.statusWrites[ns] = append(r.statusWrites[ns], line)
 }
 
 func addTo(counts map[string]map[string]int, ns, kind string) {
@@ -121,9 +156,23 @@ type countingTransport struct {
 
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.requests.count(req)
+	kind, ns := describe(req)
+	var sent []byte
+	if kind == "APPLY challenges/status" && req.Body != nil {
+		sent, _ = io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(sent))
+	}
 	resp, err := t.next.RoundTrip(req)
 	if err == nil && resp.StatusCode >= http.StatusBadRequest {
 		t.requests.countFailure(req, resp.StatusCode)
+	}
+	if sent != nil {
+		var answer []byte
+		if err == nil {
+			answer, _ = io.ReadAll(resp.Body)
+			resp.Body = io.NopCloser(bytes.NewReader(answer))
+		}
+		t.requests.statusWrite(ns, sent, answer, err)
 	}
 	return resp, err
 }
