@@ -36,7 +36,7 @@ type Queue struct {
 // Position is c's place in the queue, 1 being next, or 0 when it may be
 // installed now.
 func (q *Queue) Position(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (int32, error) {
-	if q == nil || (q.MaxInstances == 0 && templateLimit(tmpl) == 0) || q.Canaries.IsAny(c) {
+	if !q.MayWait(c, tmpl) {
 		return 0, nil
 	}
 	var list ctfv1alpha1.ChallengeList
@@ -48,6 +48,13 @@ func (q *Queue) Position(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ct
 	// them, not its pool nor the operator's canaries.
 	teams := slices.DeleteFunc(list.Items, func(o ctfv1alpha1.Challenge) bool { return q.Pools.IsPooled(&o) || q.Canaries.IsAny(&o) })
 	return max(pos, QueuePosition(c, tmpl, teams, 0)), nil
+}
+
+// MayWait tells whether c, an instance of tmpl (nil for none), may have to
+// wait in the queue: a bound applies to it, the cluster's or its
+// template's. An instance no bound applies to is installed at once.
+func (q *Queue) MayWait(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) bool {
+	return q != nil && (q.MaxInstances != 0 || templateLimit(tmpl) != 0) && !q.Canaries.IsAny(c)
 }
 
 // clusterPosition is c's place under the cluster's bound, maxInstances:

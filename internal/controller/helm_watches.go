@@ -95,7 +95,7 @@ func InstanceKinds(gateways bool) []InstanceKind {
 // the participant goes away or fails before it was installed, the queued Challenges when a place frees, and a
 // Challenge whose release record was deleted
 // (unless a failed install's rollback deleted it: installFailing).
-func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool.Pools) reconciler.ControllerSetupFunc {
+func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool.Pools, queue *admission.Queue) reconciler.ControllerSetupFunc {
 	cl := mgr.GetClient()
 	return func(c reconciler.ControllerSetup) error {
 		byTemplate := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate) []reconcile.Request {
@@ -109,7 +109,7 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 			return err
 		}
 		siblings := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, ch *ctfv1alpha1.Challenge) []reconcile.Request {
-			return challengeRequests(ctx, cl, notInstalled, client.MatchingFields{admission.ParticipantField: ch.Spec.Participant})
+			return challengeRequests(ctx, cl, notAdmitted, client.MatchingFields{admission.ParticipantField: ch.Spec.Participant})
 		})
 		leaving := predicate.TypedFuncs[*ctfv1alpha1.Challenge]{
 			CreateFunc:  func(event.TypedCreateEvent[*ctfv1alpha1.Challenge]) bool { return false },
@@ -135,7 +135,7 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 		// their status said Queued, one judged behind a failure not yet
 		// written as one, and written Queued after it was, stayed so.
 		moveUp := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *ctfv1alpha1.Challenge) []reconcile.Request {
-			return challengeRequests(ctx, cl, waiting)
+			return challengeRequests(ctx, cl, waiting(ctx, cl, queue))
 		})
 		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, moveUp, leavesOrFails)); err != nil {
 			return err
@@ -216,8 +216,12 @@ func challengeRequests(ctx context.Context, cl client.Reader, keep func(*ctfv1al
 
 func everyChallenge(*ctfv1alpha1.Challenge) bool { return true }
 
-// notInstalled keeps the Challenges whose release is not installed yet.
-func notInstalled(ch *ctfv1alpha1.Challenge) bool { return !lifecycle.Installed(&ch.Status) }
+// notAdmitted keeps the Challenges not admitted yet, nor installed: those
+// a team's budget may hold back (an admitted one is past its judgement,
+// and woken again it would reconcile its release for nothing).
+func notAdmitted(ch *ctfv1alpha1.Challenge) bool {
+	return ch.Status.AdmittedAt == nil && !lifecycle.Installed(&ch.Status)
+}
 
 // failedUninstalled tells whether a Challenge with nothing installed has
 // just turned Error: it no longer holds a place in the queue.
@@ -226,11 +230,29 @@ func failedUninstalled(old, cur *ctfv1alpha1.Challenge) bool {
 }
 
 // waiting keeps the Challenges that may be waiting for capacity: Queued,
-// or not installed and not refused yet, whose judgement (Queued, perhaps,
-// behind what has just failed or left) may be under way and unwritten.
-func waiting(ch *ctfv1alpha1.Challenge) bool {
-	return ch.Status.Phase == ctfv1alpha1.PhaseQueued ||
-		ch.DeletionTimestamp.IsZero() && !lifecycle.Installed(&ch.Status) && ch.Status.Phase != ctfv1alpha1.PhaseError
+// or not admitted, installed nor refused yet, under a bound of the queue,
+// whose judgement (Queued, perhaps, behind what has just failed or left)
+// may be under way and unwritten. Not those no bound applies to, nor those
+// admitted: each instance leaving woke every instance starting, cluster
+// wide, into a second reconcile of its release.
+func waiting(ctx context.Context, cl client.Reader, queue *admission.Queue) func(*ctfv1alpha1.Challenge) bool {
+	return func(ch *ctfv1alpha1.Challenge) bool {
+		if ch.Status.Phase == ctfv1alpha1.PhaseQueued {
+			return true
+		}
+		if !ch.DeletionTimestamp.IsZero() || ch.Status.Phase == ctfv1alpha1.PhaseError || !notAdmitted(ch) {
+			return false
+		}
+		var tmpl *ctfv1alpha1.ChallengeTemplate
+		if ch.Spec.Template != "" {
+			tmpl = &ctfv1alpha1.ChallengeTemplate{}
+			if err := cl.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
+				// Unknown: woken, as every one was.
+				return true
+			}
+		}
+		return queue.MayWait(ch, tmpl)
+	}
 }
 
 // ReleaseKinds returns an object of each kind a release renders and the

@@ -200,7 +200,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Limits:          limits,
 			FlagCodec:       opts.FlagCodec,
 		}},
-		extraWatches: controller.HelmWatches(mgr, actions.InstallFailing, pools),
+		extraWatches: controller.HelmWatches(mgr, actions.InstallFailing, pools, queue),
 		recorder:     mgr.GetEventRecorderFor(controller.HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
 	}
 	for _, w := range ws {
