@@ -195,3 +195,50 @@ func TestAHelmStatusThatChangesNothingWritesNothing(t *testing.T) {
 		t.Errorf("%d status writes, want 1: the second status was the first", applies)
 	}
 }
+
+// TestAWriteIsRememberedAsStored: the status a write is remembered by,
+// until the cache shows it, is the status as the API server stored it, its
+// times in whole seconds. Remembered as computed, its times a nanosecond
+// apart from those the Helm reconciler reads back, the next status from
+// the reconciler differed from it and was written, unchanged (an install's
+// Running written twice, seen under load).
+func TestAWriteIsRememberedAsStored(t *testing.T) {
+	ctx := context.Background()
+	cfg, cl := controlplane.StartAPIServer(t)
+	ch := webChallenge("remembered", "team-r")
+	if err := cl.Create(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	stale := ch.DeepCopy() // the cache, which shows none of the writes
+	watching, err := client.NewWithWatch(cfg, client.Options{Scheme: cl.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applies int
+	counted := interceptor.NewClient(watching, interceptor.Funcs{
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			applies++
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
+		},
+	})
+	writer := &StatusWriter{Client: counted, Reader: lastStatus{Reader: cl, ch: stale}, Observer: &Observer{Reader: cl}}
+	for range 2 {
+		got := &ctfv1alpha1.Challenge{}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(ch), got); err != nil {
+			t.Fatal(err)
+		}
+		got.Status = ctfv1alpha1.ChallengeStatus{Conditions: got.Status.Conditions}
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: content}
+		u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+		if err := writer.MarkReleasing(ctx, u, lifecycle.Installing); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if applies != 1 {
+		t.Errorf("%d status writes, want 1: the second status was the first, as stored", applies)
+	}
+}

@@ -372,7 +372,7 @@ func (w *StatusWriter) apply(ctx context.Context, ch *ctfv1alpha1.Challenge) err
 // computed from a stale read is refused (a conflict, then a recompute)
 // rather than written over a newer one. Ownership is forced because status
 // fields written by earlier versions with Update belong to another manager.
-// ch gets the new resourceVersion and managedFields.
+// ch gets the new resourceVersion, managedFields and status as stored.
 func ApplyStatus(ctx context.Context, cl client.Client, ch *ctfv1alpha1.Challenge) error {
 	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&ch.Status)
 	if err != nil {
@@ -391,6 +391,17 @@ func ApplyStatus(ctx context.Context, cl client.Client, ch *ctfv1alpha1.Challeng
 	// with the managedFields read before, that update would hand the status
 	// fields back to the manager that wrote them last with Update.
 	ch.ResourceVersion, ch.ManagedFields = u.GetResourceVersion(), u.GetManagedFields()
+	// The status as stored, its times in whole seconds: the status this
+	// write is remembered by (caughtUp) is compared with the next one
+	// computed, whose times come from the API server, and a nanosecond
+	// apart they made a write that changed nothing.
+	if stored, ok := u.Object["status"].(map[string]any); ok {
+		var st ctfv1alpha1.ChallengeStatus
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(stored, &st); err != nil {
+			return err
+		}
+		ch.Status = st
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/release"
@@ -79,10 +80,13 @@ func (r *recorder) seen() ([]ctfv1alpha1.ChallengeStatus, bool) {
 func (r *recorder) steps() string {
 	statuses, _ := r.seen()
 	var out strings.Builder
-	for _, st := range statuses {
+	for i, st := range statuses {
 		fmt.Fprintf(&out, "\n  %s %s %q (observed %d)", st.Phase, st.Reason, st.Message, st.ObservedGeneration)
 		for _, c := range st.Conditions {
 			fmt.Fprintf(&out, " %s=%s/%s", c.Type, c.Status, c.Reason)
+		}
+		if i > 0 {
+			fmt.Fprintf(&out, "\n    changed: %s", cmp.Diff(statuses[i-1], st))
 		}
 	}
 	return out.String()

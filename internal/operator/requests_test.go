@@ -31,7 +31,7 @@ func TestAnInstallSendsWhatHelmNeeds(t *testing.T) {
 	discoveredBefore := discovery()
 
 	rec := record(t, ns, "requests")
-	ch := newChallenge(ns, "requests", "team-requests")
+	ch := newChallenge(ns, "requests", "team-"+ns)
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
