@@ -64,13 +64,14 @@ var layers = []layer{
 var placed = map[string]string{
 	"api/v1alpha1": apiLayer,
 
-	"internal/identity":  coreLayer,
-	"internal/lifecycle": coreLayer,
-	"internal/security":  coreLayer,
-	"internal/ctfflag":   coreLayer,
-	"internal/flagtag":   coreLayer,
-	"internal/endpoint":  coreLayer,
-	"internal/policy":    coreLayer,
+	"internal/identity":        coreLayer,
+	"internal/lifecycle":       coreLayer,
+	"internal/security":        coreLayer,
+	"internal/ctfflag":         coreLayer,
+	"internal/organisersecret": coreLayer,
+	"internal/flagtag":         coreLayer,
+	"internal/endpoint":        coreLayer,
+	"internal/policy":          coreLayer,
 
 	"internal/metrics":     supportLayer,
 	"internal/readthrough": supportLayer,

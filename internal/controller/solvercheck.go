@@ -28,6 +28,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
+	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/solvercheck"
 )
@@ -44,8 +45,10 @@ type SolverCheckReconciler struct {
 	// Live reads what the cache does not hold: the solver's Secret, a Job
 	// just created.
 	Live client.Reader
-	// Organiser reads the organiser's flag Secrets, uncached.
-	Organiser client.Reader
+	// Organiser reads the organiser's flag Secrets, uncached, only those
+	// the template may read: the same check as its render's, whether or
+	// not its canary rendered first.
+	Organiser organisersecret.Reader
 	Codec     *flagtag.Codec
 	Canaries  *containment.Canaries
 	// IngressNamespaces are where the ingress controllers run, through which

@@ -24,6 +24,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
@@ -44,14 +45,13 @@ import (
 // value, and the old one goes when the last instance that showed it does.
 type StaticFlagsReconciler struct {
 	Client client.Client
-	// Organiser reads the organiser's Secrets, uncached.
-	Organiser client.Reader
+	// Organiser reads the organiser's Secrets, uncached, only those a
+	// template may read.
+	Organiser organisersecret.Reader
 	// Live reads the instances' own flag Secrets, uncached (the cache holds
 	// no instance's Secret), only while a previous value is held.
 	Live  client.Reader
 	Codec *flagtag.Codec
-	// FlagSecretNamespaces are where templates may read flags from.
-	FlagSecretNamespaces []string
 	// Recorder tells the organiser of a changed flag; nil for none.
 	Recorder events.EventRecorder
 }
@@ -83,7 +83,7 @@ func (r *StaticFlagsReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	var digests []ctfv1alpha1.StaticFlagDigest
 	for i := range tmpl.Spec.Flags {
 		f := &tmpl.Spec.Flags[i]
-		if f.Static == nil || !slices.Contains(r.FlagSecretNamespaces, f.Static.Namespace) {
+		if f.Static == nil || r.Organiser.Namespaces.Allow(tmpl, "flag "+f.Name, f.Static.Namespace) != nil {
 			continue // the render says why
 		}
 		value, err := ctfflag.ResolveNamed(ctx, r.Organiser, r.Codec, tmpl, f, "")
@@ -357,7 +357,7 @@ func (r *StaticFlagsReconciler) announce(tmpl *ctfv1alpha1.ChallengeTemplate, ch
 // away at once, not at the next refresh.
 func (r *StaticFlagsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Live == nil {
-		r.Live = r.Organiser
+		r.Live = r.Organiser.Client
 	}
 	cl := mgr.GetClient()
 	holding := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, pod *corev1.Pod) []reconcile.Request {

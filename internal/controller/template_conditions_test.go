@@ -22,6 +22,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/containment"
+	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
 )
 
 // fakeScheme holds the kinds the reconcilers read and write.
@@ -86,7 +87,7 @@ func TestARefusedSolverStatusWriteAnnouncesNothing(t *testing.T) {
 			return apierrors.NewConflict(schema.GroupResource{Group: ctfv1alpha1.GroupVersion.Group, Resource: "challengetemplates"}, "web", nil)
 		}}).Build()
 	recorder := events.NewFakeRecorder(10)
-	r := &SolverCheckReconciler{Client: cl, Live: cl, Organiser: cl, Canaries: canaries, Recorder: recorder}
+	r := &SolverCheckReconciler{Client: cl, Live: cl, Organiser: organisersecret.Reader{Client: cl}, Canaries: canaries, Recorder: recorder}
 
 	for range 2 {
 		result, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "web"}})

@@ -14,12 +14,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
 )
 
 // Derive returns format with its %s replaced by the first length hex
@@ -36,67 +34,25 @@ func Derive(key []byte, challenge, participant, format string, length int) strin
 }
 
 // Resolve returns the flag of participant's instance of tmpl, reading the
-// Secrets the template names with reader (uncached: flag keys are not kept
-// in the operator's cache).
-func Resolve(ctx context.Context, reader client.Reader, tmpl *ctfv1alpha1.ChallengeTemplate, participant string) (string, error) {
+// Secret the template names through secrets, which reads only what the
+// template may.
+func Resolve(ctx context.Context, secrets organisersecret.Reader, tmpl *ctfv1alpha1.ChallengeTemplate, participant string) (string, error) {
 	f := tmpl.Spec.Flag
 	switch {
 	case f.Static != nil:
-		value, err := secretValue(ctx, reader, f.Static)
+		value, err := secrets.Read(ctx, tmpl, "its flag", f.Static)
 		if err != nil {
 			return "", err
 		}
 		return string(value), Check(string(value), f.Static)
 	case f.Dynamic != nil:
-		key, err := secretValue(ctx, reader, &f.Dynamic.SecretKey)
+		key, err := secrets.Read(ctx, tmpl, "its flag", &f.Dynamic.SecretKey)
 		if err != nil {
 			return "", err
 		}
 		return Derive(key, tmpl.Name, participant, f.Dynamic.Format, int(f.Dynamic.Length)), nil
 	}
 	return "", fmt.Errorf("ChallengeTemplate %s: flag has neither static nor dynamic", tmpl.Name)
-}
-
-func secretValue(ctx context.Context, reader client.Reader, ref *ctfv1alpha1.SecretKeyRef) ([]byte, error) {
-	var s corev1.Secret
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &s); err != nil {
-		return nil, fmt.Errorf("reading flag Secret %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	if problem := NotOrganisers(&s); problem != "" {
-		return nil, lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "flag-secret: Secret %s/%s %s; a template reads only Secrets labelled %s=true",
-			ref.Namespace, ref.Name, problem, ctfv1alpha1.OrganiserSecretLabel)
-	}
-	v, ok := s.Data[ref.Key]
-	if !ok || len(v) == 0 {
-		return nil, fmt.Errorf("flag Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
-	}
-	return v, nil
-}
-
-// NotOrganisers says why a template may not read s, "" when it may. The
-// namespace is the admin's bound; within it only Secrets marked as the
-// organiser's are read, never one of an instance (its flag Secret holds a
-// team's flag) nor one of a type that carries a credential of the cluster
-// (a ServiceAccount token, a TLS key, a registry login, a Helm release).
-func NotOrganisers(s *corev1.Secret) string {
-	switch {
-	case s.Labels[ctfv1alpha1.OrganiserSecretLabel] != "true":
-		return "is not marked as the organiser's"
-	case s.Type != "" && s.Type != corev1.SecretTypeOpaque:
-		return fmt.Sprintf("is of type %s, not Opaque", s.Type)
-	case s.Labels[ctfv1alpha1.InstanceLabel] != "" || ownedByChallenge(s):
-		return "belongs to an instance"
-	}
-	return ""
-}
-
-func ownedByChallenge(s *corev1.Secret) bool {
-	for _, o := range s.OwnerReferences {
-		if o.Kind == "Challenge" && strings.HasPrefix(o.APIVersion, ctfv1alpha1.GroupVersion.Group+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // MaxLength is the longest flag the chart accepts.
@@ -127,18 +83,24 @@ func problemOf(value string) string {
 
 // ResolveEnv reads the values of a template's secretEnv, in order, each
 // checked as a flag is: an error names the Secret and key, never the value.
-func ResolveEnv(ctx context.Context, reader client.Reader, tmpl *ctfv1alpha1.ChallengeTemplate) ([]string, error) {
-	return ResolveSecretEnv(ctx, reader, "secretEnv", tmpl.Spec.SecretEnv)
+func ResolveEnv(ctx context.Context, secrets organisersecret.Reader, tmpl *ctfv1alpha1.ChallengeTemplate) ([]string, error) {
+	return ResolveSecretEnv(ctx, secrets, tmpl, "secretEnv", tmpl.Spec.SecretEnv)
 }
 
-// ResolveSecretEnv reads the values of one container's secretEnv (what
-// names it in errors: "secretEnv", "component db's secretEnv"), in order,
-// each checked as a flag is: an error names the Secret and key, never the
-// value.
-func ResolveSecretEnv(ctx context.Context, reader client.Reader, what string, env []ctfv1alpha1.SecretEnvVar) ([]string, error) {
+// ResolveSecretEnv reads the values of one of tmpl's containers' secretEnv
+// (what names it in errors: "secretEnv", "component db's secretEnv"), in
+// order, each checked as a flag is: an error names the Secret and key,
+// never the value. Every namespace is judged before any Secret is read, so
+// a variable from a namespace not allowed is the error whatever the others.
+func ResolveSecretEnv(ctx context.Context, secrets organisersecret.Reader, tmpl *ctfv1alpha1.ChallengeTemplate, what string, env []ctfv1alpha1.SecretEnvVar) ([]string, error) {
+	for _, e := range env {
+		if err := secrets.Namespaces.Allow(tmpl, what+" "+e.Name, e.Secret.Namespace); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]string, 0, len(env))
 	for _, e := range env {
-		value, err := secretValue(ctx, reader, &e.Secret)
+		value, err := secrets.Read(ctx, tmpl, what+" "+e.Name, &e.Secret)
 		if err != nil {
 			return nil, err
 		}
@@ -154,12 +116,12 @@ func ResolveSecretEnv(ctx context.Context, reader client.Reader, what string, en
 // MaxFileLength is the largest secret file the chart accepts.
 const MaxFileLength = 64 << 10
 
-// ResolveFile reads the content of a secret file (what names it in errors),
-// checked as the chart's schema would: UTF-8 text of at most MaxFileLength
-// bytes, with no control character but tab and line breaks. An error names
-// the field, the Secret and the key, never the value.
-func ResolveFile(ctx context.Context, reader client.Reader, what string, ref *ctfv1alpha1.SecretKeyRef) (string, error) {
-	value, err := secretValue(ctx, reader, ref)
+// ResolveFile reads the content of one of tmpl's secret files (what names
+// it in errors), checked as the chart's schema would: UTF-8 text of at most
+// MaxFileLength bytes, with no control character but tab and line breaks.
+// An error names the field, the Secret and the key, never the value.
+func ResolveFile(ctx context.Context, secrets organisersecret.Reader, tmpl *ctfv1alpha1.ChallengeTemplate, what string, ref *ctfv1alpha1.SecretKeyRef) (string, error) {
+	value, err := secrets.Read(ctx, tmpl, what, ref)
 	if err != nil {
 		return "", err
 	}
@@ -215,9 +177,9 @@ var ErrNoFlagKey = lifecycle.Errorf(lifecycle.ReasonFlagInvalid,
 // ResolveNamed returns the value of the named flag f of tmpl for team:
 // its static Secret's value (checked as a flag is) or the team's own
 // (PerTeam, with codec; nil when the operator has no flag key).
-func ResolveNamed(ctx context.Context, reader client.Reader, codec *flagtag.Codec, tmpl *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag, team string) (string, error) {
+func ResolveNamed(ctx context.Context, secrets organisersecret.Reader, codec *flagtag.Codec, tmpl *ctfv1alpha1.ChallengeTemplate, f *ctfv1alpha1.NamedFlag, team string) (string, error) {
 	if f.Static != nil {
-		value, err := secretValue(ctx, reader, f.Static)
+		value, err := secrets.Read(ctx, tmpl, "flag "+f.Name, f.Static)
 		if err != nil {
 			return "", err
 		}

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
@@ -59,38 +57,6 @@ func TestCheckRefusesWhatTheChartCannotRenderWithoutShowingIt(t *testing.T) {
 			g.Expect(err.Error()).To(ContainSubstring(tt.problem))
 			g.Expect(err.Error()).NotTo(ContainSubstring("secret-"), "never the value")
 			g.Expect(err.Error()).NotTo(ContainSubstring("sss"), "never the value")
-		})
-	}
-}
-
-func TestNotOrganisers(t *testing.T) {
-	marked := map[string]string{ctfv1alpha1.OrganiserSecretLabel: "true"}
-	tests := []struct {
-		name    string
-		secret  corev1.Secret
-		problem string
-	}{
-		{"marked Opaque", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: marked}, Type: corev1.SecretTypeOpaque}, ""},
-		{"marked, type left empty", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: marked}}, ""},
-		{"unmarked", corev1.Secret{}, "not marked"},
-		{"marked false", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{ctfv1alpha1.OrganiserSecretLabel: "false"}}}, "not marked"},
-		{"a ServiceAccount token", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: marked}, Type: corev1.SecretTypeServiceAccountToken}, "not Opaque"},
-		{"a Helm release", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: marked}, Type: "helm.sh/release.v1"}, "not Opaque"},
-		{"an instance's", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-			ctfv1alpha1.OrganiserSecretLabel: "true", ctfv1alpha1.InstanceLabel: "web-team-1"}}}, "belongs to an instance"},
-		{"owned by a Challenge", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: marked, OwnerReferences: []metav1.OwnerReference{
-			{APIVersion: "ctf.challenge-operator.io/v1alpha1", Kind: "Challenge", Name: "web-team-1"}}}}, "belongs to an instance"},
-		{"owned by something else", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: marked, OwnerReferences: []metav1.OwnerReference{
-			{APIVersion: "example.com/v1", Kind: "Challenge", Name: "x"}}}}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := NotOrganisers(&tt.secret)
-			if tt.problem == "" {
-				NewWithT(t).Expect(got).To(BeEmpty())
-				return
-			}
-			NewWithT(t).Expect(got).To(ContainSubstring(tt.problem))
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
 )
 
 // TestResolveFile: a secret file's content is text of at most 64 KiB, line
@@ -27,7 +28,8 @@ func TestResolveFile(t *testing.T) {
 	organisers := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ctf-organiser", Name: "tls",
 		Labels: map[string]string{ctfv1alpha1.OrganiserSecretLabel: "true"}}, Data: data}
 	unmarked := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ctf-organiser", Name: "other"}, Data: data}
-	reader := fake.NewClientBuilder().WithObjects(organisers, unmarked).Build()
+	secrets := organisersecret.Reader{Client: fake.NewClientBuilder().WithObjects(organisers, unmarked).Build(), Namespaces: []string{"ctf-organiser"}}
+	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 	for _, tt := range []struct {
 		name, secret, key string
 		reason, problem   string // "" reads it
@@ -42,7 +44,7 @@ func TestResolveFile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ref := &ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: tt.secret, Key: tt.key}
-			got, err := ResolveFile(context.Background(), reader, "spec.secretFiles[0] (/etc/key.pem)", ref)
+			got, err := ResolveFile(context.Background(), secrets, tmpl, "spec.secretFiles[0] (/etc/key.pem)", ref)
 			if tt.reason == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(got).To(Equal(string(data[tt.key])))

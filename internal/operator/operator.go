@@ -32,6 +32,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/gate"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
+	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/internal/values"
@@ -240,15 +241,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
+	// The static flags' digests and the solver check read the organiser's
+	// Secrets as the render does: within the admin's namespaces, marked.
+	organiserSecrets := organisersecret.Reader{Client: mgr.GetAPIReader(), Namespaces: opts.Values.FlagSecretNamespaces}
 	if opts.FlagCodec != nil {
-		static := &controller.StaticFlagsReconciler{Client: mgr.GetClient(), Organiser: mgr.GetAPIReader(), Live: mgr.GetAPIReader(), Codec: opts.FlagCodec,
-			FlagSecretNamespaces: opts.Values.FlagSecretNamespaces, Recorder: recorder}
+		static := &controller.StaticFlagsReconciler{Client: mgr.GetClient(), Organiser: organiserSecrets, Live: mgr.GetAPIReader(), Codec: opts.FlagCodec, Recorder: recorder}
 		if err := static.SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}
 	checker := wiring.translator.Translator
-	solver := &controller.SolverCheckReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Organiser: mgr.GetAPIReader(),
+	solver := &controller.SolverCheckReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Organiser: organiserSecrets,
 		Codec: opts.FlagCodec, Canaries: canaries, IngressNamespaces: opts.Values.IngressFromNamespaces, DNSNamespace: opts.Values.EffectiveDNSNamespace(),
 		NamespacePerInstance: features.NamespacePerInstance, Limits: limits, Recorder: recorder}
 	if err := solver.SetupWithManager(mgr); err != nil {

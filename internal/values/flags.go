@@ -32,7 +32,7 @@ func (t Translator) namedFlags(ctx context.Context, tmpl *ctfv1alpha1.ChallengeT
 	flags := make(map[string]string, len(tmpl.Spec.Flags))
 	for i := range tmpl.Spec.Flags {
 		f := &tmpl.Spec.Flags[i]
-		value, err := ctfflag.ResolveNamed(ctx, t.OrganiserReader, t.FlagCodec, tmpl, f, team)
+		value, err := ctfflag.ResolveNamed(ctx, t.secrets(), t.FlagCodec, tmpl, f, team)
 		if err != nil {
 			return err
 		}
@@ -43,11 +43,12 @@ func (t Translator) namedFlags(ctx context.Context, tmpl *ctfv1alpha1.ChallengeT
 
 // checkNamedFlags refuses named flags the operator may not render: a
 // static one from a namespace flags may not come from, a perTeam one
-// without the operator's flag key.
+// without the operator's flag key. It reads nothing: a template's check
+// judges them before any instance reads a flag.
 func (t Translator) checkNamedFlags(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	for _, f := range tmpl.Spec.Flags {
 		if f.Static != nil {
-			if err := t.Settings.checkSecretNamespace(tmpl, "flag "+f.Name, f.Static.Namespace); err != nil {
+			if err := t.secrets().Namespaces.Allow(tmpl, "flag "+f.Name, f.Static.Namespace); err != nil {
 				return err
 			}
 		}

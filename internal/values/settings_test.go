@@ -121,30 +121,3 @@ func TestCheckFlagSecret(t *testing.T) {
 		})
 	}
 }
-
-func TestCheckSecretNamespace(t *testing.T) {
-	tmpl := template(nil)
-	tests := []struct {
-		name      string
-		allowed   []string
-		namespace string
-		refused   string
-	}{
-		{"listed", []string{"a", "ctf-organiser"}, "ctf-organiser", ""},
-		{"not listed", []string{"a", "b"}, "kube-system", `reads secretEnv TOKEN from namespace "kube-system"; allowed: a, b`},
-		{"nothing listed", nil, "ctf-organiser", "allowed: none"},
-		{"no namespace is not a namespace listed", []string{"ctf-organiser"}, "", `from namespace ""`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			err := Settings{FlagSecretNamespaces: tt.allowed}.checkSecretNamespace(tmpl, "secretEnv TOKEN", tt.namespace)
-			if tt.refused == "" {
-				g.Expect(err).NotTo(HaveOccurred())
-				return
-			}
-			g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), "got %v", err)
-			g.Expect(err.Error()).To(ContainSubstring(tt.refused))
-		})
-	}
-}

@@ -37,6 +37,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 )
@@ -220,10 +221,7 @@ func (t Translator) readInputs(ctx context.Context, c *ctfv1alpha1.Challenge, tm
 	if tmpl.Spec.Flag == nil {
 		return shared, nil
 	}
-	if err := t.Settings.checkFlagSecret(tmpl); err != nil {
-		return nil, err
-	}
-	value, err := ctfflag.Resolve(ctx, t.OrganiserReader, tmpl, c.Spec.Participant)
+	value, err := ctfflag.Resolve(ctx, t.secrets(), tmpl, c.Spec.Participant)
 	if err != nil {
 		return nil, err
 	}
@@ -314,12 +312,7 @@ func (t Translator) secretEnv(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTe
 	if len(tmpl.Spec.SecretEnv) == 0 {
 		return nil
 	}
-	for _, e := range tmpl.Spec.SecretEnv {
-		if err := t.Settings.checkSecretNamespace(tmpl, "secretEnv "+e.Name, e.Secret.Namespace); err != nil {
-			return err
-		}
-	}
-	values, err := ctfflag.ResolveEnv(ctx, t.OrganiserReader, tmpl)
+	values, err := ctfflag.ResolveEnv(ctx, t.secrets(), tmpl)
 	if err != nil {
 		return err
 	}
@@ -357,12 +350,7 @@ func (t Translator) secretData(ctx context.Context, tmpl *ctfv1alpha1.ChallengeT
 	for i := range tmpl.Spec.Components {
 		comp := &tmpl.Spec.Components[i]
 		what := fmt.Sprintf("component %s's secretEnv", comp.Name)
-		for _, e := range comp.SecretEnv {
-			if err := t.Settings.checkSecretNamespace(tmpl, what+" "+e.Name, e.Secret.Namespace); err != nil {
-				return err
-			}
-		}
-		values, err := ctfflag.ResolveSecretEnv(ctx, t.OrganiserReader, what, comp.SecretEnv)
+		values, err := ctfflag.ResolveSecretEnv(ctx, t.secrets(), tmpl, what, comp.SecretEnv)
 		if err != nil {
 			return err
 		}
@@ -392,12 +380,7 @@ func (t Translator) sidecarSecrets(ctx context.Context, tmpl *ctfv1alpha1.Challe
 	for i := range sidecars {
 		sc := &sidecars[i]
 		what := fmt.Sprintf("%s[%d] (%s)'s secretEnv", field, i, sc.Name)
-		for _, e := range sc.SecretEnv {
-			if err := t.Settings.checkSecretNamespace(tmpl, what+" "+e.Name, e.Secret.Namespace); err != nil {
-				return nil, err
-			}
-		}
-		values, err := ctfflag.ResolveSecretEnv(ctx, t.OrganiserReader, what, sc.SecretEnv)
+		values, err := ctfflag.ResolveSecretEnv(ctx, t.secrets(), tmpl, what, sc.SecretEnv)
 		if err != nil {
 			return nil, err
 		}
@@ -419,10 +402,7 @@ func (t Translator) secretFiles(ctx context.Context, tmpl *ctfv1alpha1.Challenge
 	out := make([]any, 0, len(files))
 	for i, f := range files {
 		what := fmt.Sprintf("%s[%d] (%s)", field, i, f.Path)
-		if err := t.Settings.checkSecretNamespace(tmpl, what, f.Secret.Namespace); err != nil {
-			return nil, err
-		}
-		value, err := ctfflag.ResolveFile(ctx, t.OrganiserReader, what, &f.Secret)
+		value, err := ctfflag.ResolveFile(ctx, t.secrets(), tmpl, what, &f.Secret)
 		if err != nil {
 			return nil, err
 		}
@@ -1083,8 +1063,8 @@ func (s Settings) EffectiveClusterDomain() string {
 }
 
 // checkFlagSecret refuses a template whose flag Secret lies outside the
-// namespaces the operator may read flags from: otherwise whoever writes a
-// template could copy any Secret of the cluster into an instance.
+// namespaces the operator may read flags from, reading nothing: a
+// template's check judges it before any instance reads the Secret.
 func (s Settings) checkFlagSecret(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	ref := tmpl.Spec.Flag.Static
 	if d := tmpl.Spec.Flag.Dynamic; d != nil {
@@ -1093,17 +1073,12 @@ func (s Settings) checkFlagSecret(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	if ref == nil {
 		return nil
 	}
-	return s.checkSecretNamespace(tmpl, "its flag", ref.Namespace)
+	return organisersecret.Namespaces(s.FlagSecretNamespaces).Allow(tmpl, "its flag", ref.Namespace)
 }
 
-// checkSecretNamespace refuses a template that reads what (its flag, a
-// secretEnv value) from a namespace other than those flags may come from.
-func (s Settings) checkSecretNamespace(tmpl *ctfv1alpha1.ChallengeTemplate, what, namespace string) error {
-	if slices.Contains(s.FlagSecretNamespaces, namespace) {
-		return nil
-	}
-	return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "flag-secret: ChallengeTemplate %s reads %s from namespace %q; allowed: %s",
-		tmpl.Name, what, namespace, describeAllowed(s.FlagSecretNamespaces))
+// secrets reads the organiser's Secrets tmpl names, only those it may.
+func (t Translator) secrets() organisersecret.Reader {
+	return organisersecret.Reader{Client: t.OrganiserReader, Namespaces: t.Settings.FlagSecretNamespaces}
 }
 
 func toAny(ss []string) []any {
