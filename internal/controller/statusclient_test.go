@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -156,17 +157,7 @@ func TestAHelmStatusThatChangesNothingWritesNothing(t *testing.T) {
 	if err := cl.Create(ctx, ch); err != nil {
 		t.Fatal(err)
 	}
-	var applies int
-	watching, err := client.NewWithWatch(cfg, client.Options{Scheme: cl.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	counted := interceptor.NewClient(watching, interceptor.Funcs{
-		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			applies++
-			return c.SubResource(sub).Apply(ctx, obj, opts...)
-		},
-	})
+	counted, applies := countingApplies(t, cfg, cl)
 	writer := &StatusWriter{Client: counted, Reader: cl, Observer: &Observer{Reader: cl}}
 	asHelmHoldsIt := func() *unstructured.Unstructured {
 		got := &ctfv1alpha1.Challenge{}
@@ -185,14 +176,14 @@ func TestAHelmStatusThatChangesNothingWritesNothing(t *testing.T) {
 	if err := writer.MarkReleasing(ctx, asHelmHoldsIt(), lifecycle.Installing); err != nil {
 		t.Fatal(err)
 	}
-	if applies != 1 {
-		t.Fatalf("%d status writes for Pending, want 1", applies)
+	if *applies != 1 {
+		t.Fatalf("%d status writes for Pending, want 1", *applies)
 	}
 	if err := writer.MarkReleasing(ctx, asHelmHoldsIt(), lifecycle.Installing); err != nil {
 		t.Fatal(err)
 	}
-	if applies != 1 {
-		t.Errorf("%d status writes, want 1: the second status was the first", applies)
+	if *applies != 1 {
+		t.Errorf("%d status writes, want 1: the second status was the first", *applies)
 	}
 }
 
@@ -210,17 +201,7 @@ func TestAWriteIsRememberedAsStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := ch.DeepCopy() // the cache, which shows none of the writes
-	watching, err := client.NewWithWatch(cfg, client.Options{Scheme: cl.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var applies int
-	counted := interceptor.NewClient(watching, interceptor.Funcs{
-		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			applies++
-			return c.SubResource(sub).Apply(ctx, obj, opts...)
-		},
-	})
+	counted, applies := countingApplies(t, cfg, cl)
 	writer := &StatusWriter{Client: counted, Reader: lastStatus{Reader: cl, ch: stale}, Observer: &Observer{Reader: cl}}
 	for range 2 {
 		got := &ctfv1alpha1.Challenge{}
@@ -238,7 +219,24 @@ func TestAWriteIsRememberedAsStored(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if applies != 1 {
-		t.Errorf("%d status writes, want 1: the second status was the first, as stored", applies)
+	if *applies != 1 {
+		t.Errorf("%d status writes, want 1: the second status was the first, as stored", *applies)
 	}
+}
+
+// countingApplies is a client of the API server at cfg that counts its
+// server-side applies of a subresource (status writes).
+func countingApplies(t *testing.T, cfg *rest.Config, cl client.Client) (client.Client, *int) {
+	t.Helper()
+	watching, err := client.NewWithWatch(cfg, client.Options{Scheme: cl.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applies := new(int)
+	return interceptor.NewClient(watching, interceptor.Funcs{
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			*applies++
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
+		},
+	}), applies
 }

@@ -410,21 +410,36 @@ func callAt(t *testing.T, base, tok, method, path string, body any, out any) int
 		}
 		sent = data
 	}
+	req, res, data := send(t, http.DefaultClient, base, tok, method, path, sent, body != nil)
+	instancer.CheckAnswer(t, req, sent, res, data)
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: %d, not JSON: %s", method, path, res.StatusCode, data)
+		}
+	}
+	return res.StatusCode
+}
+
+// send sends method path at base with body (JSON, when withBody) as the
+// holder of tok ("" for none), through c, and returns the request, the
+// answer and its bytes, whatever they are.
+func send(t *testing.T, c *http.Client, base, tok, method, path string, body []byte, withBody bool) (*http.Request, *http.Response, []byte) {
+	t.Helper()
 	var reader io.Reader
-	if body != nil {
-		reader = bytes.NewReader(sent)
+	if withBody {
+		reader = bytes.NewReader(body)
 	}
 	req, err := http.NewRequest(method, base+path, reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != nil {
+	if withBody {
 		req.Header.Set("Content-Type", "application/json") // as the page sends it
 	}
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,13 +448,7 @@ func callAt(t *testing.T, base, tok, method, path string, body any, out any) int
 	if err != nil {
 		t.Fatal(err)
 	}
-	instancer.CheckAnswer(t, req, sent, res, data)
-	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s %s: %d, not JSON: %s", method, path, res.StatusCode, data)
-		}
-	}
-	return res.StatusCode
+	return req, res, data
 }
 
 // apiError is the API's error body.

@@ -2,10 +2,8 @@ package instancer_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -168,26 +166,13 @@ var noRedirects = &http.Client{Timeout: 20 * time.Second,
 // returns the answer's status and bytes, whatever they are.
 func ask(t *testing.T, tok, method, path string, body []byte) (int, []byte) {
 	t.Helper()
-	var reader io.Reader
-	if body != nil {
-		reader = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, api.URL+path, reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	res, err := noRedirects.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = res.Body.Close() }()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return askAt(t, api.URL, tok, method, path, body)
+}
+
+// askAt is ask of the instancer at base.
+func askAt(t *testing.T, base, tok, method, path string, body []byte) (int, []byte) {
+	t.Helper()
+	_, res, data := send(t, noRedirects, base, tok, method, path, body, body != nil)
 	return res.StatusCode, data
 }
 
@@ -295,7 +280,7 @@ func (s *sweep) solveNotice(t *testing.T) {
 	g.Expect(v.Stopped).To(BeFalse(), "the template does not destroy on solve")
 	code, answer = ask(t, tok, "POST", solvedPath, body)
 	g.Expect(code).To(Equal(http.StatusUnauthorized), "a call goes once to a replica: %s", answer)
-	code, answer = callAtRaw(t, api2.URL, tok, solvedPath, body)
+	code, answer = askAt(t, api2.URL, tok, "POST", solvedPath, body)
 	g.Expect(code).To(BeElementOf(http.StatusOK, http.StatusUnauthorized), "%s", answer)
 	g.Expect(string(answer)).NotTo(ContainSubstring(`"stopped":true`))
 	for _, extra := range []map[string]any{{"stop": true}, {"name": s.victimCh.Name}, {"namespace": "kube-system"}} {
@@ -306,27 +291,6 @@ func (s *sweep) solveNotice(t *testing.T) {
 		g.Expect(code).To(Equal(http.StatusBadRequest), "%s: %s", body, answer)
 	}
 	s.victimUntouched(g)
-}
-
-// callAtRaw posts body to path at base as the holder of tok, and returns
-// the answer's status and bytes.
-func callAtRaw(t *testing.T, base, tok, path string, body []byte) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	res, err := noRedirects.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = res.Body.Close() }()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, data
 }
 
 // description: anyone reads the description, the same bytes whoever asks

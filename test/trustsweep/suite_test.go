@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/test/harness"
@@ -108,13 +106,6 @@ func asPlatform(t *testing.T) client.Client {
 	cfg.BearerToken = tok.Status.Token
 	platform, err := client.New(cfg, client.Options{Scheme: h.Client.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
-	// The authorizer reads bindings from its cache: wait until it has this one.
-	g.Eventually(func(g Gomega) {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: platformNamespace, Verb: "create",
-				Group: ctfv1alpha1.GroupVersion.Group, Resource: "challenges"}}}
-		g.Expect(platform.Create(ctx, review)).To(Succeed())
-		g.Expect(review.Status.Allowed).To(BeTrue())
-	}, harness.Timeout, harness.Interval).Should(Succeed())
+	harness.EventuallyMayCreateChallenges(t, platform, platformNamespace)
 	return platform
 }
