@@ -3,7 +3,9 @@
 // quota or budget, or queued for the cluster's capacity. It decides nothing about what
 // an instance renders (package values does): a Challenge reaches admission
 // only once its values composed, so a claim and a place in the queue go only
-// to a Challenge whose install would be admitted.
+// to a Challenge whose install would be admitted. Its wake-ups live beside
+// its rules (wakes.go): which events free a place or a budget, and which
+// Challenges they wake.
 package admission
 
 import (

@@ -27,7 +27,6 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/containment"
-	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
@@ -109,35 +108,17 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 			return err
 		}
 		siblings := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, ch *ctfv1alpha1.Challenge) []reconcile.Request {
-			return challengeRequests(ctx, cl, notAdmitted, client.MatchingFields{admission.ParticipantField: ch.Spec.Participant})
+			return challengeRequests(ctx, cl, admission.MayWaitForBudget, client.MatchingFields{admission.ParticipantField: ch.Spec.Participant})
 		})
-		leaving := predicate.TypedFuncs[*ctfv1alpha1.Challenge]{
-			CreateFunc:  func(event.TypedCreateEvent[*ctfv1alpha1.Challenge]) bool { return false },
-			GenericFunc: func(event.TypedGenericEvent[*ctfv1alpha1.Challenge]) bool { return false },
-			UpdateFunc: func(e event.TypedUpdateEvent[*ctfv1alpha1.Challenge]) bool {
-				return e.ObjectOld.DeletionTimestamp.IsZero() && !e.ObjectNew.DeletionTimestamp.IsZero()
-			},
-		}
-		// A sibling failing before it was installed frees what the team's
-		// budget held for it in creation order, as it frees a place in the
-		// queue.
-		leavesOrFails := leaving
-		leavesOrFails.UpdateFunc = func(e event.TypedUpdateEvent[*ctfv1alpha1.Challenge]) bool {
-			return leaving.UpdateFunc(e) || failedUninstalled(e.ObjectOld, e.ObjectNew)
-		}
-		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, siblings, leavesOrFails)); err != nil {
+		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, siblings, admission.LeavesOrFails)); err != nil {
 			return err
 		}
-		// An instance leaving frees capacity, and so does one ahead in the
-		// queue failing before it was installed (the queue counts neither):
-		// the waiting ones move up at once. Woken only when one leaves, they
-		// stayed Queued behind failures with a place free; woken only when
-		// their status said Queued, one judged behind a failure not yet
-		// written as one, and written Queued after it was, stayed so.
+		// A place freed lets the waiting ones move up at once
+		// (admission.LeavesOrFails, Queue.Waiting).
 		moveUp := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *ctfv1alpha1.Challenge) []reconcile.Request {
-			return challengeRequests(ctx, cl, waiting(ctx, cl, queue))
+			return challengeRequests(ctx, cl, queue.Waiting(ctx, cl))
 		})
-		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, moveUp, leavesOrFails)); err != nil {
+		if err := c.Watch(source.Kind(mgr.GetCache(), &ctfv1alpha1.Challenge{}, moveUp, admission.LeavesOrFails)); err != nil {
 			return err
 		}
 		// A claimant being deleted waits for its pooled instance to be gone.
@@ -215,45 +196,6 @@ func challengeRequests(ctx context.Context, cl client.Reader, keep func(*ctfv1al
 }
 
 func everyChallenge(*ctfv1alpha1.Challenge) bool { return true }
-
-// notAdmitted keeps the Challenges not admitted yet, nor installed: those
-// a team's budget may hold back (an admitted one is past its judgement,
-// and woken again it would reconcile its release for nothing).
-func notAdmitted(ch *ctfv1alpha1.Challenge) bool {
-	return ch.Status.AdmittedAt == nil && !lifecycle.Installed(&ch.Status)
-}
-
-// failedUninstalled tells whether a Challenge with nothing installed has
-// just turned Error: it no longer holds a place in the queue.
-func failedUninstalled(old, cur *ctfv1alpha1.Challenge) bool {
-	return old.Status.Phase != ctfv1alpha1.PhaseError && cur.Status.Phase == ctfv1alpha1.PhaseError && !lifecycle.Installed(&cur.Status)
-}
-
-// waiting keeps the Challenges that may be waiting for capacity: Queued,
-// or not admitted, installed nor refused yet, under a bound of the queue,
-// whose judgement (Queued, perhaps, behind what has just failed or left)
-// may be under way and unwritten. Not those no bound applies to, nor those
-// admitted: each instance leaving woke every instance starting, cluster
-// wide, into a second reconcile of its release.
-func waiting(ctx context.Context, cl client.Reader, queue *admission.Queue) func(*ctfv1alpha1.Challenge) bool {
-	return func(ch *ctfv1alpha1.Challenge) bool {
-		if ch.Status.Phase == ctfv1alpha1.PhaseQueued {
-			return true
-		}
-		if !ch.DeletionTimestamp.IsZero() || ch.Status.Phase == ctfv1alpha1.PhaseError || !notAdmitted(ch) {
-			return false
-		}
-		var tmpl *ctfv1alpha1.ChallengeTemplate
-		if ch.Spec.Template != "" {
-			tmpl = &ctfv1alpha1.ChallengeTemplate{}
-			if err := cl.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
-				// Unknown: woken, as every one was.
-				return true
-			}
-		}
-		return queue.MayWait(ch, tmpl)
-	}
-}
 
 // ReleaseKinds returns an object of each kind a release renders and the
 // cache holds by the instance label: those of a namespace of its own only
