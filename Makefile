@@ -52,7 +52,7 @@ generate: $(CONTROLLER_GEN) ## Generate the deepcopy methods.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
 
 .PHONY: docs
-docs: ## Write the README's layout: every Go package by layer, the layers' picture; fails on an import the layers do not allow.
+docs: ## Write the architecture page's layout (docs/architecture.md): every Go package by layer, the layers' picture; fails on an import the layers do not allow.
 	go run ./hack/layout
 
 .PHONY: fmt
@@ -64,11 +64,11 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: manifests generate bundle docs lint ## Fail if gofmt, go vet, the linter or regeneration (code, manifests, the API reference, bundle, the README's layout) would change anything, or a build output is tracked.
+verify: manifests generate bundle docs lint ## Fail if gofmt, go vet, the linter or regeneration (code, manifests, the API reference, bundle, the architecture page's layout) would change anything, or a build output is tracked.
 	go test -count=1 -short -run 'TestNoBuildOutputIsTracked' ./test/shipping/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
-	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor README.md docs/api.md)" || { echo "generated files are stale: run make generate manifests bundle docs"; git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor README.md docs/api.md; exit 1; }
+	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor docs/api.md docs/architecture.md)" || { echo "generated files are stale: run make generate manifests bundle docs"; git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor docs/api.md docs/architecture.md; exit 1; }
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint v2 with .golangci.yml (part of verify).

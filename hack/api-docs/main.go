@@ -86,7 +86,7 @@ The kinds of ` + "`ctf.challenge-operator.io`" + `, field by field, as the API s
 whose descriptions are the doc comments of the Go types in ` + "`api/v1alpha1`" + `, so this page says what admission
 enforces (types, required fields, defaults, allowed values, bounds and the messages of the CEL rules) and cannot
 drift from it (` + "`hack/api-docs`" + `'s test fails when it is stale). Patterns are left out; the description says what a
-pattern admits. The [README](../README.md) tells how the fields work together.
+pattern admits. The [user's guide](guide.md) tells how the fields work together.
 
 `
 

@@ -33,9 +33,9 @@ const (
 	hackLayer       = "hack"
 )
 
-// layers are the tiers, in the order the README lists them, each able to
-// import only layers listed before it. No product layer lists tests or hack,
-// so a product package that imports a test helper fails the run.
+// layers are the tiers, in the order the architecture page lists them, each
+// able to import only layers listed before it. No product layer lists tests
+// or hack, so a product package that imports a test helper fails the run.
 var layers = []layer{
 	{ID: apiLayer, Short: "API", Title: "API types", Product: true},
 	{ID: coreLayer, Short: "Core", Title: "Core: an instance's identity, status, security, flag, endpoint and policy", Product: true,

@@ -138,13 +138,20 @@ func TestStrip(t *testing.T) {
 	}
 }
 
-// TestREADMEIsCurrent fails when a package, its doc comment or an import
-// between layers changed without `make docs`, or when the layers are broken.
-func TestREADMEIsCurrent(t *testing.T) {
+// TestArchitectureIsCurrent fails when a package, its doc comment or an
+// import between layers changed without `make docs`, or when the layers are
+// broken: the architecture page's picture and tables are the module's.
+func TestArchitectureIsCurrent(t *testing.T) {
 	g := NewWithT(t)
-	readme, err := os.ReadFile("../../README.md")
+	page, err := os.ReadFile("../../docs/architecture.md")
 	g.Expect(err).NotTo(HaveOccurred())
-	updated, err := generate("../..", string(readme))
+	updated, err := generate("../..", "docs/architecture.md", string(page))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(updated).To(Equal(string(readme)), "README.md is stale: run make docs")
+	g.Expect(updated).To(Equal(string(page)), "docs/architecture.md is stale: run make docs")
+}
+
+func TestToRoot(t *testing.T) {
+	for doc, want := range map[string]string{"README.md": "", "docs/architecture.md": "../", "docs/a/b.md": "../../"} {
+		NewWithT(t).Expect(toRoot(doc)).To(Equal(want), doc)
+	}
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // render writes the layout part: the picture, the rule, and one table per
-// layer.
-func render(pkgs []pkg) string {
+// layer. Its links lead from the page through toRoot to the module's root.
+func render(pkgs []pkg, toRoot string) string {
 	var b strings.Builder
 	b.WriteString("```mermaid\n")
 	b.WriteString(mermaid(pkgs))
@@ -18,7 +18,7 @@ func render(pkgs []pkg) string {
 	b.WriteString("the package imports; the tests and the tools may import any of them. A package may import packages ")
 	b.WriteString("of its own layer and of those its layer's heading lists below; `make docs` fails on any other import by a ")
 	b.WriteString("package's code (tests of a product package may also use the test helpers), and on a package ")
-	b.WriteString("no layer holds ([hack/layout/layers.go](hack/layout/layers.go)).\n")
+	fmt.Fprintf(&b, "no layer holds ([hack/layout/layers.go](%shack/layout/layers.go)).\n", toRoot)
 	for _, l := range layers {
 		in := inLayer(pkgs, l.ID)
 		if len(in) == 0 {

@@ -102,7 +102,7 @@ func available(ctx context.Context, g Gomega, cl client.Client, namespace, deplo
 }
 
 // restrictedNamespace creates a namespace enforcing Pod Security "restricted",
-// as the README tells operators to install into.
+// as docs/operations.md tells operators to install into.
 func restrictedNamespace(ctx context.Context, g Gomega, cl client.Client, name string) {
 	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}})).To(Succeed())

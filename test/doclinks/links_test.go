@@ -31,6 +31,7 @@ func TestEveryRelativeLinkResolves(t *testing.T) {
 			files = append(files, filepath.ToSlash(rel))
 		}
 	}
+	g.Expect(files).To(ContainElements("docs/guide.md", "docs/api.md", "docs/architecture.md", "docs/operations.md"))
 	var problems []string
 	links := 0
 	for _, f := range files {

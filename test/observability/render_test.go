@@ -106,7 +106,7 @@ var palette = []string{"#73bf69", "#f2cc0c", "#5794f2", "#ff780a", "#b877d9", "#
 // TestDashboardRenders draws the dashboard's panels where its grid puts
 // them, with demo data, as a static page in headless Chromium, and checks
 // every panel is on it. The screenshot goes to $DASHBOARD_SCREENSHOT
-// (docs/dashboard.png in the README), else to the test's directory.
+// (docs/dashboard.png in docs/operations.md), else to the test's directory.
 func TestDashboardRenders(t *testing.T) {
 	g := NewWithT(t)
 	browser.Chromium(t) // before any setup: skipped early without a browser

@@ -45,8 +45,8 @@ const (
 )
 
 // contract is every right the platform holds in its namespace, as the
-// README states it: a right added to the shipped role fails the test until
-// it is added here, and to the README.
+// user's guide (docs/guide.md) states it: a right added to the shipped role
+// fails the test until it is added here, and to the guide.
 var contract = []string{
 	"challenges.ctf.challenge-operator.io create",
 	"challenges.ctf.challenge-operator.io delete",
@@ -57,7 +57,7 @@ var contract = []string{
 }
 
 // TestPlatformRole binds the shipped role to the ServiceAccount ctfd in the
-// namespace platform, as the README tells an admin to, and acts as ctfd with
+// namespace platform, as the user's guide tells an admin to, and acts as ctfd with
 // a token of it: it creates, reads, lists, watches, renews (a patch of
 // spec.renewedAt) and deletes a Challenge there, is refused everything else
 // tried, and holds there exactly the rights of contract beyond what every

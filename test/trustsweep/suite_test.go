@@ -74,8 +74,8 @@ func TestMain(m *testing.M) {
 }
 
 // asPlatform binds the platform's ClusterRole, as the OLM bundle ships
-// it, to the platform's ServiceAccount in platformNamespace, as the README
-// tells an admin to, and returns a client holding a token of it.
+// it, to the platform's ServiceAccount in platformNamespace, as the user's
+// guide tells an admin to, and returns a client holding a token of it.
 func asPlatform(t *testing.T) client.Client {
 	t.Helper()
 	g := NewWithT(t)
