@@ -34,9 +34,10 @@ all: build
 # into the Role and ClusterRole of config/namespaced, and chart-gen writes the
 # install chart's CRDs, RBAC, alerts, dashboard and values schema (dist/chart)
 # from all of these. api-docs writes the API reference (docs/api.md) from the
-# CRDs' schemas, whose descriptions are the API types' doc comments.
+# CRDs' schemas, whose descriptions are the API types' doc comments, and the
+# flags of docs/operations.md from the binaries' flag sets.
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC manifests from the markers, the API reference (docs/api.md) and the install chart's copies.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC manifests from the markers, the API reference and flags (docs/api.md, docs/operations.md) and the install chart's copies.
 	$(CONTROLLER_GEN) crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 	go run ./hack/api-docs
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/controller/...;./internal/operator" output:rbac:artifacts:config=config/rbac
@@ -64,11 +65,11 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: manifests generate bundle docs lint ## Fail if gofmt, go vet, the linter or regeneration (code, manifests, the API reference, bundle, the architecture page's layout) would change anything, or a build output is tracked.
+verify: manifests generate bundle docs lint ## Fail if gofmt, go vet, the linter or regeneration (code, manifests, the API reference and flags, bundle, the architecture page's layout) would change anything, or a build output is tracked.
 	go test -count=1 -short -run 'TestNoBuildOutputIsTracked' ./test/shipping/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
-	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor docs/api.md docs/architecture.md)" || { echo "generated files are stale: run make generate manifests bundle docs"; git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor docs/api.md docs/architecture.md; exit 1; }
+	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor docs/api.md docs/operations.md docs/architecture.md)" || { echo "generated files are stale: run make generate manifests bundle docs"; git status --porcelain -- config api bundle bundle.Dockerfile dist internal/selfmonitor docs/api.md docs/operations.md docs/architecture.md; exit 1; }
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint v2 with .golangci.yml (part of verify).

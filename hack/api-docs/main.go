@@ -3,14 +3,17 @@
 // field of each kind's spec and status with its type, whether it is required,
 // its default, the values and bounds it allows, the messages of its CEL rules
 // and its description. The reference is thus the API server's own view of the
-// API and cannot drift from it. `make manifests` runs it after controller-gen;
-// -check writes nothing and fails when docs/api.md is stale, as the package's
-// test does.
+// API and cannot drift from it. It also writes the flags part of
+// docs/operations.md from the operator's and the instancer's own flag sets.
+// `make manifests` runs it after controller-gen; -check writes nothing and
+// fails when either is stale, as the package's test does.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,32 +26,46 @@ import (
 func main() {
 	crds := flag.String("crds", "config/crd/bases", "the directory of the CRDs controller-gen writes")
 	out := flag.String("out", "docs/api.md", "the API reference written")
-	check := flag.Bool("check", false, "write nothing; fail if the reference is not current")
+	flagsDoc := flag.String("flags-doc", "docs/operations.md", "the page whose flags part is written")
+	check := flag.Bool("check", false, "write nothing; fail if the reference or the flags are not current")
 	flag.Parse()
-	if err := run(*crds, *out, *check); err != nil {
+	if err := run(*crds, *out, *flagsDoc, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "api-docs:", err)
 		os.Exit(1)
 	}
 }
 
-// run writes the reference of the CRDs in dir to out, or with check only
-// compares them.
-func run(dir, out string, check bool) error {
+// run writes the reference of the CRDs in dir to out and the flags part of
+// flagsDoc, or with check only compares them.
+func run(dir, out, flagsDoc string, check bool) error {
 	doc, err := generate(dir)
 	if err != nil {
 		return err
 	}
-	if check {
-		old, err := os.ReadFile(out)
-		if err != nil {
-			return err
-		}
-		if string(old) != doc {
-			return fmt.Errorf("%s is stale: run make manifests", out)
-		}
+	if err := update(out, func(string) (string, error) { return doc, nil }, check); err != nil {
+		return err
+	}
+	return update(flagsDoc, withFlags, check)
+}
+
+// update writes the file at path as write makes it from its current text, or
+// with check fails if that would change it.
+func update(path string, write func(old string) (string, error), check bool) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !(errors.Is(err, fs.ErrNotExist) && !check) {
+		return err
+	}
+	text, err := write(string(old))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if text == string(old) {
 		return nil
 	}
-	return os.WriteFile(out, []byte(doc), 0o644)
+	if check {
+		return fmt.Errorf("%s is stale: run make manifests", path)
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
 }
 
 // generate is the reference of the CRDs in dir, in the order of their files'

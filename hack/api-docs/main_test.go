@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/challenge-operator/challenge-operator/hack/internal/marker"
 )
 
 // TestAPIReferenceIsCurrent fails when a doc comment, a marker or a field of
@@ -25,18 +27,42 @@ func TestAPIReferenceIsCurrent(t *testing.T) {
 	}
 }
 
+// TestFlagsAreCurrent fails when a flag of the operator or the instancer,
+// its default or its help changed without `make manifests` writing the
+// operations page's flags part again.
+func TestFlagsAreCurrent(t *testing.T) {
+	g := NewWithT(t)
+	page, err := os.ReadFile("../../docs/operations.md")
+	g.Expect(err).NotTo(HaveOccurred())
+	want, err := withFlags(string(page))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(page)).To(Equal(want), "docs/operations.md's flags are stale: run make manifests")
+	for _, f := range []string{"`--max-pod-security` | `baseline`", "`--pool-namespace` |", "`--starts-per-minute` | `3`"} {
+		g.Expect(want).To(ContainSubstring("| "+f), "the flags have a row for %s", f)
+	}
+}
+
 func TestRunCheck(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
-	out := filepath.Join(dir, "api.md")
-	g.Expect(run("../../config/crd/bases", out, false)).To(Succeed())
-	g.Expect(run("../../config/crd/bases", out, true)).To(Succeed())
+	out, page := filepath.Join(dir, "api.md"), filepath.Join(dir, "operations.md")
+	g.Expect(os.WriteFile(page, []byte("# Operations\n\n"+marker.Section(flagsPart, "")+"\nAfter.\n"), 0o644)).To(Succeed())
+	g.Expect(run("../../config/crd/bases", out, page, false)).To(Succeed())
+	g.Expect(run("../../config/crd/bases", out, page, true)).To(Succeed())
+	b, err := os.ReadFile(page)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(b)).To(And(HavePrefix("# Operations\n\n<!-- BEGIN flags"), ContainSubstring("| `--max-instances` |"), HaveSuffix("-->\nAfter.\n")))
+
 	g.Expect(os.WriteFile(out, []byte("stale"), 0o644)).To(Succeed())
-	g.Expect(run("../../config/crd/bases", out, true)).To(MatchError(ContainSubstring("api.md is stale: run make manifests")))
-	b, err := os.ReadFile(out)
+	g.Expect(run("../../config/crd/bases", out, page, true)).To(MatchError(ContainSubstring("api.md is stale: run make manifests")))
+	b, err = os.ReadFile(out)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(b)).To(Equal("stale"), "-check writes nothing")
-	g.Expect(run(dir, out, false)).To(MatchError(ContainSubstring("no CRDs in")))
+
+	g.Expect(run("../../config/crd/bases", out, page, false)).To(Succeed())
+	g.Expect(os.WriteFile(page, []byte("no markers"), 0o644)).To(Succeed())
+	g.Expect(run("../../config/crd/bases", out, page, true)).To(MatchError(ContainSubstring("want exactly one")))
+	g.Expect(run(dir, out, page, false)).To(MatchError(ContainSubstring("no CRDs in")))
 }
 
 func TestTypeCell(t *testing.T) {
