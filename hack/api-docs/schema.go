@@ -201,7 +201,7 @@ func constraints(s *schema) []string {
 	if enum := enumOf(s); len(enum) > 0 {
 		c = append(c, "one of "+strings.Join(enum, ", "))
 	}
-	c = appendRange(c, "", s.Minimum, s.Maximum, s.ExclusiveMinimum, s.ExclusiveMaximum)
+	c = appendRange(c, s.Minimum, s.Maximum, s.ExclusiveMinimum, s.ExclusiveMaximum)
 	c = appendCount(c, s.MinLength, s.MaxLength, "character")
 	c = appendCount(c, s.MinItems, s.MaxItems, "item")
 	c = appendCount(c, s.MinProperties, s.MaxProperties, "entry")
@@ -238,7 +238,7 @@ func enumOf(s *schema) []string {
 
 // enumsOf are the enumerations of schemas.
 func enumsOf(schemas []schema) [][]apiextensionsv1.JSON {
-	var out [][]apiextensionsv1.JSON
+	out := make([][]apiextensionsv1.JSON, 0, len(schemas))
 	for _, s := range schemas {
 		out = append(out, s.Enum)
 	}
@@ -247,7 +247,7 @@ func enumsOf(schemas []schema) [][]apiextensionsv1.JSON {
 
 // appendRange appends a numeric range, as "1 to 65535", "at least 0" or
 // "at most 8" ("above"/"below" when exclusive).
-func appendRange(c []string, _ string, lo, hi *float64, exLo, exHi bool) []string {
+func appendRange(c []string, lo, hi *float64, exLo, exHi bool) []string {
 	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 	switch {
 	case lo != nil && hi != nil && !exLo && !exHi:
