@@ -355,8 +355,11 @@ func organiserProbes() map[string][]probe {
 				if err := h.Client.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
 					return fmt.Errorf("reading the template to change: %w", err)
 				}
+				// A patch of the spec alone, as kubectl edit sends it: no status
+				// write of the operator's makes it conflict.
+				patch := client.MergeFrom(tmpl.DeepCopy())
 				tmpl.Spec.Sharing = ctfv1alpha1.SharingShared
-				return h.Client.Update(ctx, tmpl)
+				return h.Client.Patch(ctx, tmpl, patch)
 			}}},
 		"ChallengeTemplate spec.instancer": tmpl("startable without an end",
 			func(s *ctfv1alpha1.ChallengeTemplateSpec) {
