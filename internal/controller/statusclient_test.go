@@ -159,27 +159,13 @@ func TestAHelmStatusThatChangesNothingWritesNothing(t *testing.T) {
 	}
 	counted, applies := countingApplies(t, cfg, cl)
 	writer := &StatusWriter{Client: counted, Reader: cl, Observer: &Observer{Reader: cl}}
-	asHelmHoldsIt := func() *unstructured.Unstructured {
-		got := &ctfv1alpha1.Challenge{}
-		if err := cl.Get(ctx, client.ObjectKeyFromObject(ch), got); err != nil {
-			t.Fatal(err)
-		}
-		got.Status = ctfv1alpha1.ChallengeStatus{Conditions: got.Status.Conditions}
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{Object: content}
-		u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
-		return u
-	}
-	if err := writer.MarkReleasing(ctx, asHelmHoldsIt(), lifecycle.Installing); err != nil {
+	if err := writer.MarkReleasing(ctx, asHelmHoldsIt(t, cl, ch), lifecycle.Installing); err != nil {
 		t.Fatal(err)
 	}
 	if *applies != 1 {
 		t.Fatalf("%d status writes for Pending, want 1", *applies)
 	}
-	if err := writer.MarkReleasing(ctx, asHelmHoldsIt(), lifecycle.Installing); err != nil {
+	if err := writer.MarkReleasing(ctx, asHelmHoldsIt(t, cl, ch), lifecycle.Installing); err != nil {
 		t.Fatal(err)
 	}
 	if *applies != 1 {
@@ -204,18 +190,7 @@ func TestAWriteIsRememberedAsStored(t *testing.T) {
 	counted, applies := countingApplies(t, cfg, cl)
 	writer := &StatusWriter{Client: counted, Reader: lastStatus{Reader: cl, ch: stale}, Observer: &Observer{Reader: cl}}
 	for range 2 {
-		got := &ctfv1alpha1.Challenge{}
-		if err := cl.Get(ctx, client.ObjectKeyFromObject(ch), got); err != nil {
-			t.Fatal(err)
-		}
-		got.Status = ctfv1alpha1.ChallengeStatus{Conditions: got.Status.Conditions}
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{Object: content}
-		u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
-		if err := writer.MarkReleasing(ctx, u, lifecycle.Installing); err != nil {
+		if err := writer.MarkReleasing(ctx, asHelmHoldsIt(t, cl, ch), lifecycle.Installing); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -239,4 +214,22 @@ func countingApplies(t *testing.T, cfg *rest.Config, cl client.Client) (client.C
 			return c.SubResource(sub).Apply(ctx, obj, opts...)
 		},
 	}), applies
+}
+
+// asHelmHoldsIt is ch as the Helm reconciler holds it, read now from cl: its
+// status rebuilt as the reconciler's own, the conditions alone.
+func asHelmHoldsIt(t *testing.T, cl client.Client, ch *ctfv1alpha1.Challenge) *unstructured.Unstructured {
+	t.Helper()
+	got := &ctfv1alpha1.Challenge{}
+	if err := cl.Get(context.Background(), client.ObjectKeyFromObject(ch), got); err != nil {
+		t.Fatal(err)
+	}
+	got.Status = ctfv1alpha1.ChallengeStatus{Conditions: got.Status.Conditions}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(ctfv1alpha1.GroupVersion.WithKind("Challenge"))
+	return u
 }
