@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -30,6 +29,8 @@ import (
 // a crash cut short). It never touches an instance a team has claimed.
 type PoolReconciler struct {
 	Pools *pool.Pools
+	// Status reads the template and writes its status.pool.
+	Status *TemplateStatusWriter
 	// Live reads a claimant the cache does not hold, before its pooled
 	// instance is deleted as an orphan: it may be too new to be cached.
 	Live     client.Reader
@@ -40,19 +41,15 @@ type PoolReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challenges,verbs=create;delete
-// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challengetemplates/status,verbs=get;update;patch
 
 // Reconcile sizes one template's pool.
 func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := r.Pools
-	tmpl := &ctfv1alpha1.ChallengeTemplate{}
-	if err := p.Reader.Get(ctx, req.NamespacedName, tmpl); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Its unclaimed instances are owned by it: the garbage collector takes them.
-			metrics.ForgetPool(req.Name)
-			r.announced.Delete(req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	// Its unclaimed instances are owned by it: when it is gone, the
+	// garbage collector takes them.
+	tmpl, err := r.Status.Read(ctx, req.NamespacedName, r.forget)
+	if tmpl == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	var list ctfv1alpha1.ChallengeList
 	// Read-only: the cache's own objects, not a copy each (a burst of claims
@@ -144,7 +141,7 @@ func (r *PoolReconciler) report(ctx context.Context, tmpl *ctfv1alpha1.Challenge
 	} else {
 		metrics.ObservePool(tmpl.Name, status.Size, status.Ready, status.Target)
 	}
-	return r.writeStatus(ctx, tmpl, status)
+	return r.Status.Set(ctx, tmpl, func(st *ctfv1alpha1.ChallengeTemplateStatus) { st.Pool = status })
 }
 
 // deleteOrphan deletes a claimed pooled instance whose claimant is gone.
@@ -202,14 +199,10 @@ func (r *PoolReconciler) delete(ctx context.Context, tmpl *ctfv1alpha1.Challenge
 	return nil
 }
 
-// writeStatus sets tmpl's status.pool.
-func (r *PoolReconciler) writeStatus(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, status *ctfv1alpha1.PoolStatus) error {
-	if equality.Semantic.DeepEqual(tmpl.Status.Pool, status) {
-		return nil
-	}
-	patch := client.MergeFrom(tmpl.DeepCopy())
-	tmpl.Status.Pool = status
-	return client.IgnoreNotFound(r.Pools.Client.Status().Patch(ctx, tmpl, patch))
+// forget drops what is kept of the template name, gone.
+func (r *PoolReconciler) forget(name string) {
+	metrics.ForgetPool(name)
+	r.announced.Delete(name)
 }
 
 // SetupWithManager watches templates, their pooled instances and their demand.

@@ -52,6 +52,7 @@ func startPool(t *testing.T, name string, spec *ctfv1alpha1.PoolSpec, now *time.
 	p := &poolUnderTest{cl: cl, demand: &pool.Demand{Now: func() time.Time { return *now }}, recorder: events.NewFakeRecorder(100), tmpl: tmpl}
 	p.r = &controller.PoolReconciler{
 		Pools:    &pool.Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: p.demand},
+		Status:   &controller.TemplateStatusWriter{Client: cl, Live: cl},
 		Live:     cl,
 		Recorder: p.recorder,
 	}

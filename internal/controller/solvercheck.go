@@ -42,6 +42,8 @@ import (
 // and claims (containment.Pause) until a run passes.
 type SolverCheckReconciler struct {
 	Client client.Client
+	// Status reads the template and writes the check's outcome.
+	Status *TemplateStatusWriter
 	// Live reads what the cache does not hold: the solver's Secret, a Job
 	// just created.
 	Live client.Reader
@@ -76,38 +78,27 @@ type SolverCheckReconciler struct {
 
 // Reconcile runs one template's solver check one step on.
 func (r *SolverCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	tmpl := &ctfv1alpha1.ChallengeTemplate{}
-	if err := r.Client.Get(ctx, req.NamespacedName, tmpl); err != nil {
-		if apierrors.IsNotFound(err) {
-			metrics.ForgetSolver(req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
+	return r.Status.Decide(ctx, req.NamespacedName, metrics.ForgetSolver, r.decide)
+}
+
+// decide takes tmpl's solver check one step on (step); the end of a run is
+// told (its Event, its count) once the status holds it: a refused write
+// reads the run again, and it is told once.
+func (r *SolverCheckReconciler) decide(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) (TemplateDecision, error) {
 	canaries, err := r.solverCanaries(ctx, tmpl)
 	if err != nil {
-		return ctrl.Result{}, err
+		return TemplateDecision{}, err
 	}
-	before := tmpl.DeepCopy()
 	result, announce, err := r.step(ctx, tmpl, canaries)
-	if err != nil {
-		return ctrl.Result{}, err
+	if err != nil || announce == nil {
+		return TemplateDecision{Result: result}, err
 	}
-	if equalStatus(before, tmpl) {
-		return result, nil
-	}
-	err = r.Client.Status().Patch(ctx, tmpl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	if err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if announce != nil {
-		// Once the status holds the run: a refused write reads the run
-		// again, and it is told (and counted) once.
-		announce()
-	}
-	return result, nil
+	return TemplateDecision{Result: result, Then: func(_ context.Context, written bool) error {
+		if written {
+			announce()
+		}
+		return nil
+	}}, nil
 }
 
 // step decides and acts for tmpl, whose solver canaries are canaries,

@@ -51,7 +51,7 @@ func TestTheSolverCheckReadsNoFlagFromANamespaceNotAllowed(t *testing.T) {
 			marked := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere.Namespace, Name: elsewhere.Name,
 				Labels: map[string]string{ctfv1alpha1.OrganiserSecretLabel: "true"}}, Data: map[string][]byte{"flag": []byte("CTF{not-for-templates}")}}
 			cl := fake.NewClientBuilder().WithScheme(fakeScheme(g)).WithObjects(tmpl, canary, marked).WithStatusSubresource(tmpl, canary).Build()
-			r := &SolverCheckReconciler{Client: cl, Live: cl, Canaries: canaries, Recorder: events.NewFakeRecorder(10),
+			r := &SolverCheckReconciler{Client: cl, Status: &TemplateStatusWriter{Client: cl, Live: cl}, Live: cl, Canaries: canaries, Recorder: events.NewFakeRecorder(10),
 				Organiser: organisersecret.Reader{Client: cl, Namespaces: organisersecret.Namespaces{"ctf-organiser"}}}
 
 			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "web"}})

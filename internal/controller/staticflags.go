@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -45,6 +44,8 @@ import (
 // value, and the old one goes when the last instance that showed it does.
 type StaticFlagsReconciler struct {
 	Client client.Client
+	// Status reads the template and writes its status.staticFlags.
+	Status *TemplateStatusWriter
 	// Organiser reads the organiser's Secrets, uncached, only those a
 	// template may read.
 	Organiser organisersecret.Reader
@@ -76,9 +77,9 @@ const (
 
 // Reconcile publishes one template's static flags' digests.
 func (r *StaticFlagsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	tmpl := &ctfv1alpha1.ChallengeTemplate{}
-	if err := r.Client.Get(ctx, req.NamespacedName, tmpl); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	tmpl, err := r.Status.Read(ctx, req.NamespacedName, nil)
+	if tmpl == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	var digests []ctfv1alpha1.StaticFlagDigest
 	for i := range tmpl.Spec.Flags {
@@ -101,20 +102,15 @@ func (r *StaticFlagsReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	candidates := retire(tmpl.Status.StaticFlags, digests, metav1.NewTime(time.Now().Truncate(time.Second)))
 	var served []ServedFlags
 	if holdsPrevious(candidates) {
-		var err error
 		if served, err = r.served(ctx, tmpl); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	next, changes := HoldServed(tmpl.Status.StaticFlags, candidates, served)
-	if equality.Semantic.DeepEqual(next, tmpl.Status.StaticFlags) {
-		return result, nil
+	if err := r.Status.Set(ctx, tmpl, func(st *ctfv1alpha1.ChallengeTemplateStatus) { st.StaticFlags = next }); err != nil {
+		return ctrl.Result{}, err
 	}
-	patch := client.MergeFrom(tmpl.DeepCopy())
-	tmpl.Status.StaticFlags = next
-	if err := r.Client.Status().Patch(ctx, tmpl, patch); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
+	// Told once the status holds them: each is a change of the status.
 	r.announce(tmpl, changes)
 	return result, nil
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -42,9 +40,12 @@ const (
 // the admin's bounds), Degraded (its newest instances keep failing, so its
 // new starts wait) and Ready. While a template is Degraded it tries canary
 // instances of the operator's own (package containment decides when). It
-// is the one writer of the template's conditions and status.health.
+// computes the template's conditions but SolverHealthy, status.health and
+// status.observedGeneration, which Status writes.
 type TemplateConditionsReconciler struct {
 	Client client.Client
+	// Status reads the template and writes what was decided.
+	Status *TemplateStatusWriter
 	// Check refuses a template its instances could not be installed from
 	// (values.Translator.CheckTemplate), naming the flag.
 	Check func(*ctfv1alpha1.ChallengeTemplate) error
@@ -59,20 +60,21 @@ type TemplateConditionsReconciler struct {
 
 // Reconcile writes one template's conditions, and creates or deletes its canary.
 func (r *TemplateConditionsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	tmpl := &ctfv1alpha1.ChallengeTemplate{}
-	if err := r.Client.Get(ctx, req.NamespacedName, tmpl); err != nil {
-		if apierrors.IsNotFound(err) {
-			metrics.ForgetTemplateHealth(req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
+	return r.Status.Decide(ctx, req.NamespacedName, metrics.ForgetTemplateHealth, r.decide)
+}
+
+// decide sets tmpl's conditions, health and observed generation from its
+// instances. What is done about its health comes once they are written: a
+// decision made from a template that changed meanwhile is made again, and
+// one whose canary was deleted (it ran) is never lost to a refused write
+// (the status would wait for a canary gone).
+func (r *TemplateConditionsReconciler) decide(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) (TemplateDecision, error) {
 	var list ctfv1alpha1.ChallengeList
 	// Read-only: the cache's own objects.
 	if err := r.Client.List(ctx, &list, client.MatchingFields{TemplateField: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, err
+		return TemplateDecision{}, err
 	}
 	health := containment.Decide(tmpl, list.Items, r.Canaries, r.now())
-	before := tmpl.DeepCopy()
 	apimeta.SetStatusCondition(&tmpl.Status.Conditions, health.Degraded)
 	for _, c := range TemplateConditions(tmpl, r.Check(tmpl)) {
 		apimeta.SetStatusCondition(&tmpl.Status.Conditions, c)
@@ -82,32 +84,18 @@ func (r *TemplateConditionsReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	tmpl.Status.ObservedGeneration = tmpl.Generation
 	tmpl.Status.Health = &health.Health
-	if !equalStatus(before, tmpl) {
-		// Written before anything is done about it, optimistically locked:
-		// a decision made from a template that changed meanwhile is made
-		// again, and one whose canary was deleted (it ran) is never lost to
-		// a refused write (the status would wait for a canary gone).
-		err := r.Client.Status().Patch(ctx, tmpl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	then := func(ctx context.Context, _ bool) error {
+		if err := r.applyCanaries(ctx, tmpl, health); err != nil {
+			return err
 		}
-		if err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+		metrics.ObserveTemplateHealth(tmpl.Name, containment.Degraded(tmpl), health.Ran)
+		if health.Event != nil {
+			r.Recorder.Eventf(tmpl, nil, health.Event.Type, health.Event.Reason, "Contain", "%s", health.Event.Message)
 		}
+		return nil
 	}
-	if err := r.applyCanaries(ctx, tmpl, health); err != nil {
-		return ctrl.Result{}, err
-	}
-	metrics.ObserveTemplateHealth(tmpl.Name, containment.Degraded(tmpl), health.Ran)
-	if health.Event != nil {
-		r.Recorder.Eventf(tmpl, nil, health.Event.Type, health.Event.Reason, "Contain", "%s", health.Event.Message)
-	}
-	return ctrl.Result{RequeueAfter: health.RequeueAfter}, nil
+	return TemplateDecision{Result: ctrl.Result{RequeueAfter: health.RequeueAfter}, Then: then}, nil
 }
-
-// conflictRetry is how soon a template whose status changed under a
-// decision is looked at again: at once, but after the cache has it.
-const conflictRetry = 100 * time.Millisecond
 
 // applyCanaries deletes the canaries the decision is done with and
 // creates the one it tries.
@@ -165,23 +153,6 @@ func TemplateConditions(tmpl *ctfv1alpha1.ChallengeTemplate, refused error) []me
 		return append(out, cond(TemplateReady, metav1.ConditionFalse, "PoolFilling", "no pooled instance is ready to claim yet"))
 	}
 	return append(out, cond(TemplateReady, metav1.ConditionTrue, "Ready", "teams' instances can be served"))
-}
-
-// equalStatus tells whether a and b have the same conditions (but for their
-// transition times, which SetStatusCondition keeps), health, solver check
-// and observed generation.
-func equalStatus(a, b *ctfv1alpha1.ChallengeTemplate) bool {
-	if a.Status.ObservedGeneration != b.Status.ObservedGeneration || len(a.Status.Conditions) != len(b.Status.Conditions) ||
-		!apiequality.Semantic.DeepEqual(a.Status.Health, b.Status.Health) || !apiequality.Semantic.DeepEqual(a.Status.Solver, b.Status.Solver) {
-		return false
-	}
-	for _, c := range b.Status.Conditions {
-		old := apimeta.FindStatusCondition(a.Status.Conditions, c.Type)
-		if old == nil || old.Status != c.Status || old.Reason != c.Reason || old.Message != c.Message || old.ObservedGeneration != c.ObservedGeneration {
-			return false
-		}
-	}
-	return true
 }
 
 // SetupWithManager watches templates (their pool's status among them) and

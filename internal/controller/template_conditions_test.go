@@ -52,11 +52,11 @@ func TestARefusedStatusWriteDoesNothing(t *testing.T) {
 	tmpl.Status.Health = &ctfv1alpha1.TemplateHealth{Canary: canary.Name, NextCanaryAt: ptr.To(metav1.NewTime(time.Now().Add(time.Minute)))}
 	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tmpl, canary).WithStatusSubresource(tmpl, canary).
 		WithIndex(&ctfv1alpha1.Challenge{}, TemplateField, func(o client.Object) []string { return []string{o.(*ctfv1alpha1.Challenge).Spec.Template} }).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
 			return apierrors.NewConflict(schema.GroupResource{Group: ctfv1alpha1.GroupVersion.Group, Resource: "challengetemplates"}, "web", nil)
 		}}).Build()
 	recorder := events.NewFakeRecorder(10)
-	r := &TemplateConditionsReconciler{Client: cl, Check: func(*ctfv1alpha1.ChallengeTemplate) error { return nil }, Canaries: canaries, Recorder: recorder}
+	r := &TemplateConditionsReconciler{Client: cl, Status: &TemplateStatusWriter{Client: cl, Live: cl}, Check: func(*ctfv1alpha1.ChallengeTemplate) error { return nil }, Canaries: canaries, Recorder: recorder}
 
 	result, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "web"}})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -83,11 +83,11 @@ func TestARefusedSolverStatusWriteAnnouncesNothing(t *testing.T) {
 	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"}}
 	tmpl.Status.Solver = &ctfv1alpha1.SolverStatus{Canary: canary.Name, Job: job.Name, Runs: 1}
 	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tmpl, canary, job).WithStatusSubresource(tmpl, canary, job).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
 			return apierrors.NewConflict(schema.GroupResource{Group: ctfv1alpha1.GroupVersion.Group, Resource: "challengetemplates"}, "web", nil)
 		}}).Build()
 	recorder := events.NewFakeRecorder(10)
-	r := &SolverCheckReconciler{Client: cl, Live: cl, Organiser: organisersecret.Reader{Client: cl}, Canaries: canaries, Recorder: recorder}
+	r := &SolverCheckReconciler{Client: cl, Status: &TemplateStatusWriter{Client: cl, Live: cl}, Live: cl, Organiser: organisersecret.Reader{Client: cl}, Canaries: canaries, Recorder: recorder}
 
 	for range 2 {
 		result, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "web"}})

@@ -18,16 +18,17 @@ const TemplateField = "spec.template"
 // TemplateStatusReconciler keeps ChallengeTemplate.status.activeInstances true.
 type TemplateStatusReconciler struct {
 	Client client.Client
+	// Status writes the count.
+	Status *TemplateStatusWriter
 }
 
 // +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challengetemplates,verbs=get;list;watch
-// +kubebuilder:rbac:groups=ctf.challenge-operator.io,resources=challengetemplates/status,verbs=get;update;patch
 
 // Reconcile counts the template's Challenges that are not being deleted.
 func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	tmpl := &ctfv1alpha1.ChallengeTemplate{}
-	if err := r.Client.Get(ctx, req.NamespacedName, tmpl); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	tmpl, err := r.Status.Read(ctx, req.NamespacedName, nil)
+	if tmpl == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	var list ctfv1alpha1.ChallengeList
 	// Read-only, so the cache's own objects: a copy of each would cost the
@@ -41,12 +42,7 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			active++
 		}
 	}
-	if tmpl.Status.ActiveInstances == active {
-		return ctrl.Result{}, nil
-	}
-	patch := client.MergeFrom(tmpl.DeepCopy())
-	tmpl.Status.ActiveInstances = active
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, tmpl, patch))
+	return ctrl.Result{}, r.Status.Set(ctx, tmpl, func(st *ctfv1alpha1.ChallengeTemplateStatus) { st.ActiveInstances = active })
 }
 
 // SetupWithManager watches templates and the Challenges that use them.

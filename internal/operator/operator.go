@@ -231,8 +231,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
+	// A template's status has one writer; its controllers hand it each part.
+	templateStatus := &controller.TemplateStatusWriter{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	if features.Pools {
-		if err := (&controller.PoolReconciler{Pools: pools, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+		if err := (&controller.PoolReconciler{Pools: pools, Status: templateStatus, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		delivery := &controller.FlagDeliveryReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Pools: pools, Codec: opts.FlagCodec,
@@ -245,23 +247,23 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	// Secrets as the render does: within the admin's namespaces, marked.
 	organiserSecrets := organisersecret.Reader{Client: mgr.GetAPIReader(), Namespaces: opts.Values.FlagSecretNamespaces}
 	if opts.FlagCodec != nil {
-		static := &controller.StaticFlagsReconciler{Client: mgr.GetClient(), Organiser: organiserSecrets, Live: mgr.GetAPIReader(), Codec: opts.FlagCodec, Recorder: recorder}
+		static := &controller.StaticFlagsReconciler{Client: mgr.GetClient(), Status: templateStatus, Organiser: organiserSecrets, Live: mgr.GetAPIReader(), Codec: opts.FlagCodec, Recorder: recorder}
 		if err := static.SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}
 	checker := wiring.translator.Translator
-	solver := &controller.SolverCheckReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Organiser: organiserSecrets,
+	solver := &controller.SolverCheckReconciler{Client: mgr.GetClient(), Status: templateStatus, Live: mgr.GetAPIReader(), Organiser: organiserSecrets,
 		Codec: opts.FlagCodec, Canaries: canaries, IngressNamespaces: opts.Values.IngressFromNamespaces, DNSNamespace: opts.Values.EffectiveDNSNamespace(),
 		NamespacePerInstance: features.NamespacePerInstance, Limits: limits, Recorder: recorder}
 	if err := solver.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	conditions := &controller.TemplateConditionsReconciler{Client: mgr.GetClient(), Check: checker.CheckTemplate, Canaries: canaries, Recorder: recorder}
+	conditions := &controller.TemplateConditionsReconciler{Client: mgr.GetClient(), Status: templateStatus, Check: checker.CheckTemplate, Canaries: canaries, Recorder: recorder}
 	if err := conditions.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&controller.TemplateStatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+	return (&controller.TemplateStatusReconciler{Client: mgr.GetClient(), Status: templateStatus}).SetupWithManager(mgr)
 }
 
 // teamBudget is the team budget of opts, priced by the values the
