@@ -122,12 +122,10 @@ func TestVerificationTellsWhoseFlagItIs(t *testing.T) {
 	g.Expect(metric(t, api, `challenge_instancer_flag_verifications_total{template="`+tmpl+`",verdict="wrong"}`)).To(Equal("6"))
 
 	// The organiser scores shared flags, flagged.
-	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
-		var current ctfv1alpha1.ChallengeTemplate
-		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: tmpl}, &current)).To(Succeed())
-		current.Spec.Submissions = &ctfv1alpha1.Submissions{SharedFlag: ctfv1alpha1.SharedFlagCorrectFlagged}
-		g.Expect(k8s.Update(context.Background(), &current)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
+	current := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: tmpl}}
+	g.Expect(harness.EditTemplate(context.Background(), k8s, current, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Submissions = &ctfv1alpha1.Submissions{SharedFlag: ctfv1alpha1.SharedFlagCorrectFlagged}
+	})).To(Succeed())
 	g.Eventually(func() instancer.Verification {
 		return verify(t, "team-c", tmpl, flagOf(tmpl, "team-b"))
 	}, timeout, interval).Should(Equal(instancer.Verification{Verdict: "shared", Accepted: true, Owner: "team-b"}))

@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
@@ -69,10 +71,8 @@ func TestAChangedStaticFlagStaysCorrectWhereItIsServed(t *testing.T) {
 	// minute; an edit of the template makes it read at once.
 	secret.Data = map[string][]byte{"flag": []byte(after)}
 	g.Expect(k8s.Update(ctx, secret)).To(Succeed())
-	nudge := &ctfv1alpha1.ChallengeTemplate{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: tmpl}, nudge)).To(Succeed())
-	nudge.Annotations = map[string]string{"example.org/touched": "flag"}
-	g.Expect(k8s.Update(ctx, nudge)).To(Succeed())
+	nudge := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: tmpl}}
+	g.Expect(k8s.Patch(ctx, nudge, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.org/touched":"flag"}}}`)))).To(Succeed())
 
 	g.Eventually(func(g Gomega) { g.Expect(verdict(g, late, after)).To(Equal("correct")) }, timeout, interval).Should(Succeed(),
 		"the new value is published")

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // brokenImage is an image the cluster refuses to run, standing for one
@@ -140,11 +141,9 @@ func TestBrokenImageDegradesItsTemplateOnly(t *testing.T) {
 	g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseQueued), "still held")
 
 	// The organiser fixes the image: a canary at once, which runs.
-	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(broken), tmpl)).To(Succeed())
-		tmpl.Spec.Image = "registry.example/ctf/fixed:2"
-		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
+	g.Expect(harness.EditTemplate(ctx, k8s, broken.DeepCopy(), func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Image = "registry.example/ctf/fixed:2"
+	})).To(Succeed())
 	// The canary lifted the hold: its Event says so. The condition says it
 	// too until an instance admitted since fails (under load, an install may
 	// fail once and be retried), when it counts that failure instead.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // TestLifetimeCanOnlyBeLoweredAfterCreation: a platform may shorten an
@@ -131,12 +132,9 @@ func TestTemplateLifetimeChangeWaitsForTheNextRenewal(t *testing.T) {
 	given := got.Status.ExpiresAt.Time
 	g.Expect(given).To(BeTemporally("==", got.CreationTimestamp.Add(time.Hour)))
 
-	// The operator writes the template's status meanwhile: an edit retries on conflict.
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-		tmpl.Spec.Lifetime.Default = &metav1.Duration{Duration: shorter}
-		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
+	g.Expect(harness.EditTemplate(ctx, k8s, tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Lifetime.Default = &metav1.Duration{Duration: shorter}
+	})).To(Succeed())
 
 	// A new instance gets the shorter lifetime: the change is seen.
 	fresh := fromTemplate(ns, "fresh", "team-t", tmpl.Name)
@@ -241,11 +239,9 @@ func TestLoweredMaximumCapsRunningInstances(t *testing.T) {
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("==", got.CreationTimestamp.Add(own)))
 
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-		tmpl.Spec.Lifetime.Max = &metav1.Duration{Duration: lowered}
-		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
+	g.Expect(harness.EditTemplate(ctx, k8s, tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Lifetime.Max = &metav1.Duration{Duration: lowered}
+	})).To(Succeed())
 	// It never waited: its lifetime counts from its creation. The Helm
 	// reconciler reconciles the template's instances and writes the
 	// outcome with the capped expiry in one status.

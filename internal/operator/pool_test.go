@@ -203,12 +203,10 @@ func TestPoolTemplateEditReplacesUnclaimedOnly(t *testing.T) {
 	g.Expect(claimed).NotTo(BeNil())
 	before := eventuallyPoolReady(t, "edited", 1)
 
-	tmpl := &ctfv1alpha1.ChallengeTemplate{}
-	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "edited"}, tmpl)).To(Succeed())
-		tmpl.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "2"}}
-		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
+	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "edited"}}
+	g.Expect(harness.EditTemplate(ctx, k8s, tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Env = []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "2"}}
+	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		after := eventuallyPoolReady(t, "edited", 1)
 		for name := range after {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // TestFailuresAheadFreeTheirPlace: with room for one instance, the queue
@@ -43,11 +44,9 @@ func TestFailuresAheadFreeTheirPlace(t *testing.T) {
 	g.Expect(k8s.Create(ctx, valid)).To(Succeed())
 	g.Expect(*eventuallyPhase(t, valid, ctfv1alpha1.PhaseQueued).Status.QueuePosition).To(BeEquivalentTo(2), "behind the gated one only")
 
-	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-		tmpl.Spec.MaxInstances = ptr.To[int32](2)
-		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
+	g.Expect(harness.EditTemplate(ctx, k8s, tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.MaxInstances = ptr.To[int32](2)
+	})).To(Succeed())
 	failed := eventuallyPhase(t, gated, ctfv1alpha1.PhaseError)
 	g.Expect(failed.Status.Reason).To(Equal("PolicyViolation"), failed.Status.Message)
 	failedAt := time.Now()

@@ -33,22 +33,14 @@ func TestSharingIsFixedAtCreation(t *testing.T) {
 			g.Expect(k8s.Create(ctx, team)).To(Succeed())
 			eventuallyPhase(t, team, ctfv1alpha1.PhaseRunning)
 
-			cur := &ctfv1alpha1.ChallengeTemplate{}
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), cur)).To(Succeed())
-			cur.Spec.Sharing = tc.to
-			err := k8s.Update(ctx, cur)
+			err := harness.EditTemplate(ctx, k8s, tmpl.DeepCopy(), func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Sharing = tc.to })
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "refused at admission: %v", err)
 			g.Expect(err.Error()).To(ContainSubstring("spec.sharing"))
 			g.Expect(err.Error()).To(ContainSubstring("create a new template"))
 
-			g.Eventually(func() error {
-				cur := &ctfv1alpha1.ChallengeTemplate{}
-				if err := k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), cur); err != nil {
-					return err
-				}
-				cur.Spec.Image = "registry.example/ctf/sharing:2"
-				return k8s.Update(ctx, cur)
-			}, harness.Timeout, harness.Interval).Should(Succeed(), "its other fields still change")
+			g.Expect(harness.EditTemplate(ctx, k8s, tmpl.DeepCopy(), func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+				s.Image = "registry.example/ctf/sharing:2"
+			})).To(Succeed(), "its other fields still change")
 			got := &ctfv1alpha1.ChallengeTemplate{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
 			g.Expect(got.Spec.Sharing).To(Equal(tc.from))

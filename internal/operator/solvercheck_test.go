@@ -317,12 +317,9 @@ func TestSolverCanaryTakesNoPlace(t *testing.T) {
 		organisers := fromTemplate(ns, "shared-later-solved", "organisers", tmpl.Name)
 		g.Expect(k8s.Create(ctx, organisers)).To(Succeed())
 		eventuallyPhase(t, organisers, ctfv1alpha1.PhaseRunning)
-		g.Eventually(func(g Gomega) {
-			got := &ctfv1alpha1.ChallengeTemplate{}
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
-			got.Spec.SolverCheck = quickSolver("shared-later-solved")
-			g.Expect(k8s.Update(ctx, got)).To(Succeed())
-		}, timeout, interval).Should(Succeed())
+		g.Expect(harness.EditTemplate(ctx, k8s, tmpl.DeepCopy(), func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.SolverCheck = quickSolver("shared-later-solved")
+		})).To(Succeed())
 		eventuallySolverCanary(t, tmpl)
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(organisers), organisers)).To(Succeed())
 		g.Expect(organisers.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning))

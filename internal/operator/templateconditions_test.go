@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
 // TestTemplateConditions (issue 33): a template beyond the cluster admin's
@@ -48,11 +49,7 @@ func TestTemplateConditions(t *testing.T) {
 		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.FailedStatus))
 	}, timeout, interval).Should(Succeed())
 
-	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
-		got.Spec.Security = nil
-		g.Expect(k8s.Update(ctx, got)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
+	g.Expect(harness.EditTemplate(ctx, k8s, tmpl.DeepCopy(), func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Security = nil })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), got)).To(Succeed())
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))

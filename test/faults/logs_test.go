@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/test/harness"
@@ -50,11 +49,9 @@ func TestNoLogLevelPrintsASecret(t *testing.T) {
 	eventuallyAllRunning(t, ns, 1, time.Minute)
 
 	// An upgrade: the template's instances render anew.
-	g.Eventually(func(g Gomega) { // the operator writes its status meanwhile
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-		tmpl.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "MODE", Value: "upgraded"}}
-		g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
-	}, harness.Timeout, harness.Interval).Should(Succeed())
+	g.Expect(harness.EditTemplate(ctx, k8s, tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Env = []ctfv1alpha1.EnvVar{{Name: "MODE", Value: "upgraded"}}
+	})).To(Succeed())
 	g.Eventually(func() bool { return p.logContains("Release upgraded") }, time.Minute, interval).Should(BeTrue())
 
 	deleteAllAndCheck(t, ns, time.Minute)

@@ -148,10 +148,9 @@ func runningInstance(t *testing.T, name string, mutate ...func(*ctfv1alpha1.Chal
 // needOneMoreService makes tmpl's instances need one more Service, the bare
 // names' headless one: their upgrade creates it.
 func needOneMoreService(g Gomega, tmpl *ctfv1alpha1.ChallengeTemplate) {
-	ctx := context.Background()
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-	tmpl.Spec.BareNames = &ctfv1alpha1.BareNames{Primary: "web"}
-	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	g.Expect(harness.EditTemplate(context.Background(), k8s, tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.BareNames = &ctfv1alpha1.BareNames{Primary: "web"}
+	})).To(Succeed())
 }
 
 // lastRecord is the latest version of release name's records in ns, 0 for none.
@@ -211,9 +210,7 @@ func TestInterruptedRolloutLeavesRoomForTheNextUpgrade(t *testing.T) {
 	}, within(1), interval).Should(BeEquivalentTo(2000), "the quota counts the terminating pod beside the running one")
 
 	// The next upgrade rolls out a new pod.
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-	tmpl.Spec.Image = "registry.example/ctf/web:2"
-	g.Expect(k8s.Update(ctx, tmpl)).To(Succeed())
+	g.Expect(harness.EditTemplate(ctx, k8s, tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Image = "registry.example/ctf/web:2" })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := &ctfv1alpha1.Challenge{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ch), got)).To(Succeed())

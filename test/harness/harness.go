@@ -434,6 +434,21 @@ func (h *Harness) Template(t *testing.T, name string, mutate func(*ctfv1alpha1.C
 	return tmpl
 }
 
+// EditTemplate changes the spec of the template tmpl names as edit says,
+// as an organiser's kubectl edit does: a merge patch of what edit changed,
+// without a resourceVersion. The operator writes the template's status at
+// every change of its instances, so an Update of a read could be refused as
+// a conflict; a patch of the spec cannot. tmpl gets the template as stored;
+// a refusal (the API server's validation) is returned as it is.
+func EditTemplate(ctx context.Context, cl client.Client, tmpl *ctfv1alpha1.ChallengeTemplate, edit func(*ctfv1alpha1.ChallengeTemplateSpec)) error {
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(tmpl.DeepCopy())
+	edit(&tmpl.Spec)
+	return cl.Patch(ctx, tmpl, patch)
+}
+
 // Values decodes chart values written as JSON, refusing unknown keys as a
 // strict client would.
 func Values(s string) *ctfv1alpha1.Values {

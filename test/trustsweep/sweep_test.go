@@ -351,15 +351,8 @@ func organiserProbes() map[string][]probe {
 		"ChallengeTemplate spec.sharing": {{name: "a team's template made shared", want: refused, says: "sharing",
 			template: func(s *ctfv1alpha1.ChallengeTemplateSpec) {},
 			then: func(ctx context.Context, _ client.Client, ch *ctfv1alpha1.Challenge) error {
-				tmpl := &ctfv1alpha1.ChallengeTemplate{}
-				if err := h.Client.Get(ctx, client.ObjectKey{Name: ch.Spec.Template}, tmpl); err != nil {
-					return fmt.Errorf("reading the template to change: %w", err)
-				}
-				// A patch of the spec alone, as kubectl edit sends it: no status
-				// write of the operator's makes it conflict.
-				patch := client.MergeFrom(tmpl.DeepCopy())
-				tmpl.Spec.Sharing = ctfv1alpha1.SharingShared
-				return h.Client.Patch(ctx, tmpl, patch)
+				tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: ch.Spec.Template}}
+				return harness.EditTemplate(ctx, h.Client, tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Sharing = ctfv1alpha1.SharingShared })
 			}}},
 		"ChallengeTemplate spec.instancer": tmpl("startable without an end",
 			func(s *ctfv1alpha1.ChallengeTemplateSpec) {
