@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -181,7 +182,7 @@ func (w *TemplateStatusWriter) write(ctx context.Context, tmpl *ctfv1alpha1.Chal
 	}
 	mu := w.lock(tmpl.Name)
 	defer mu.Unlock()
-	return true, w.apply(ctx, tmpl)
+	return true, w.apply(ctx, tmpl, before)
 }
 
 // Set writes the part of tmpl's status that set sets: one observed apart
@@ -210,7 +211,7 @@ func (w *TemplateStatusWriter) setOn(ctx context.Context, tmpl *ctfv1alpha1.Chal
 	if equalStatus(before, &tmpl.Status) {
 		return nil
 	}
-	return w.apply(ctx, tmpl)
+	return w.apply(ctx, tmpl, before)
 }
 
 // lock locks the writes to the template name, and returns the lock to
@@ -223,9 +224,12 @@ func (w *TemplateStatusWriter) lock(name string) *sync.Mutex {
 	return mu
 }
 
-// apply writes tmpl's status, at its resourceVersion, and records the
-// write; tmpl gets the template as stored.
-func (w *TemplateStatusWriter) apply(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) error {
+// apply writes tmpl's status, changed from before, at its resourceVersion,
+// and records the write; tmpl gets the template as stored.
+func (w *TemplateStatusWriter) apply(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, before *ctfv1alpha1.ChallengeTemplateStatus) error {
+	if err := w.dropEmptied(ctx, tmpl, before); err != nil {
+		return err
+	}
 	from := tmpl.ResourceVersion
 	want := tmpl.Status.DeepCopy()
 	if err := applyStatusOf(ctx, w.Client, tmpl, "ChallengeTemplate", &tmpl.Status, TemplateStatusFieldManager); err != nil {
@@ -236,6 +240,55 @@ func (w *TemplateStatusWriter) apply(ctx context.Context, tmpl *ctfv1alpha1.Chal
 	}
 	w.record(tmpl, from)
 	return nil
+}
+
+// dropEmptied first applies tmpl's status without the objects it empties
+// (status.health once a template is lifted, its failures and canary gone),
+// when there are any. The API server stores an object applied empty, where
+// it held fields of the same manager, as null, and refuses it (a
+// structured-merge-diff bug): left out, it is dropped, and applied empty
+// next, it is a new one, stored as {} as before.
+func (w *TemplateStatusWriter) dropEmptied(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, before *ctfv1alpha1.ChallengeTemplateStatus) error {
+	applied, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl.Status)
+	if err != nil {
+		return err
+	}
+	held, err := runtime.DefaultUnstructuredConverter.ToUnstructured(before)
+	if err != nil || !pruneEmptied(applied, held) {
+		return err
+	}
+	first := tmpl.DeepCopy()
+	first.Status = ctfv1alpha1.ChallengeTemplateStatus{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(applied, &first.Status); err != nil {
+		return err
+	}
+	if err := applyStatusOf(ctx, w.Client, first, "ChallengeTemplate", &first.Status, TemplateStatusFieldManager); err != nil {
+		return err
+	}
+	w.record(first, tmpl.ResourceVersion)
+	tmpl.ResourceVersion = first.ResourceVersion
+	return nil
+}
+
+// pruneEmptied removes from applied each object that is empty where held
+// has one with fields, and says whether it removed any.
+func pruneEmptied(applied, held map[string]any) bool {
+	pruned := false
+	for k, v := range applied {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		was, _ := held[k].(map[string]any)
+		switch {
+		case len(obj) == 0 && len(was) > 0:
+			delete(applied, k)
+			pruned = true
+		case len(obj) > 0 && pruneEmptied(obj, was):
+			pruned = true
+		}
+	}
+	return pruned
 }
 
 // dropShared removes from tmpl's status, as stored by an apply of want,

@@ -42,7 +42,8 @@ func condition(t string) metav1.Condition {
 // to the writer, from a read of the template made before any of them was
 // written (a cache that has seen none of its writes), is written once, at
 // once (no conflict: there is no live reader to retry with here), and the
-// status has one field manager, which applied it.
+// status has one field manager, which applied it. An object emptied (the
+// health of a template lifted) is stored empty, not refused as null.
 func TestATemplateStatusHasOneOwner(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -73,8 +74,18 @@ func TestATemplateStatusHasOneOwner(t *testing.T) {
 	}
 	g.Expect(wrote).To(Equal([]bool{true, false}), "written, then nothing changed and nothing written")
 
+	// A template's health emptied (its failures gone) is stored empty.
+	for _, health := range []ctfv1alpha1.TemplateHealth{{Failures: 2, Canary: "web-canary"}, {}} {
+		_, err := w.Decide(ctx, client.ObjectKeyFromObject(read), nil, func(_ context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) (controller.TemplateDecision, error) {
+			tmpl.Status.Health = &health
+			return controller.TemplateDecision{}, nil
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+
 	got := &ctfv1alpha1.ChallengeTemplate{}
 	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(read), got)).To(Succeed())
+	g.Expect(got.Status.Health).To(Equal(&ctfv1alpha1.TemplateHealth{}))
 	g.Expect(got.Status.ActiveInstances).To(BeEquivalentTo(3))
 	g.Expect(got.Status.Pool).To(Equal(&ctfv1alpha1.PoolStatus{Size: 2, Ready: 1, Target: 2}))
 	g.Expect(got.Status.StaticFlags).To(HaveLen(1))
