@@ -94,16 +94,17 @@ func exposePort(exp map[string]any) int64 {
 	return 0
 }
 
-// WithAddresses lets every container's environment use the address
+// withAddresses lets every container's environment use the address
 // variables: of each container's env (each workload's main container's and
 // its sidecars'), the
 // variables whose values use an address variable, or a variable that does,
 // move to lateEnv, which the chart writes after the instance's own address
 // (CHALLENGE_HOST, CHALLENGE_URL) and the other address variables those
 // values use (addresses), so that Kubernetes expands them. A container
-// whose env uses none renders as it always did. Calling it again, once the
-// translator has read the Gateway's port, recomputes the addresses.
-func WithAddresses(vals map[string]any) {
+// whose env uses none renders as it always did. Called once the
+// listeners' ports are in the values (withRoutePorts); calling it again
+// recomputes the addresses.
+func withAddresses(vals map[string]any) {
 	vars := addressVariables(vals)
 	hostEnv := vars[InstanceHostVariable] != ""
 	for _, w := range workloadsOf(vals) {

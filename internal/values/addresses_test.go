@@ -101,7 +101,7 @@ func TestWithAddresses(t *testing.T) {
 			"expose":   map[string]any{"type": "Ingress", "host": "b.ctf.example", "https": true},
 			"sidecars": []any{map[string]any{"name": "browser", "env": env("START", "$(BOT_PUBLIC_URL)")}}}},
 	}
-	WithAddresses(vals)
+	withAddresses(vals)
 	g.Expect(vals["env"]).To(Equal(env()))
 	g.Expect(vals["lateEnv"]).To(Equal(env("BASE", "$(CHALLENGE_URL)", "PORT", "$(CHALLENGE_PORT)", "BOT", "$(BOT_PUBLIC_URL)")))
 	g.Expect(vals["addresses"]).To(Equal(env("BOT_PUBLIC_URL", "https://b.ctf.example/", "CHALLENGE_PORT", "80")),
@@ -115,7 +115,7 @@ func TestWithAddresses(t *testing.T) {
 
 	// The Gateway's port read later: the addresses follow, the split stays.
 	vals["expose"].(map[string]any)["port"] = int64(8080)
-	WithAddresses(vals)
+	withAddresses(vals)
 	g.Expect(vals["lateEnv"]).To(HaveLen(3))
 	g.Expect(vals["addresses"]).To(ContainElement(map[string]any{"name": "CHALLENGE_PORT", "value": "8080"}))
 }

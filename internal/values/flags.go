@@ -2,7 +2,6 @@ package values
 
 import (
 	"cmp"
-	"context"
 	"path"
 	"slices"
 
@@ -18,28 +17,6 @@ import (
 // file's key is (env.<NAME>, file.<i>, and two dots or more for a
 // component's or a sidecar's).
 func NamedFlagKey(name string) string { return "flag." + name }
-
-// namedFlags reads the value of each of tmpl's named flags for team and
-// delivers them (DeliverNamedFlags). An error names the flag and its
-// Secret, never a value.
-func (t Translator) namedFlags(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, team string, vals map[string]any) error {
-	if len(tmpl.Spec.Flags) == 0 {
-		return nil
-	}
-	if err := t.checkNamedFlags(tmpl); err != nil {
-		return err
-	}
-	flags := make(map[string]string, len(tmpl.Spec.Flags))
-	for i := range tmpl.Spec.Flags {
-		f := &tmpl.Spec.Flags[i]
-		value, err := ctfflag.ResolveNamed(ctx, t.secrets(), t.FlagCodec, tmpl, f, team)
-		if err != nil {
-			return err
-		}
-		flags[f.Name] = value
-	}
-	return DeliverNamedFlags(vals, tmpl, flags)
-}
 
 // checkNamedFlags refuses named flags the operator may not render: a
 // static one from a namespace flags may not come from, a perTeam one
@@ -59,13 +36,13 @@ func (t Translator) checkNamedFlags(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	return nil
 }
 
-// DeliverNamedFlags writes each of tmpl's named flags, its value in flags by
+// deliverNamedFlags writes each of tmpl's named flags, its value in flags by
 // name, into the instance's Secret and into the values of the container
 // that receives it: a secret file, or a variable read from the Secret. The
 // primary's main container reads its variables from secretEnv, which
 // carries their values into the Secret; every other value goes to
 // secretData.
-func DeliverNamedFlags(vals map[string]any, tmpl *ctfv1alpha1.ChallengeTemplate, flags map[string]string) error {
+func deliverNamedFlags(vals map[string]any, tmpl *ctfv1alpha1.ChallengeTemplate, flags map[string]string) error {
 	for i := range tmpl.Spec.Flags {
 		f := &tmpl.Spec.Flags[i]
 		ctr, err := flagContainer(vals, f)

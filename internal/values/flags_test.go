@@ -38,7 +38,7 @@ func TestDeliverNamedFlagsRefusesCollisions(t *testing.T) {
 				"secretFiles": []any{map[string]any{"path": "/etc/key", "key": "file.0"}},
 			}
 			tmpl := &ctfv1alpha1.ChallengeTemplate{Spec: ctfv1alpha1.ChallengeTemplateSpec{Flags: []ctfv1alpha1.NamedFlag{tc.flag}}}
-			err := DeliverNamedFlags(vals, tmpl, map[string]string{"a": "CTF{never-shown}"})
+			err := deliverNamedFlags(vals, tmpl, map[string]string{"a": "CTF{never-shown}"})
 			g.Expect(lifecycle.IsReason(err, lifecycle.ReasonFlagInvalid)).To(BeTrue(), "got %v", err)
 			g.Expect(err.Error()).To(ContainSubstring(tc.want))
 			g.Expect(err.Error()).NotTo(ContainSubstring("never-shown"))
@@ -53,7 +53,7 @@ func TestPerTeamFlagNeedsTheKey(t *testing.T) {
 	g := NewWithT(t)
 	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
 		Flags: []ctfv1alpha1.NamedFlag{{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}}}}}
-	err := Translator{}.namedFlags(context.Background(), tmpl, "team-a", map[string]any{})
+	_, err := Translator{}.readNamedFlags(context.Background(), tmpl, "team-a")
 	g.Expect(errors.Is(err, ctfflag.ErrNoFlagKey)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("challenge-operator-flag-key"))
 }

@@ -7,11 +7,8 @@ package values
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -19,22 +16,11 @@ import (
 
 	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/admission"
-	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
-	"github.com/challenge-operator/challenge-operator/internal/endpoint"
-	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
@@ -91,394 +77,6 @@ const (
 	DefaultEphemeralStorageRequest = "64Mi"
 )
 
-// Translator is the helm-operator value translator for Challenges.
-type Translator struct {
-	// Reader reads ChallengeTemplates, Challenges and Gateways, usually the manager's cache.
-	Reader client.Reader
-	// OrganiserReader reads the organiser's objects, uncached: the Secrets
-	// flags come from and the shared Services (the cache holds instances'
-	// objects only).
-	OrganiserReader client.Reader
-	// Admission decides whether a Challenge gets an instance now, once its
-	// values composed; its Pools tell which instances are pooled ones a
-	// team claimed.
-	Admission admission.Admission
-	// Settings are enforced on every instance.
-	Settings Settings
-	// Limits are the operator's ceilings the policy gate holds every
-	// release to, unless a template's policy says otherwise.
-	Limits policy.Limits
-	// FlagCodec makes the teams' perTeam flags under the operator's flag
-	// key; nil without one (--flag-key-file), which refuses them.
-	FlagCodec *flagtag.Codec
-}
-
-// Rendered is one render of a Challenge, from one computation: its chart
-// values, and what the policy gate lets the release they render contain.
-type Rendered struct {
-	Values   chartutil.Values
-	Expected policy.Instance
-}
-
-// Translate implements values.Translator of helm-operator-plugins.
-func (t Translator) Translate(ctx context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {
-	r, err := t.Render(ctx, u)
-	return r.Values, err
-}
-
-// Render composes u's values and what the gate expects of them. A spec
-// error (a ReasonedError) is terminal: retrying cannot fix it, and the
-// watches on templates, sibling Challenges and the Challenge itself wake the
-// reconcile when something that could fix it changes.
-func (t Translator) Render(ctx context.Context, u *unstructured.Unstructured) (Rendered, error) {
-	r, err := t.render(ctx, u)
-	var re *lifecycle.ReasonedError
-	if errors.As(err, &re) {
-		return Rendered{}, reconcile.TerminalError(err)
-	}
-	return r, err
-}
-
-func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (Rendered, error) {
-	var c ctfv1alpha1.Challenge
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
-		return Rendered{}, fmt.Errorf("decoding Challenge %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-	}
-	var tmpl *ctfv1alpha1.ChallengeTemplate
-	if c.Spec.Template != "" {
-		tmpl = &ctfv1alpha1.ChallengeTemplate{}
-		err := t.Reader.Get(ctx, client.ObjectKey{Name: c.Spec.Template}, tmpl)
-		if apierrors.IsNotFound(err) {
-			return Rendered{}, lifecycle.Errorf(lifecycle.ReasonTemplateNotFound, "ChallengeTemplate %q does not exist", c.Spec.Template)
-		}
-		if err != nil {
-			return Rendered{}, fmt.Errorf("reading ChallengeTemplate %q: %w", c.Spec.Template, err)
-		}
-	}
-	// A Challenge that claimed a pooled instance is never installed itself.
-	if err := t.Admission.Served(ctx, &c); err != nil {
-		return Rendered{}, err
-	}
-	// Composed first: a claim, and a place in the queue, go only to a
-	// Challenge its install would admit (its lifetime within the template's
-	// maximum, its values allowed, the template within the admin's bounds).
-	// A refusal is then an Error at once, never a wait in the queue that
-	// ends in one, nor a claimed instance the install would have refused.
-	vals, limits, err := t.composeChecked(&c, tmpl)
-	if err != nil {
-		return Rendered{}, err
-	}
-	if err := t.Admission.Admit(ctx, &c, tmpl); err != nil {
-		return Rendered{}, err
-	}
-	var claimant string
-	var shared []SharedService
-	if tmpl != nil {
-		claimant = t.Admission.Pools.ClaimedBy(&c)
-		if shared, err = t.readInputs(ctx, &c, tmpl, claimant, vals); err != nil {
-			return Rendered{}, err
-		}
-	}
-	if err := checkValuesSize(vals); err != nil {
-		return Rendered{}, err
-	}
-	expected, err := expectation(&c, tmpl, t.Settings, limits, claimant, shared, vals)
-	if err != nil {
-		return Rendered{}, err
-	}
-
-	return Rendered{Values: vals, Expected: expected}, nil
-}
-
-// readInputs writes into vals what c's values take from outside the
-// Challenge and its template: the claimant of a claimed pooled instance,
-// the organiser's Secrets (secretEnv, the flag), the shared Services and
-// the Gateway listener's port. It returns the shared Services it read.
-func (t Translator) readInputs(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, claimant string, vals chartutil.Values) ([]SharedService, error) {
-	if claimant != "" {
-		// A claimed pooled instance is the team's: its objects say so; its
-		// pods keep the label they started with.
-		vals["participant"] = claimant
-	}
-	if err := t.secretEnv(ctx, tmpl, vals); err != nil {
-		return nil, err
-	}
-	if err := t.secretData(ctx, tmpl, vals); err != nil {
-		return nil, err
-	}
-	shared, err := t.sharedServices(ctx, tmpl, vals)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.routePorts(ctx, vals); err != nil {
-		return nil, err
-	}
-	WithAddresses(vals) // with the listeners' ports
-	// A claimed pooled instance carries its claimant's flags.
-	if err := t.namedFlags(ctx, tmpl, cmp.Or(claimant, c.Spec.Participant), vals); err != nil {
-		return nil, err
-	}
-	if tmpl.Spec.Flag == nil {
-		return shared, nil
-	}
-	value, err := ctfflag.Resolve(ctx, t.secrets(), tmpl, c.Spec.Participant)
-	if err != nil {
-		return nil, err
-	}
-	vals["flag"].(map[string]any)["value"] = value
-	return shared, nil
-}
-
-// MaxValuesBytes bounds the text an instance's values carry: every string
-// of them, the template's files, the secret files, the secretEnv and env
-// values and the flags above all. Helm keeps each twice in the release
-// record, a Secret of at most 1 MiB (base64 of the gzipped release, chart
-// included): once in the values, once in the rendered manifest. Measured
-// with incompressible text (random printable ASCII or UTF-8, gzip's worst
-// case), 256 KiB of it makes a record of 647 KB, 62% of the Secret's limit
-// (TestValuesAtTheBoundFitTheReleaseRecord); 512 KiB, the former bound of the
-// Secret's data alone, made 1.26 MB and was refused by the API server.
-const MaxValuesBytes = 256 << 10
-
-// valuesField is a string of the values and its size: the path names the
-// field (a file by its path, an entry of the instance's Secret by its key),
-// never its value.
-type valuesField struct {
-	path  string
-	bytes int
-}
-
-// checkValuesSize refuses an instance whose values carry more than
-// MaxValuesBytes of text, before anything is installed: Helm would fail to
-// store its release record ("Too long"). The error names the total and the
-// largest fields, never a value.
-func checkValuesSize(vals map[string]any) error {
-	raw, err := json.Marshal(vals)
-	if err != nil {
-		return fmt.Errorf("measuring the values: %w", err)
-	}
-	var tree any
-	if err := json.Unmarshal(raw, &tree); err != nil {
-		return fmt.Errorf("measuring the values: %w", err)
-	}
-	fields := stringFields("", tree, nil)
-	total := 0
-	for _, f := range fields {
-		total += f.bytes
-	}
-	if total <= MaxValuesBytes {
-		return nil
-	}
-	slices.SortStableFunc(fields, func(a, b valuesField) int { return b.bytes - a.bytes })
-	largest := make([]string, 0, 3)
-	for _, f := range fields[:min(3, len(fields))] {
-		largest = append(largest, fmt.Sprintf("%s (%d bytes)", f.path, f.bytes))
-	}
-	return lifecycle.Errorf(lifecycle.ReasonValuesTooLarge, "the instance's values carry %d bytes of text (files, secret files, secretEnv, env, flags), above the %d an instance may (Helm keeps them twice in its release record, a Secret of at most 1 MiB); the largest are %s: make the files or secret files smaller or fewer",
-		total, MaxValuesBytes, strings.Join(largest, ", "))
-}
-
-// stringFields appends to out every string under v, at its path below at.
-// A list's entry is named by its path or key when it has one (a file, an
-// entry of the instance's Secret), else by its index.
-func stringFields(at string, v any, out []valuesField) []valuesField {
-	switch v := v.(type) {
-	case string:
-		return append(out, valuesField{path: at, bytes: len(v)})
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			out = stringFields(strings.TrimPrefix(at+"."+k, "."), v[k], out)
-		}
-	case []any:
-		for i, e := range v {
-			name := strconv.Itoa(i)
-			if m, ok := e.(map[string]any); ok {
-				for _, k := range []string{"path", "key", nameKey} {
-					if s, ok := m[k].(string); ok && s != "" {
-						name = s
-						break
-					}
-				}
-			}
-			out = stringFields(at+"["+name+"]", e, out)
-		}
-	}
-	return out
-}
-
-// secretEnv copies the template's secretEnv values into vals, from the
-// namespaces flags may come from only.
-func (t Translator) secretEnv(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, vals chartutil.Values) error {
-	if len(tmpl.Spec.SecretEnv) == 0 {
-		return nil
-	}
-	values, err := ctfflag.ResolveEnv(ctx, t.secrets(), tmpl)
-	if err != nil {
-		return err
-	}
-	env := make([]any, len(values))
-	for i, v := range values {
-		name := tmpl.Spec.SecretEnv[i].Name
-		e := envEntry(name, v)
-		e["key"] = primaryEnvKey(name)
-		env[i] = e
-	}
-	vals["secretEnv"] = env
-	return nil
-}
-
-// primaryEnvKey is the key of the primary's secretEnv value in the
-// instance's Secret, as it always was.
-func primaryEnvKey(name string) string { return "env." + name }
-
-// secretData writes into vals the values of the instance's Secret beside
-// its flag and the primary's secretEnv, each under the key its container
-// reads: every component's secretEnv (componentEnvKey) and every
-// container's secret files (secretFileKey). Each Secret comes from the
-// namespaces flags may come from only; an error names the field and the
-// Secret, never a value.
-func (t Translator) secretData(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, vals chartutil.Values) error {
-	data, err := t.secretFiles(ctx, tmpl, "spec.secretFiles", "", tmpl.Spec.SecretFiles)
-	if err != nil {
-		return err
-	}
-	sidecars, err := t.sidecarSecrets(ctx, tmpl, "spec.sidecars", identity.PrimaryWorkload, tmpl.Spec.Sidecars)
-	if err != nil {
-		return err
-	}
-	data = append(data, sidecars...)
-	for i := range tmpl.Spec.Components {
-		comp := &tmpl.Spec.Components[i]
-		what := fmt.Sprintf("component %s's secretEnv", comp.Name)
-		values, err := ctfflag.ResolveSecretEnv(ctx, t.secrets(), tmpl, what, comp.SecretEnv)
-		if err != nil {
-			return err
-		}
-		for j, v := range values {
-			data = append(data, secretEntry(componentEnvKey(comp.Name, comp.SecretEnv[j].Name), v))
-		}
-		files, err := t.secretFiles(ctx, tmpl, fmt.Sprintf("spec.components[%d].secretFiles", i), comp.Name+".", comp.SecretFiles)
-		if err != nil {
-			return err
-		}
-		data = append(data, files...)
-		sidecars, err := t.sidecarSecrets(ctx, tmpl, fmt.Sprintf("spec.components[%d].sidecars", i), comp.Name, comp.Sidecars)
-		if err != nil {
-			return err
-		}
-		data = append(data, sidecars...)
-	}
-	vals["secretData"] = data
-	return nil
-}
-
-// sidecarSecrets reads the secretEnv values and secret files of a
-// workload's sidecars (field names them in errors), keyed as sidecarsFor
-// keys them.
-func (t Translator) sidecarSecrets(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, field, workload string, sidecars []ctfv1alpha1.Sidecar) ([]any, error) {
-	var data []any
-	for i := range sidecars {
-		sc := &sidecars[i]
-		what := fmt.Sprintf("%s[%d] (%s)'s secretEnv", field, i, sc.Name)
-		values, err := ctfflag.ResolveSecretEnv(ctx, t.secrets(), tmpl, what, sc.SecretEnv)
-		if err != nil {
-			return nil, err
-		}
-		for j, v := range values {
-			data = append(data, secretEntry(sidecarEnvKey(workload, sc.Name, sc.SecretEnv[j].Name), v))
-		}
-		files, err := t.secretFiles(ctx, tmpl, fmt.Sprintf("%s[%d].secretFiles", field, i), sidecarFilePrefix(workload, sc.Name), sc.SecretFiles)
-		if err != nil {
-			return nil, err
-		}
-		data = append(data, files...)
-	}
-	return data, nil
-}
-
-// secretFiles reads one container's secret files (field names them in
-// errors), keyed after prefix as secretFilesFor keys them.
-func (t Translator) secretFiles(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, field, prefix string, files []ctfv1alpha1.SecretFile) ([]any, error) {
-	out := make([]any, 0, len(files))
-	for i, f := range files {
-		what := fmt.Sprintf("%s[%d] (%s)", field, i, f.Path)
-		value, err := ctfflag.ResolveFile(ctx, t.secrets(), tmpl, what, &f.Secret)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, secretEntry(secretFileKey(prefix, i), value))
-	}
-	return out, nil
-}
-
-// secretEntry is one value of the instance's Secret as secretData holds it.
-func secretEntry(key, value string) map[string]any {
-	return map[string]any{"key": key, "value": value}
-}
-
-// sharedServices writes the peers of the Services tmpl lets its instances
-// reach into the NetworkPolicy values, and returns them.
-func (t Translator) sharedServices(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, vals chartutil.Values) ([]SharedService, error) {
-	shared, err := SharedServices(ctx, t.OrganiserReader, tmpl, t.Settings.SharedServiceNamespaces)
-	if err != nil || len(shared) == 0 {
-		return shared, err
-	}
-	m, err := toMap(map[string]any{"sharedServices": shared})
-	if err != nil {
-		return nil, err
-	}
-	vals["networkPolicy"].(map[string]any)["sharedServices"] = m["sharedServices"]
-	return shared, nil
-}
-
-// routePorts writes into the expose values of the instance and of each
-// exposed component the port of the Gateway listener its route is served
-// on, when its address must name it (neither 80 for HTTP nor 443 for HTTPS
-// or TLS), so that CHALLENGE_URL, CHALLENGE_PORT and the components'
-// address variables are the addresses status.endpoint shows. A Gateway not
-// there yet leaves it out: the status waits for it too. Read from Reader,
-// the cache the status reads Gateways from: a render costs no request to
-// the API server.
-func (t Translator) routePorts(ctx context.Context, vals chartutil.Values) error {
-	for _, w := range workloadsOf(vals) {
-		exp, ok := w["expose"].(map[string]any)
-		if !ok {
-			continue
-		}
-		if err := t.routePort(ctx, exp); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// routePort is routePorts for one exposure.
-func (t Translator) routePort(ctx context.Context, exp map[string]any) error {
-	gwRef, _ := exp["gateway"].(map[string]any)
-	typ, _ := exp["type"].(string)
-	http := typ == string(ctfv1alpha1.ExposeHTTPRoute)
-	if gwRef == nil || (!http && typ != string(ctfv1alpha1.ExposeTLSRoute)) {
-		return nil
-	}
-	ns, _ := gwRef["namespace"].(string)
-	name, _ := gwRef[nameKey].(string)
-	gw := &gatewayv1.Gateway{}
-	if err := t.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gw); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("reading Gateway %s/%s: %w", ns, name, err)
-	}
-	host, _ := exp["host"].(string)
-	https, _ := exp["https"].(bool)
-	if l, ok := endpoint.Listener(gw, &endpoint.Route{Host: host, HTTP: http, TLS: https || !http}, nil); ok {
-		if port := endpoint.URLPort(l.Port, https || !http); port != 0 {
-			exp["port"] = int64(port)
-		}
-	}
-	return nil
-}
-
 // ForChallenge returns the chart values for a Challenge without a template.
 func ForChallenge(c *ctfv1alpha1.Challenge) (chartutil.Values, error) {
 	return Compose(c, nil, Settings{})
@@ -488,7 +86,15 @@ func ForChallenge(c *ctfv1alpha1.Challenge) (chartutil.Values, error) {
 // no template), without the chart defaults. Precedence, lowest first: the
 // template's values, c's spec.values, the typed fields (c's over tmpl's),
 // the values the operator enforces.
+//
+// It reads nothing: what a render reads from the cluster (Inputs) is left
+// out, as the checks before admission and of a template alone want it.
 func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings) (chartutil.Values, error) {
+	return compose(c, tmpl, settings, nil)
+}
+
+// compose is Compose, with in written where the chart takes it (nil: left out).
+func compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, in *Inputs) (chartutil.Values, error) {
 	user, err := toMap(c.Spec.Values)
 	if err != nil {
 		return nil, err
@@ -524,7 +130,7 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 		return nil, err
 	}
 	podSecurity := security.ForTemplate(tmpl)
-	enforced, err := enforcedValues(c, tmpl, settings, podSecurity)
+	enforced, err := enforcedValues(c, tmpl, settings, podSecurity, in)
 	if err != nil {
 		return nil, err
 	}
@@ -547,7 +153,16 @@ func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 	// From the resources as floored, of every workload: a quota for what the
 	// template asks.
 	vals["namespacePerInstance"].(map[string]any)["quota"] = toAnyMap(instanceQuota(vals))
-	WithAddresses(vals)
+	if in != nil {
+		withRoutePorts(vals, in.Gateways)
+	}
+	withAddresses(vals)
+	if in != nil && tmpl != nil {
+		// After the addresses: a flag's variable may not take one's name.
+		if err := deliverNamedFlags(vals, tmpl, in.Flags); err != nil {
+			return nil, err
+		}
+	}
 	return vals, nil
 }
 
@@ -565,8 +180,9 @@ func typedValues(spec *ctfv1alpha1.ChallengeSpec) (map[string]any, error) {
 
 // enforcedValues are what no override may change, set on every render
 // whatever the values and the operator's flags say: the instance's identity,
-// its flag, its namespace and its network boundaries.
-func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, podSecurity security.Context) (map[string]any, error) {
+// its flag, its namespace and its network boundaries, with what the render
+// read (in; nil: left out).
+func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, podSecurity security.Context, in *Inputs) (map[string]any, error) {
 	flagValues := flagValuesFor("", nil)
 	egress := []any{}
 	internetEgress := false
@@ -583,6 +199,9 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 			// The instance's one Secret holds its secretEnv values beside its
 			// flag, and its components' and its secret files'.
 			flagValues = flagValuesFor(identity.FlagSecret(c.Name), delivery)
+		}
+		if in != nil && delivery != nil {
+			flagValues["value"] = in.Flag
 		}
 		for _, e := range tmpl.Spec.Egress {
 			rule, _ := toMap(e)
@@ -616,17 +235,27 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	if err != nil {
 		return nil, err
 	}
+	shared, err := sharedServicesOf(in)
+	if err != nil {
+		return nil, err
+	}
+	participant := c.Spec.Participant
+	if in != nil && in.Claimant != "" {
+		// A claimed pooled instance is the team's: its objects say so; its
+		// pods keep the label they started with.
+		participant = in.Claimant
+	}
 	out, err := toMap(container)
 	if err != nil {
 		return nil, err
 	}
 	merge(out, map[string]any{
-		"participant":    c.Spec.Participant,
+		"participant":    participant,
 		"podParticipant": c.Spec.Participant,
 		"challenge":      identity.Challenge(c, tmpl),
 		"flag":           flagValues,
-		"secretEnv":      []any{}, // the values come from the Translator, which reads Secrets
-		"secretData":     []any{}, // the components' secretEnv values and the secret files, the same way
+		"secretEnv":      secretEnvValuesOf(tmpl, in),
+		"secretData":     secretDataOf(tmpl, in), // the components' secretEnv values and the secret files
 		"security":       securityValues,
 		"components":     componentValues,
 		"exposePorts":    exposePorts,
@@ -639,7 +268,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 			"allowInternetEgress":   internetEgress,
 			"ingressFromNamespaces": toAny(settings.IngressFromNamespaces),
 			"dnsNamespace":          settings.EffectiveDNSNamespace(),
-			"sharedServices":        []any{}, // the Translator reads them from the Services
+			"sharedServices":        shared,
 		},
 		"expose": map[string]any{"host": identity.Host(c, settings.IngressDomain)},
 		"namespacePerInstance": map[string]any{
@@ -1076,11 +705,6 @@ func (s Settings) checkFlagSecret(tmpl *ctfv1alpha1.ChallengeTemplate) error {
 	return organisersecret.Namespaces(s.FlagSecretNamespaces).Allow(tmpl, "its flag", ref.Namespace)
 }
 
-// secrets reads the organiser's Secrets tmpl names, only those it may.
-func (t Translator) secrets() organisersecret.Reader {
-	return organisersecret.Reader{Client: t.OrganiserReader, Namespaces: t.Settings.FlagSecretNamespaces}
-}
-
 func toAny(ss []string) []any {
 	out := make([]any, len(ss))
 	for i, s := range ss {
@@ -1129,47 +753,6 @@ func isNull(v any) bool {
 	}
 	m, ok := v.(map[string]any)
 	return ok && len(m) == 0
-}
-
-// composeChecked composes c's values and holds them to the ceilings of
-// tmpl (policy.LimitsFor), which it returns: what a render checks before
-// admission, and CheckTemplate for the template alone.
-func (t Translator) composeChecked(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (chartutil.Values, policy.Limits, error) {
-	vals, err := Compose(c, tmpl, t.Settings)
-	if err != nil {
-		return nil, policy.Limits{}, err
-	}
-	limits, err := policy.LimitsFor(t.Limits, tmpl)
-	if err != nil {
-		return nil, policy.Limits{}, err
-	}
-	if err := checkDisk(vals, limits.EphemeralStorage); err != nil {
-		return nil, policy.Limits{}, err
-	}
-	if err := checkComponentReplicas(tmpl, limits); err != nil {
-		return nil, policy.Limits{}, err
-	}
-	return vals, limits, nil
-}
-
-// CheckTemplate refuses a template its instances could not be installed
-// from under the cluster admin's bounds, whoever the team: what a render
-// checks before admission that depends on the template alone (its values,
-// security, lifetime, exposure, ceilings, the namespaces its flags come
-// from and the flag key its perTeam flags need), with the reason naming
-// the flag. Nothing is read from the cluster.
-func (t Translator) CheckTemplate(tmpl *ctfv1alpha1.ChallengeTemplate) error {
-	probe := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "template-check", Namespace: "template-check"},
-		Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl.Name, Participant: "template-check"}}
-	if _, _, err := t.composeChecked(probe, tmpl); err != nil {
-		return err
-	}
-	if tmpl.Spec.Flag != nil {
-		if err := t.Settings.checkFlagSecret(tmpl); err != nil {
-			return err
-		}
-	}
-	return t.checkNamedFlags(tmpl)
 }
 
 // nameKey is the key of an entry's name in the chart's values (a

@@ -8,8 +8,11 @@ import (
 	"strconv"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/security"
@@ -41,8 +44,9 @@ type goldenCase struct {
 	ch       func(*ctfv1alpha1.Challenge)
 	tmpl     *ctfv1alpha1.ChallengeTemplateSpec
 	// inputs stands for what the translator reads from the cluster: the
-	// organiser's Secrets, shared Services, a Gateway's port, a claimant.
-	inputs func(vals map[string]any)
+	// organiser's Secrets, shared Services, a Gateway, a claimant. The flags
+	// are always CTF{golden} and CTF{golden-<name>}.
+	inputs values.Inputs
 }
 
 func port(name string, n int32) ctfv1alpha1.ChallengePort {
@@ -52,6 +56,12 @@ func port(name string, n int32) ctfv1alpha1.ChallengePort {
 func quantity(s string) *ctfv1alpha1.Quantity { q := ctfv1alpha1.Quantity(s); return &q }
 
 var organiserKey = ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "flag-key", Key: "key"}
+
+// gatewayOn8443 stands for goldenSettings' Gateway as the translator reads
+// it: HTTP and HTTPS listeners on port 8443, for every host.
+var gatewayOn8443 = map[ctfv1alpha1.GatewayRef]*gatewayv1.Gateway{{Namespace: "gateways", Name: "public"}: {Spec: gatewayv1.GatewaySpec{
+	Listeners: []gatewayv1.Listener{{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 8443}, {Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 8443}},
+}}}
 
 // goldenCases cover every branch of the chart's workload, Service,
 // NetworkPolicy, exposure, files and namespace templates.
@@ -85,9 +95,7 @@ var goldenCases = []goldenCase{
 		Flag:   &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: organiserKey}, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag.txt", FileMode: ptr.To[int32](0o400)}},
 		Egress: []ctfv1alpha1.EgressRule{{Name: "api", CIDR: "203.0.113.0/24", Ports: []ctfv1alpha1.ChallengePort{port("https", 443)}}},
 		Policy: &ctfv1alpha1.InstancePolicy{InternetEgress: true, MaxCPU: quantity("2"), MaxMemory: quantity("1Gi")},
-	}, inputs: func(vals map[string]any) {
-		vals["secretEnv"] = []any{map[string]any{"name": "API_KEY", "key": "env.API_KEY", "value": "k"}}
-	}},
+	}, inputs: values.Inputs{Secrets: map[ctfv1alpha1.SecretKeyRef]string{{Namespace: "ctf-organiser", Name: "api", Key: "key"}: "k"}}},
 	{name: "flag-env-image-tmp", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/env:1", Ports: []ctfv1alpha1.ChallengePort{port("nc", 9999)},
 		Container: ctfv1alpha1.Container{KeepImageTmp: true},
@@ -111,7 +119,7 @@ var goldenCases = []goldenCase{
 	{name: "httproute-port", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/web:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
 		Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeHTTPRoute},
-	}, inputs: func(vals map[string]any) { vals["expose"].(map[string]any)["port"] = int64(8443) }},
+	}, inputs: values.Inputs{Gateways: gatewayOn8443}},
 	{name: "tlsroute", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/pwn:1", Ports: []ctfv1alpha1.ChallengePort{port("nc", 1337)},
 		Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeTLSRoute},
@@ -152,13 +160,10 @@ var goldenCases = []goldenCase{
 	{name: "pooled-claimed-shared", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/nc:1", Ports: []ctfv1alpha1.ChallengePort{port("nc", 1337)},
 		Components: []ctfv1alpha1.Component{{Name: "bot", Image: "registry.example/ctf/bot:1"}},
-	}, inputs: func(vals map[string]any) {
-		vals["participant"] = "team-claimant"
-		vals["networkPolicy"].(map[string]any)["sharedServices"] = []any{map[string]any{
-			"namespace": "ctf-organiser", "selector": map[string]any{"app": "admin-bot"},
-			"ports": []any{map[string]any{"port": int64(3000), "protocol": "TCP"}, map[string]any{"port": "http", "protocol": "TCP"}},
-		}}
-	}},
+	}, inputs: values.Inputs{Claimant: "team-claimant", Shared: []values.SharedService{{
+		Namespace: "ctf-organiser", Selector: map[string]string{"app": "admin-bot"},
+		Ports: []values.SharedPort{{Port: intstr.FromInt32(3000), Protocol: corev1.ProtocolTCP}, {Port: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
+	}}}},
 	{name: "addresses", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
 		Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeHTTPRoute, TLS: &ctfv1alpha1.IngressTLS{}},
@@ -166,10 +171,7 @@ var goldenCases = []goldenCase{
 			{Name: "SHELL", Value: "$(SHELL_PUBLIC_HOST):$(SHELL_PUBLIC_PORT)"}, {Name: "ESCAPED", Value: "$$(CHALLENGE_URL)"}},
 		Components: []ctfv1alpha1.Component{{Name: "shell", Image: "registry.example/ctf/shell:1", Ports: []ctfv1alpha1.ChallengePort{port("ssh", 2222)},
 			Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeTLSRoute}, Env: []ctfv1alpha1.EnvVar{{Name: "SELF", Value: "$(SHELL_PUBLIC_HOST)"}, {Name: "APP", Value: "$(CHALLENGE_URL)"}}}},
-	}, inputs: func(vals map[string]any) {
-		// As the translator reads them from the Gateway: HTTPS on 8443.
-		vals["expose"].(map[string]any)["port"] = int64(8443)
-	}},
+	}, inputs: values.Inputs{Gateways: gatewayOn8443}}, // HTTPS on 8443
 	{name: "expose-ports", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080), port("nc", 1337), port("admin", 9000)},
 		Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeHTTPRoute},
@@ -232,9 +234,7 @@ var goldenCases = []goldenCase{
 				Flag:      &ctfv1alpha1.FlagDelivery{Path: "/root/flag.txt", FileMode: ptr.To[int32](0o400)},
 				SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "POSTGRES_PASSWORD", Secret: ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "db", Key: "password"}}}},
 		},
-	}, inputs: func(vals map[string]any) {
-		vals["secretData"] = []any{map[string]any{"key": "db.env.POSTGRES_PASSWORD", "value": "pw"}}
-	}},
+	}, inputs: values.Inputs{Secrets: map[ctfv1alpha1.SecretKeyRef]string{{Namespace: "ctf-organiser", Name: "db", Key: "password"}: "pw"}}},
 	{name: "secret-files", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("https", 8443)},
 		Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{
@@ -243,10 +243,9 @@ var goldenCases = []goldenCase{
 		Components: []ctfv1alpha1.Component{{Name: "bot", Image: "registry.example/ctf/bot:1",
 			Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{
 				{Path: "/home/bot/netrc", Secret: ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "bot", Key: "netrc"}}}}}},
-	}, inputs: func(vals map[string]any) {
-		vals["secretData"] = []any{map[string]any{"key": "file.0", "value": "-----BEGIN KEY-----\nk\n-----END KEY-----\n"},
-			map[string]any{"key": "file.1", "value": "[app]\n"}, map[string]any{"key": "bot.file.0", "value": "machine x\n"}}
-	}},
+	}, inputs: values.Inputs{Secrets: map[ctfv1alpha1.SecretKeyRef]string{
+		{Namespace: "ctf-organiser", Name: "tls", Key: "key"}:    "-----BEGIN KEY-----\nk\n-----END KEY-----\n",
+		{Namespace: "ctf-organiser", Name: "app", Key: "config"}: "[app]\n", {Namespace: "ctf-organiser", Name: "bot", Key: "netrc"}: "machine x\n"}}},
 	{name: "memory-tmp", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/nc:1", Ports: []ctfv1alpha1.ChallengePort{port("nc", 1337)},
 		Container:  ctfv1alpha1.Container{MemoryTmp: true},
@@ -334,25 +333,17 @@ func renderCase(t *testing.T, tc goldenCase) []byte {
 	if tc.ch != nil {
 		tc.ch(ch)
 	}
-	vals, err := values.Compose(ch, tmpl, settings)
+	in := tc.inputs
+	in.Flag = "CTF{golden}"
+	if tmpl != nil && len(tmpl.Spec.Flags) > 0 {
+		in.Flags = map[string]string{}
+		for _, f := range tmpl.Spec.Flags {
+			in.Flags[f.Name] = "CTF{golden-" + f.Name + "}"
+		}
+	}
+	vals, err := values.ComposeWith(ch, tmpl, settings, in)
 	if err != nil {
 		t.Fatalf("composing %s: %v", tc.name, err)
-	}
-	if tmpl != nil && tmpl.Spec.Flag != nil {
-		vals["flag"].(map[string]any)["value"] = "CTF{golden}"
-	}
-	if tmpl != nil && len(tmpl.Spec.Flags) > 0 {
-		flags := map[string]string{}
-		for _, f := range tmpl.Spec.Flags {
-			flags[f.Name] = "CTF{golden-" + f.Name + "}"
-		}
-		if err := values.DeliverNamedFlags(vals, tmpl, flags); err != nil {
-			t.Fatalf("delivering %s's flags: %v", tc.name, err)
-		}
-	}
-	if tc.inputs != nil {
-		tc.inputs(vals)
-		values.WithAddresses(vals) // as the translator does after its reads
 	}
 	got, err := chartrender.Render(ch, vals)
 	if err != nil {
