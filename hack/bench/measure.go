@@ -44,6 +44,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
+	"github.com/challenge-operator/challenge-operator/internal/render"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
@@ -459,7 +460,7 @@ func creator(ctx context.Context, cl client.Client, cluster *controlplane.Cluste
 	default:
 		return nil, fmt.Errorf("unknown system %q: want ours, stock, floor or kubectl", sys)
 	}
-	translator := values.Translator{Settings: values.Settings{FlagSecretNamespaces: []string{benchNamespace}}}
+	translator := render.Translator{Rules: values.Rules{Settings: values.Settings{FlagSecretNamespaces: []string{benchNamespace}}}}
 	vals := make([]map[string]any, len(chs))
 	for i, ch := range chs {
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ch)

@@ -82,6 +82,7 @@ var placed = map[string]string{
 	"internal/containment":            engineLayer,
 	"internal/solvercheck":            engineLayer,
 	"internal/values":                 engineLayer,
+	"internal/render":                 engineLayer,
 	"internal/pool":                   engineLayer,
 	"internal/action":                 engineLayer,
 	"internal/controller":             engineLayer,

@@ -47,7 +47,7 @@ type TemplateConditionsReconciler struct {
 	// Status reads the template and writes what was decided.
 	Status *TemplateStatusWriter
 	// Check refuses a template its instances could not be installed from
-	// (values.Translator.CheckTemplate), naming the flag.
+	// (values.Rules.CheckTemplate), naming the flag.
 	Check func(*ctfv1alpha1.ChallengeTemplate) error
 	// Canaries are where a Degraded template's canaries run; nil for none.
 	Canaries *containment.Canaries

@@ -35,6 +35,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
+	"github.com/challenge-operator/challenge-operator/internal/render"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 	"github.com/challenge-operator/challenge-operator/internal/webhook"
 )
@@ -193,13 +194,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		client:  &controller.StatusClient{Client: helmClient, Writer: writer},
 		actions: actions,
 		preHook: controller.MarkReleasingHook(writer),
-		translator: renderingTranslator{writer: writer, gate: policyGate, Translator: values.Translator{
+		translator: renderingTranslator{writer: writer, gate: policyGate, Translator: render.Translator{
 			Reader:          mgr.GetClient(),
 			OrganiserReader: mgr.GetAPIReader(),
 			Admission:       admission.Admission{Quota: quota, Budget: budget, Queue: queue, Pools: pools, Canaries: canaries},
-			Settings:        opts.Values,
-			Limits:          limits,
-			FlagCodec:       opts.FlagCodec,
+			Rules:           values.Rules{Settings: opts.Values, Limits: limits, FlagCodec: opts.FlagCodec},
 		}},
 		extraWatches: controller.HelmWatches(mgr, actions.InstallFailing, pools, queue),
 		recorder:     mgr.GetEventRecorderFor(controller.HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
@@ -290,7 +289,7 @@ type reconcilerWiring struct {
 // is of, before translating it into values, and hands the policy gate what
 // the render of those values may contain.
 type renderingTranslator struct {
-	values.Translator
+	render.Translator
 	writer *controller.StatusWriter
 	gate   *gate.Gate
 }

@@ -1,16 +1,10 @@
 package values
 
 import (
-	"context"
-	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
@@ -143,38 +137,12 @@ func TestFlagSecretsOnlyFromAllowedNamespaces(t *testing.T) {
 	tmpl := template(func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: "kube-system", Name: "bootstrap-token-abc", Key: "token-secret"}}
 	})
-	tr := Translator{Settings: Settings{FlagSecretNamespaces: []string{"ctf-organiser"}}}
+	tr := Rules{Settings: Settings{FlagSecretNamespaces: []string{"ctf-organiser"}}}
 	err := tr.Settings.checkFlagSecret(tmpl)
 	g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`"kube-system"`))
 	tmpl.Spec.Flag.Static.Namespace = "ctf-organiser"
 	g.Expect(tr.Settings.checkFlagSecret(tmpl)).To(Succeed())
-}
-
-// TestSpecErrorsAreTerminal: retrying cannot fix a spec error, so the
-// reconcile is not retried with backoff; the watches wake it instead.
-func TestSpecErrorsAreTerminal(t *testing.T) {
-	g := NewWithT(t)
-	c := challenge(func(s *ctfv1alpha1.ChallengeSpec) { s.Values = raw(`{"podLabels": {"k8s-app": "kube-dns"}}`) })
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = Translator{}.Translate(t.Context(), &unstructured.Unstructured{Object: m})
-	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "got %v", err)
-	g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), "the reason survives the wrapping")
-
-	c = challenge(func(s *ctfv1alpha1.ChallengeSpec) { s.Template = "missing" })
-	m, err = runtime.DefaultUnstructuredConverter.ToUnstructured(c)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = Translator{Reader: failingReader{}}.Translate(t.Context(), &unstructured.Unstructured{Object: m})
-	g.Expect(err).To(HaveOccurred())
-	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse(), "a failed read is retried")
-}
-
-// failingReader fails every read, as an API server that is away would.
-type failingReader struct{ client.Reader }
-
-func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
-	return errors.New("connection refused")
 }
 
 func TestCheckKeys(t *testing.T) {

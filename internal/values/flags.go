@@ -8,7 +8,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
@@ -17,24 +16,6 @@ import (
 // file's key is (env.<NAME>, file.<i>, and two dots or more for a
 // component's or a sidecar's).
 func NamedFlagKey(name string) string { return "flag." + name }
-
-// checkNamedFlags refuses named flags the operator may not render: a
-// static one from a namespace flags may not come from, a perTeam one
-// without the operator's flag key. It reads nothing: a template's check
-// judges them before any instance reads a flag.
-func (t Translator) checkNamedFlags(tmpl *ctfv1alpha1.ChallengeTemplate) error {
-	for _, f := range tmpl.Spec.Flags {
-		if f.Static != nil {
-			if err := t.secrets().Namespaces.Allow(tmpl, "flag "+f.Name, f.Static.Namespace); err != nil {
-				return err
-			}
-		}
-		if f.PerTeam != nil && t.FlagCodec == nil {
-			return ctfflag.ErrNoFlagKey
-		}
-	}
-	return nil
-}
 
 // deliverNamedFlags writes each of tmpl's named flags, its value in flags by
 // name, into the instance's Secret and into the values of the container

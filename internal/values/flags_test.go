@@ -1,7 +1,6 @@
 package values
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -53,7 +52,7 @@ func TestPerTeamFlagNeedsTheKey(t *testing.T) {
 	g := NewWithT(t)
 	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
 		Flags: []ctfv1alpha1.NamedFlag{{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{}}}}}
-	_, err := Translator{}.readNamedFlags(context.Background(), tmpl, "team-a")
+	err := Rules{}.CheckNamedFlags(tmpl)
 	g.Expect(errors.Is(err, ctfflag.ErrNoFlagKey)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("challenge-operator-flag-key"))
 }

@@ -1,8 +1,6 @@
 package values
 
 import (
-	"fmt"
-
 	"helm.sh/helm/v3/pkg/chartutil"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -12,7 +10,7 @@ import (
 )
 
 // Inputs are what a render reads from the cluster beyond the Challenge and
-// its template (Translator.read): who claimed a pooled instance, the values
+// its template (render.Translator): who claimed a pooled instance, the values
 // of the organiser's Secrets the template names, the shared Services it lets
 // its instances reach, and the Gateways its routes attach to. ComposeWith
 // writes each where the chart takes it; Compose, for the checks that read
@@ -179,9 +177,4 @@ func withRoutePorts(vals map[string]any, gateways map[ctfv1alpha1.GatewayRef]*ga
 			}
 		}
 	}
-}
-
-// describeRef names a Gateway in a message.
-func describeRef(ref ctfv1alpha1.GatewayRef) string {
-	return fmt.Sprintf("%s/%s", ref.Namespace, ref.Name)
 }

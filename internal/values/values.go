@@ -1,4 +1,7 @@
-// Package values turns a Challenge into the Helm values of charts/challenge.
+// Package values turns a Challenge into the Helm values of charts/challenge,
+// and says what the policy gate lets their release contain. It reads
+// nothing from the cluster: what a render reads (Inputs) is handed to it by
+// internal/render.
 //
 // Precedence, lowest to highest: the chart's defaults (applied later by the
 // Helm reconciler), spec.values, the typed spec fields, and the values the

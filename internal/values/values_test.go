@@ -7,10 +7,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 )
 
 func challenge(mutate func(*ctfv1alpha1.ChallengeSpec)) *ctfv1alpha1.Challenge {
@@ -139,15 +138,6 @@ func TestForChallengeDoesNotModifyTheChallenge(t *testing.T) {
 	g.Expect(c).To(Equal(before))
 }
 
-func TestTranslatorDecodesUnstructured(t *testing.T) {
-	g := NewWithT(t)
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(challenge(nil))
-	g.Expect(err).NotTo(HaveOccurred())
-	got, err := Translator{}.Translate(t.Context(), &unstructured.Unstructured{Object: m})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got).To(HaveKeyWithValue("participant", "team-1"))
-}
-
 func FuzzForChallenge(f *testing.F) {
 	f.Add(`{"replicas": 2}`)
 	f.Add(`{"expose": {"type": "NodePort", "annotations": {"a": "b"}}}`)
@@ -182,11 +172,9 @@ func TestRenewalAndLifetimeReachNoValue(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal(want))
 	for _, c := range []*ctfv1alpha1.Challenge{base, renewed} {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+		r, err := Rules{}.Render(c, nil, policy.Limits{}, Inputs{})
 		g.Expect(err).NotTo(HaveOccurred())
-		vals, err := Translator{}.Translate(t.Context(), &unstructured.Unstructured{Object: m})
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(vals).To(Equal(want))
+		g.Expect(r.Values).To(Equal(want))
 	}
 }
 

@@ -152,7 +152,7 @@ func TestValuesAtTheBoundFitTheReleaseRecord(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			tmpl, c := template(nil), instance(nil)
-			vals, _, err := Translator{}.composeChecked(c, tmpl)
+			vals, _, err := Rules{}.Check(c, tmpl)
 			g.Expect(err).NotTo(HaveOccurred())
 
 			// The largest text the check lets through.

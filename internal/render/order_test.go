@@ -1,4 +1,4 @@
-package values
+package render
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
 // errAdmissionAsked marks a render that consulted admission.
@@ -61,13 +60,11 @@ func TestRefusedBeforeAdmission(t *testing.T) {
 			tc.spec(&tmpl.Spec)
 			r := templateOnly{tmpl: tmpl}
 			tr := Translator{Reader: r, OrganiserReader: r, Admission: admission.Admission{Quota: &admission.Quota{Reader: r}},
-				Limits: policy.Limits{MaxReplicas: 1, EphemeralStorage: resource.MustParse("1Gi")}}
+				Rules: values.Rules{Limits: policy.Limits{MaxReplicas: 1, EphemeralStorage: resource.MustParse("1Gi")}}}
 			c := challenge(func(s *ctfv1alpha1.ChallengeSpec) {
 				*s = ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: "web"}
 			})
-			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
-			g.Expect(err).NotTo(HaveOccurred())
-			_, err = tr.Render(t.Context(), &unstructured.Unstructured{Object: m})
+			_, err := tr.Render(t.Context(), asHelmHandsIt(t, c))
 			g.Expect(err).NotTo(MatchError(errAdmissionAsked), "refused before admission")
 			g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), "got %v", err)
 		})
