@@ -10,7 +10,6 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
-	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
 // PrimaryHostVariable holds the primary component's host name in every
@@ -116,10 +115,10 @@ func instanceSecret(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 }
 
 // componentSecretEnv are a component's secretEnv as its container reads them.
-func componentSecretEnv(comp *ctfv1alpha1.Component) []secretEnvValues {
-	out := make([]secretEnvValues, 0, len(comp.SecretEnv))
-	for _, e := range comp.SecretEnv {
-		out = append(out, secretEnvValues{Name: e.Name, Key: componentEnvKey(comp.Name, e.Name)})
+func componentSecretEnv(w *workload) []secretEnvValues {
+	out := make([]secretEnvValues, 0, len(w.secretEnv))
+	for _, e := range w.secretEnv {
+		out = append(out, secretEnvValues{Name: e.Name, Key: w.secretEnvKey(e.Name)})
 	}
 	return out
 }
@@ -139,46 +138,42 @@ func hostValues(release string, components []ctfv1alpha1.Component) []ctfv1alpha
 	return out
 }
 
-// componentsFor returns the values of the template's components: each its
-// own container (hosts first in its environment), security context,
-// resource floor, low-port sysctl and exposure.
-func componentsFor(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, hosts []ctfv1alpha1.EnvVar, settings Settings) ([]any, error) {
-	release := c.Name
-	var components []ctfv1alpha1.Component
-	if tmpl != nil {
-		components = tmpl.Spec.Components
-	}
+// componentsFor returns the values of the template's components (the
+// instance's workloads but the primary): each its own container (hosts first
+// in its environment), security context, resource floor, low-port sysctl and
+// exposure.
+func componentsFor(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, components []workload, hosts []ctfv1alpha1.EnvVar, settings Settings) ([]any, error) {
 	out := make([]any, 0, len(components))
 	for i := range components {
-		comp := &components[i]
-		sec := security.ForComponent(comp, tmpl.Spec.Flags)
-		expose, err := componentExpose(c, comp, settings)
+		w := &components[i]
+		comp := w.component
+		expose, err := componentExpose(w, settings)
 		if err != nil {
 			return nil, err
 		}
-		exposePorts, err := portExposureValues(c, comp.Name, comp.ExposePorts, settings)
+		exposePorts, err := portExposureValues(w, settings)
 		if err != nil {
 			return nil, fmt.Errorf("component %s: %w", comp.Name, err)
 		}
 		v := componentValues{
 			containerRunValues: containerRunValues{
-				containerValues: containerValuesFor(&comp.Container, comp.Name+".", componentProbes(comp)),
+				containerValues: containerValuesFor(&comp.Container, w.filePrefix(), componentProbes(comp)),
 				Name:            comp.Name, Image: comp.Image, Ports: orEmptyList(comp.Ports), Hosts: hosts, Env: orEmptyList(comp.Env),
 				Resources: comp.Resources, ReadOnlyRootFilesystem: !comp.WritableRootFilesystem,
-				Flag: componentFlag(c, tmpl, comp), SecretEnv: componentSecretEnv(comp),
+				Flag: componentFlag(c, tmpl, comp), SecretEnv: componentSecretEnv(w),
 			},
-			ObjectName: identity.ComponentObject(release, comp.Name), Replicas: componentReplicas(comp),
-			InternetEgress: comp.InternetEgress, Security: securityValuesFor(sec), Expose: expose, ExposePorts: exposePorts,
+			ObjectName: identity.ComponentObject(c.Name, comp.Name), Replicas: componentReplicas(comp),
+			InternetEgress: comp.InternetEgress, Security: securityValuesFor(w.security), Expose: expose, ExposePorts: exposePorts,
 		}
 		m, err := toMap(v)
 		if err != nil {
 			return nil, err
 		}
-		if m["sidecars"], err = sidecarsFor(comp.Name, comp.Sidecars, hosts, sec.ExtendedResources, instanceSecret(c, tmpl)); err != nil {
+		if m["sidecars"], err = sidecarsFor(w.workloadName(), w.sidecars, hosts, w.security.ExtendedResources, instanceSecret(c, tmpl)); err != nil {
 			return nil, err
 		}
 		lowPortSysctl(m)
-		m["resources"] = withExtendedResources(diskFloor(m), sec.ExtendedResources)
+		m["resources"] = withExtendedResources(diskFloor(m), w.security.ExtendedResources)
 		out = append(out, m)
 	}
 	return out, nil
@@ -187,7 +182,8 @@ func componentsFor(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate
 // componentExpose is how a component is reached: internal (ClusterIP)
 // unless its template exposes it, then with a host of its own
 // (ComponentHost) and the Gateway its route attaches to.
-func componentExpose(c *ctfv1alpha1.Challenge, comp *ctfv1alpha1.Component, settings Settings) (map[string]any, error) {
+func componentExpose(w *workload, settings Settings) (map[string]any, error) {
+	comp := w.component
 	expose := map[string]any{"type": string(ctfv1alpha1.ExposeClusterIP)}
 	if comp.Expose != nil {
 		m, err := toMap(comp.Expose)
@@ -196,7 +192,7 @@ func componentExpose(c *ctfv1alpha1.Challenge, comp *ctfv1alpha1.Component, sett
 		}
 		merge(expose, m)
 	}
-	expose["host"] = identity.ComponentHost(c, comp.Name, settings.IngressDomain)
+	expose["host"] = w.host
 	expose["https"] = comp.Expose != nil && comp.Expose.TLS != nil
 	if err := settings.gateway(expose); err != nil {
 		return nil, fmt.Errorf("component %s: %w", comp.Name, err)
@@ -216,13 +212,13 @@ func Reachable(comp *ctfv1alpha1.Component) bool {
 	return Exposed(comp) || len(comp.ExposePorts) > 0
 }
 
-// portExposureValues are the values of a workload's exposePorts (component
-// "" for the primary one): each port's name and its exposure, on a host of
-// its own (identity.PortHost), with the Gateway its route attaches to.
-func portExposureValues(c *ctfv1alpha1.Challenge, component string, exposures []ctfv1alpha1.PortExposure, settings Settings) ([]any, error) {
-	out := make([]any, 0, len(exposures))
-	for _, e := range exposures {
-		expose := map[string]any{"type": string(e.Type), "host": identity.PortHost(c, component, e.Port, settings.IngressDomain), "https": e.TLS != nil}
+// portExposureValues are the values of w's exposePorts: each port's name
+// and its exposure, on a host of its own (identity.PortHost), with the
+// Gateway its route attaches to.
+func portExposureValues(w *workload, settings Settings) ([]any, error) {
+	out := make([]any, 0, len(w.exposePorts))
+	for _, e := range w.exposePorts {
+		expose := map[string]any{"type": string(e.Type), "host": w.portHosts[e.Port], "https": e.TLS != nil}
 		if e.TLS != nil && e.TLS.SecretName != "" {
 			expose["tls"] = map[string]any{"secretName": e.TLS.SecretName}
 		}

@@ -1,15 +1,12 @@
 package values
 
 import (
-	"slices"
-
 	sdkhandler "github.com/operator-framework/operator-lib/handler"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
-	"github.com/challenge-operator/challenge-operator/internal/security"
 )
 
 // Expectation is what the policy gate lets the release of c, an instance of tmpl
@@ -35,51 +32,51 @@ func Expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, 
 			return policy.Instance{}, err
 		}
 	}
-	return expectation(c, tmpl, settings, limits, claimant, shared, vals)
+	return expectation(c, tmpl, settings, limits, instanceWorkloads(c, tmpl, limits.IngressDomain), Inputs{Claimant: claimant, Shared: shared}, vals)
 }
 
-// expectation is Expectation for c's composed values vals, which the
-// translator has at hand (nil unless settings.NamespacePerInstance), under
-// limits, the ceilings of c's template (policy.LimitsFor), which the
-// translator has checked the values against.
-func expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, limits policy.Limits, claimant string, shared []SharedService, vals map[string]any) (policy.Instance, error) {
-	in := policy.Instance{
+// expectation is Expectation for c's workloads and its values vals
+// composed from them with in (vals may be nil unless
+// settings.NamespacePerInstance), under limits, the ceilings of c's template
+// (policy.LimitsFor), which the values have been checked against.
+func expectation(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, limits policy.Limits, workloads []workload, in Inputs, vals map[string]any) (policy.Instance, error) {
+	inst := policy.Instance{
 		Release:          c.Name,
 		Namespace:        c.Namespace,
 		OwnNamespace:     settings.NamespacePerInstance,
 		Labels:           identity.Labels(c, tmpl),
-		Workloads:        expectedWorkloads(c, tmpl, limits.IngressDomain),
+		Workloads:        expectedWorkloads(c, tmpl, workloads),
 		Limits:           limits,
 		Keys:             settings.Keys,
 		OwnerAnnotations: OwnerAnnotations(c),
 	}
-	components := len(in.Workloads) - 1 // beside the primary workload
+	components := len(inst.Workloads) - 1 // beside the primary workload
 	if tmpl != nil {
-		if claimant != "" {
-			claimedIdentity(&in, c, claimant)
+		if in.Claimant != "" {
+			claimedIdentity(&inst, c, in.Claimant)
 		}
 		if components > 0 {
-			in.InstancePods = identity.InstancePods(c)
+			inst.InstancePods = identity.InstancePods(c)
 		}
-		for _, s := range shared {
-			in.SharedServices = append(in.SharedServices, policy.SharedPeer{Namespace: s.Namespace, Selector: s.Selector})
+		for _, s := range in.Shared {
+			inst.SharedServices = append(inst.SharedServices, policy.SharedPeer{Namespace: s.Namespace, Selector: s.Selector})
 		}
 		if needsSecret(tmpl) {
-			in.FlagSecret = identity.FlagSecret(c.Name)
+			inst.FlagSecret = identity.FlagSecret(c.Name)
 		}
 		if tmpl.Spec.IsShared() {
-			in.EveryInstancePod = ctfv1alpha1.InstanceLabel
+			inst.EveryInstancePod = ctfv1alpha1.InstanceLabel
 		}
 	}
 	if settings.NamespacePerInstance {
-		in.Namespace = identity.Namespace(c)
+		inst.Namespace = identity.Namespace(c)
 		var err error
-		if in.Quota, in.LimitRange, err = NamespaceBoundsOf(vals); err != nil {
+		if inst.Quota, inst.LimitRange, err = NamespaceBoundsOf(vals); err != nil {
 			return policy.Instance{}, err
 		}
 	}
-	expectBareNames(&in, c, tmpl, settings)
-	return in, nil
+	expectBareNames(&inst, c, tmpl, settings)
+	return inst, nil
 }
 
 // claimedIdentity makes in the identity of a pooled instance c that team's
@@ -94,34 +91,23 @@ func claimedIdentity(in *policy.Instance, c *ctfv1alpha1.Challenge, team string)
 }
 
 // expectedWorkloads says what each workload of c, an instance of tmpl (nil
-// without a template), may be: its primary workload first, always exposed,
-// then each of tmpl's components.
-func expectedWorkloads(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, domain string) []policy.Workload {
-	podSecurity := security.ForTemplate(tmpl)
-	out := []policy.Workload{{Labels: identity.Labels(c, tmpl), Selector: identity.Selector(c), Security: &podSecurity,
-		Exposed: true, Host: identity.Host(c, domain), Sidecars: sidecarNames(templateSidecars(tmpl))}}
-	if tmpl == nil {
-		return out
+// without a template), may be, from the workloads its values were composed
+// from: its primary workload first, always exposed, then each of tmpl's
+// components.
+func expectedWorkloads(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, workloads []workload) []policy.Workload {
+	var flags []ctfv1alpha1.NamedFlag
+	if tmpl != nil {
+		flags = tmpl.Spec.Flags
 	}
-	out[0].PortHosts = portHosts(c, "", tmpl.Spec.ExposePorts, domain)
-	out[0].SecretFiles = slices.Concat(secretFileKeys("", tmpl.Spec.SecretFiles), sidecarSecretFileKeys(identity.PrimaryWorkload, tmpl.Spec.Sidecars),
-		namedFlagKeys(tmpl.Spec.Flags, "", false))
-	var primaryFlag *ctfv1alpha1.FlagDelivery
-	if tmpl.Spec.Flag != nil {
-		primaryFlag = &tmpl.Spec.Flag.FlagDelivery
-	}
-	out[0].SecretEnv = append(secretEnvKeys(primaryFlag, tmpl.Spec.SecretEnv, primaryEnvKey, identity.PrimaryWorkload, tmpl.Spec.Sidecars),
-		namedFlagKeys(tmpl.Spec.Flags, "", true)...)
-	for i := range tmpl.Spec.Components {
-		comp := &tmpl.Spec.Components[i]
-		sec := security.ForComponent(comp, tmpl.Spec.Flags)
-		out = append(out, policy.Workload{Name: comp.Name, Labels: identity.ComponentLabels(c, tmpl, comp.Name),
-			Selector: identity.ComponentSelector(c, comp.Name), Security: &sec, Exposed: Exposed(comp), Host: identity.ComponentHost(c, comp.Name, domain),
-			PortHosts: portHosts(c, comp.Name, comp.ExposePorts, domain), Sidecars: sidecarNames(comp.Sidecars),
-			SecretFiles: slices.Concat(secretFileKeys(comp.Name+".", comp.SecretFiles), sidecarSecretFileKeys(comp.Name, comp.Sidecars),
-				namedFlagKeys(tmpl.Spec.Flags, comp.Name, false)),
-			SecretEnv: append(secretEnvKeys(comp.Flag, comp.SecretEnv, func(name string) string { return componentEnvKey(comp.Name, name) }, comp.Name, comp.Sidecars),
-				namedFlagKeys(tmpl.Spec.Flags, comp.Name, true)...)})
+	out := make([]policy.Workload, 0, len(workloads))
+	for i := range workloads {
+		w := &workloads[i]
+		labels, selector := identity.Labels(c, tmpl), identity.Selector(c)
+		if w.component != nil {
+			labels, selector = identity.ComponentLabels(c, tmpl, w.name), identity.ComponentSelector(c, w.name)
+		}
+		out = append(out, policy.Workload{Name: w.name, Labels: labels, Selector: selector, Security: &w.security, Exposed: w.exposed(),
+			Host: w.host, PortHosts: w.portHosts, Sidecars: sidecarNames(w.sidecars), SecretFiles: w.secretFileKeys(flags), SecretEnv: w.secretEnvKeys(flags)})
 	}
 	return out
 }
@@ -158,34 +144,4 @@ func OwnerAnnotations(c metav1.Object) map[string]string {
 		sdkhandler.NamespacedNameAnnotation: c.GetNamespace() + "/" + c.GetName(),
 		sdkhandler.TypeAnnotation:           "Challenge." + ctfv1alpha1.GroupVersion.Group,
 	}
-}
-
-// sidecarSecretFileKeys are the keys of a workload's sidecars' secret files.
-func sidecarSecretFileKeys(workload string, sidecars []ctfv1alpha1.Sidecar) []string {
-	out := make([]string, 0, len(sidecars))
-	for _, sc := range sidecars {
-		out = append(out, secretFileKeys(sidecarFilePrefix(workload, sc.Name), sc.SecretFiles)...)
-	}
-	return out
-}
-
-// secretEnvKeys are the keys of the instance's Secret a workload's
-// environment reads: "flag" when its main container (flag) or a sidecar
-// takes the flag in a variable, its main container's secretEnv (keyed by
-// key) and its sidecars' (sidecarEnvKey).
-func secretEnvKeys(flag *ctfv1alpha1.FlagDelivery, env []ctfv1alpha1.SecretEnvVar, key func(string) string, workload string, sidecars []ctfv1alpha1.Sidecar) []string {
-	var out []string
-	flagEnv := func(f *ctfv1alpha1.FlagDelivery) bool { return f != nil && f.Mount == ctfv1alpha1.FlagMountEnv }
-	if flagEnv(flag) || slices.ContainsFunc(sidecars, func(sc ctfv1alpha1.Sidecar) bool { return flagEnv(sc.Flag) }) {
-		out = append(out, "flag")
-	}
-	for _, e := range env {
-		out = append(out, key(e.Name))
-	}
-	for _, sc := range sidecars {
-		for _, e := range sc.SecretEnv {
-			out = append(out, sidecarEnvKey(workload, sc.Name, e.Name))
-		}
-	}
-	return out
 }

@@ -138,7 +138,9 @@ func TestComponentExpose(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := componentExpose(instance(nil), &ctfv1alpha1.Component{Name: "bot", Expose: tt.expose}, tt.settings)
+			tmpl := &ctfv1alpha1.ChallengeTemplate{Spec: ctfv1alpha1.ChallengeTemplateSpec{Components: []ctfv1alpha1.Component{{Name: "bot", Expose: tt.expose}}}}
+			bot := instanceWorkloads(instance(nil), tmpl, tt.settings.IngressDomain)[1]
+			got, err := componentExpose(&bot, tt.settings)
 			if tt.refused != "" {
 				g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), "got %v", err)
 				g.Expect(err.Error()).To(ContainSubstring(tt.refused))

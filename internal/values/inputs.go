@@ -6,7 +6,6 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
-	"github.com/challenge-operator/challenge-operator/internal/identity"
 )
 
 // Inputs are what a render reads from the cluster beyond the Challenge and
@@ -40,20 +39,20 @@ type Inputs struct {
 // does, with what the render read from the cluster (in) written where the
 // chart takes it: nothing is written into them after.
 func ComposeWith(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, in Inputs) (chartutil.Values, error) {
-	return compose(c, tmpl, settings, &in)
+	return compose(c, tmpl, settings, &in, instanceWorkloads(c, tmpl, settings.IngressDomain))
 }
 
 // secretEnvValuesOf are the primary's secretEnv variables with their values
 // (in, nil before any read: none), each under its key of the instance's
-// Secret (primaryEnvKey).
-func secretEnvValuesOf(tmpl *ctfv1alpha1.ChallengeTemplate, in *Inputs) []any {
-	if tmpl == nil || in == nil {
+// Secret.
+func secretEnvValuesOf(primary *workload, in *Inputs) []any {
+	if in == nil {
 		return []any{}
 	}
-	env := make([]any, 0, len(tmpl.Spec.SecretEnv))
-	for _, e := range tmpl.Spec.SecretEnv {
+	env := make([]any, 0, len(primary.secretEnv))
+	for _, e := range primary.secretEnv {
 		entry := envEntry(e.Name, in.Secrets[e.Secret])
-		entry["key"] = primaryEnvKey(e.Name)
+		entry["key"] = primary.secretEnvKey(e.Name)
 		env = append(env, entry)
 	}
 	return env
@@ -65,36 +64,28 @@ func primaryEnvKey(name string) string { return "env." + name }
 
 // secretDataOf are the values of the instance's Secret beside its flag and
 // the primary's secretEnv (in, nil before any read: none), each under the
-// key its container reads: the secret files of the primary and of its
-// sidecars, then each component's secretEnv (componentEnvKey), secret files
-// and sidecars'.
-func secretDataOf(tmpl *ctfv1alpha1.ChallengeTemplate, in *Inputs) []any {
-	if tmpl == nil || in == nil {
-		return []any{}
+// key its container reads, workload by workload: a component's secretEnv,
+// then its main container's secret files, then its sidecars' secretEnv and
+// secret files.
+func secretDataOf(workloads []workload, in *Inputs) []any {
+	data := []any{}
+	if in == nil {
+		return data
 	}
-	data := secretFileEntries("", tmpl.Spec.SecretFiles, in)
-	data = append(data, sidecarSecretEntries(identity.PrimaryWorkload, tmpl.Spec.Sidecars, in)...)
-	for i := range tmpl.Spec.Components {
-		comp := &tmpl.Spec.Components[i]
-		for _, e := range comp.SecretEnv {
-			data = append(data, secretEntry(componentEnvKey(comp.Name, e.Name), in.Secrets[e.Secret]))
+	for i := range workloads {
+		w := &workloads[i]
+		if w.component != nil { // the primary's go to secretEnv
+			for _, e := range w.secretEnv {
+				data = append(data, secretEntry(w.secretEnvKey(e.Name), in.Secrets[e.Secret]))
+			}
 		}
-		data = append(data, secretFileEntries(comp.Name+".", comp.SecretFiles, in)...)
-		data = append(data, sidecarSecretEntries(comp.Name, comp.Sidecars, in)...)
-	}
-	return data
-}
-
-// sidecarSecretEntries are a workload's sidecars' secretEnv values and
-// secret files, keyed as sidecarsFor keys them.
-func sidecarSecretEntries(workload string, sidecars []ctfv1alpha1.Sidecar, in *Inputs) []any {
-	var data []any
-	for i := range sidecars {
-		sc := &sidecars[i]
-		for _, e := range sc.SecretEnv {
-			data = append(data, secretEntry(sidecarEnvKey(workload, sc.Name, e.Name), in.Secrets[e.Secret]))
+		data = append(data, secretFileEntries(w.filePrefix(), w.secretFiles, in)...)
+		for _, sc := range w.sidecars {
+			for _, e := range sc.SecretEnv {
+				data = append(data, secretEntry(sidecarEnvKey(w.workloadName(), sc.Name, e.Name), in.Secrets[e.Secret]))
+			}
+			data = append(data, secretFileEntries(sidecarFilePrefix(w.workloadName(), sc.Name), sc.SecretFiles, in)...)
 		}
-		data = append(data, secretFileEntries(sidecarFilePrefix(workload, sc.Name), sc.SecretFiles, in)...)
 	}
 	return data
 }

@@ -59,14 +59,17 @@ func (r Rules) Check(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTempla
 // to the size a release record takes, and says what the gate lets their
 // release contain, under limits (Check's): the pure end of a render.
 func (r Rules) Render(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, limits policy.Limits, in Inputs) (Rendered, error) {
-	vals, err := ComposeWith(c, tmpl, r.Settings, in)
+	// One model of its workloads, which both the values and the gate's
+	// expectation are made from.
+	workloads := instanceWorkloads(c, tmpl, r.Settings.IngressDomain)
+	vals, err := compose(c, tmpl, r.Settings, &in, workloads)
 	if err != nil {
 		return Rendered{}, err
 	}
 	if err := checkValuesSize(vals); err != nil {
 		return Rendered{}, err
 	}
-	expected, err := expectation(c, tmpl, r.Settings, limits, in.Claimant, in.Shared, vals)
+	expected, err := expectation(c, tmpl, r.Settings, limits, workloads, in, vals)
 	if err != nil {
 		return Rendered{}, err
 	}

@@ -84,7 +84,11 @@ func TestWidestProfile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(widestProfile(security.Context{Profile: tt.primary}, tt.components)).To(Equal(tt.want))
+			workloads := []workload{{security: security.Context{Profile: tt.primary}}}
+			for i := range tt.components {
+				workloads = append(workloads, workload{component: &tt.components[i], security: security.ForComponent(&tt.components[i], nil)})
+			}
+			NewWithT(t).Expect(widestProfile(workloads)).To(Equal(tt.want))
 		})
 	}
 }

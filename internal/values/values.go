@@ -93,11 +93,12 @@ func ForChallenge(c *ctfv1alpha1.Challenge) (chartutil.Values, error) {
 // It reads nothing: what a render reads from the cluster (Inputs) is left
 // out, as the checks before admission and of a template alone want it.
 func Compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings) (chartutil.Values, error) {
-	return compose(c, tmpl, settings, nil)
+	return compose(c, tmpl, settings, nil, instanceWorkloads(c, tmpl, settings.IngressDomain))
 }
 
-// compose is Compose, with in written where the chart takes it (nil: left out).
-func compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, in *Inputs) (chartutil.Values, error) {
+// compose is Compose, with in written where the chart takes it (nil: left
+// out), from c's workloads (instanceWorkloads).
+func compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, in *Inputs, workloads []workload) (chartutil.Values, error) {
 	user, err := toMap(c.Spec.Values)
 	if err != nil {
 		return nil, err
@@ -132,8 +133,8 @@ func compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 	if err := checkKeys(vals, settings.Keys); err != nil {
 		return nil, err
 	}
-	podSecurity := security.ForTemplate(tmpl)
-	enforced, err := enforcedValues(c, tmpl, settings, podSecurity, in)
+	podSecurity := workloads[0].security
+	enforced, err := enforcedValues(c, tmpl, settings, workloads, in)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +186,8 @@ func typedValues(spec *ctfv1alpha1.ChallengeSpec) (map[string]any, error) {
 // whatever the values and the operator's flags say: the instance's identity,
 // its flag, its namespace and its network boundaries, with what the render
 // read (in; nil: left out).
-func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, podSecurity security.Context, in *Inputs) (map[string]any, error) {
+func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, settings Settings, workloads []workload, in *Inputs) (map[string]any, error) {
+	podSecurity := workloads[0].security
 	flagValues := flagValuesFor("", nil)
 	egress := []any{}
 	internetEgress := false
@@ -216,12 +218,12 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	exposePorts := []any{}
 	if tmpl != nil {
 		var err error
-		if exposePorts, err = portExposureValues(c, "", tmpl.Spec.ExposePorts, settings); err != nil {
+		if exposePorts, err = portExposureValues(&workloads[0], settings); err != nil {
 			return nil, err
 		}
 	}
 	hostVars := hostValues(c.Name, components)
-	componentValues, err := componentsFor(c, tmpl, hostVars, settings)
+	componentValues, err := componentsFor(c, tmpl, workloads[1:], hostVars, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -257,8 +259,8 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"podParticipant": c.Spec.Participant,
 		"challenge":      identity.Challenge(c, tmpl),
 		"flag":           flagValues,
-		"secretEnv":      secretEnvValuesOf(tmpl, in),
-		"secretData":     secretDataOf(tmpl, in), // the components' secretEnv values and the secret files
+		"secretEnv":      secretEnvValuesOf(&workloads[0], in),
+		"secretData":     secretDataOf(workloads, in), // the components' secretEnv values and the secret files
 		"security":       securityValues,
 		"components":     componentValues,
 		"exposePorts":    exposePorts,
@@ -277,7 +279,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 		"namespacePerInstance": map[string]any{
 			"enabled": settings.NamespacePerInstance, nameKey: identity.Namespace(c),
 			"quota": map[string]any{}, "limitRange": namespaceLimitValues(), // quota: instanceQuota, once every workload's resources are known
-			"profile": string(widestProfile(podSecurity, components)),
+			"profile": string(widestProfile(workloads)),
 		},
 	})
 	if tmpl != nil && tmpl.Spec.IsShared() {
@@ -609,17 +611,6 @@ func namespaceQuota(n int) map[string]string {
 		out[k] = q.String()
 	}
 	return out
-}
-
-// widestProfile is the profile a namespace of the instance's own enforces:
-// the widest of its components'.
-func widestProfile(primary security.Context, components []ctfv1alpha1.Component) ctfv1alpha1.SecurityProfile {
-	profiles := make([]ctfv1alpha1.SecurityProfile, 0, 1+len(components))
-	profiles = append(profiles, primary.Profile)
-	for i := range components {
-		profiles = append(profiles, security.ProfileOf(components[i].Security))
-	}
-	return security.Widest(profiles...)
 }
 
 // namespaceLimits are the default limits and requests of the containers in
