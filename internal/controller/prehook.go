@@ -2,14 +2,12 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/operator-framework/helm-operator-plugins/pkg/hook"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
@@ -27,9 +25,9 @@ import (
 // release is complete on its own.
 func MarkReleasingHook(w *StatusWriter) hook.PreHook {
 	return hook.PreHookFunc(func(obj *unstructured.Unstructured, _ chartutil.Values, log logr.Logger) error {
-		ch := &ctfv1alpha1.Challenge{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ch); err != nil {
-			return fmt.Errorf("decoding Challenge: %w", err)
+		ch, err := ctfv1alpha1.ChallengeFrom(obj)
+		if err != nil {
+			return err
 		}
 		op := w.operationFor(ch)
 		if op != lifecycle.Upgrading || !obj.GetDeletionTimestamp().IsZero() {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 )
 
@@ -47,7 +48,7 @@ type QuotaRecount struct {
 // Recount replaces the quota of the namespace of obj's (a Challenge's)
 // instance when it counts more Services than the namespace holds.
 func (q QuotaRecount) Recount(ctx context.Context, obj client.Object) error {
-	ch, err := AsChallenge(obj)
+	ch, err := ctfv1alpha1.ChallengeFrom(obj)
 	if err != nil {
 		return err
 	}

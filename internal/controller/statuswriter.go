@@ -294,7 +294,7 @@ func (w *StatusWriter) fromHelm(ctx context.Context, obj *unstructured.Unstructu
 // only status changes, the reconciler's conditions are its own, and the
 // rest is recomputed.
 func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Unstructured, reader client.Reader) (*ctfv1alpha1.Challenge, *ctfv1alpha1.ChallengeStatus, error) {
-	ch, err := AsChallenge(obj)
+	ch, err := ctfv1alpha1.ChallengeFrom(obj)
 	if err != nil {
 		return nil, nil, err
 	}

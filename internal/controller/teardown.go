@@ -8,9 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -53,7 +51,7 @@ type Teardown struct {
 func (t Teardown) Leftovers(ctx context.Context, obj client.Object) error {
 	cl, pools := t.Client, t.Pools
 	if pools != nil {
-		ch, err := AsChallenge(obj)
+		ch, err := ctfv1alpha1.ChallengeFrom(obj)
 		if err != nil {
 			return err
 		}
@@ -64,7 +62,7 @@ func (t Teardown) Leftovers(ctx context.Context, obj client.Object) error {
 	sel := client.MatchingLabels{ctfv1alpha1.InstanceLabel: obj.GetName(), ctfv1alpha1.InstanceNamespaceLabel: obj.GetNamespace()}
 	where := client.InNamespace(obj.GetNamespace())
 	if t.NamespacePerInstance {
-		ch, err := AsChallenge(obj)
+		ch, err := ctfv1alpha1.ChallengeFrom(obj)
 		if err != nil {
 			return err
 		}
@@ -107,21 +105,4 @@ func deleteInstanceNamespace(ctx context.Context, cl client.Client, name string,
 		}
 	}
 	return true, nil
-}
-
-// AsChallenge reads obj, a Challenge as the Helm reconciler hands it over
-// (unstructured) or typed.
-func AsChallenge(obj client.Object) (*ctfv1alpha1.Challenge, error) {
-	if ch, ok := obj.(*ctfv1alpha1.Challenge); ok {
-		return ch, nil
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("unexpected object %T", obj)
-	}
-	ch := &ctfv1alpha1.Challenge{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ch); err != nil {
-		return nil, fmt.Errorf("decoding Challenge %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-	}
-	return ch, nil
 }

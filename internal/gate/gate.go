@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/values"
@@ -135,7 +134,7 @@ func (g *Gate) CheckRecord(ctx context.Context, obj client.Object, manifest stri
 		}
 		return policy.Check([]byte(manifest), in)
 	}
-	ch, err := controller.AsChallenge(obj)
+	ch, err := ctfv1alpha1.ChallengeFrom(obj)
 	if err != nil {
 		return err
 	}

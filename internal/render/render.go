@@ -18,7 +18,6 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -70,30 +69,30 @@ func (t Translator) Render(ctx context.Context, u *unstructured.Unstructured) (v
 // Error at once, never a wait in the queue that ends in one, nor a claimed
 // instance the install would have refused.
 func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (values.Rendered, error) {
-	var c ctfv1alpha1.Challenge
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
-		return values.Rendered{}, fmt.Errorf("decoding Challenge %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	c, err := ctfv1alpha1.ChallengeFrom(u)
+	if err != nil {
+		return values.Rendered{}, err
 	}
-	tmpl, err := t.template(ctx, &c)
+	tmpl, err := t.template(ctx, c)
 	if err != nil {
 		return values.Rendered{}, err
 	}
 	// A Challenge that claimed a pooled instance is never installed itself.
-	if err := t.Admission.Served(ctx, &c); err != nil {
+	if err := t.Admission.Served(ctx, c); err != nil {
 		return values.Rendered{}, err
 	}
-	checked, limits, err := t.Check(&c, tmpl)
+	checked, limits, err := t.Check(c, tmpl)
 	if err != nil {
 		return values.Rendered{}, err
 	}
-	if err := t.Admission.Admit(ctx, &c, tmpl); err != nil {
+	if err := t.Admission.Admit(ctx, c, tmpl); err != nil {
 		return values.Rendered{}, err
 	}
-	in, err := t.read(ctx, &c, tmpl, checked)
+	in, err := t.read(ctx, c, tmpl, checked)
 	if err != nil {
 		return values.Rendered{}, err
 	}
-	return t.Rules.Render(&c, tmpl, limits, in)
+	return t.Rules.Render(c, tmpl, limits, in)
 }
 
 // template reads c's ChallengeTemplate, nil when c names none.
