@@ -86,7 +86,7 @@ var placed = map[string]string{
 	"internal/pool":                   engineLayer,
 	"internal/action":                 engineLayer,
 	"internal/controller":             engineLayer,
-	"internal/gate":                   engineLayer,
+	"internal/policyhelm":             engineLayer,
 	"internal/webhook":                engineLayer,
 	"internal/operator":               engineLayer,
 	"internal/operator/nsperinstance": engineLayer,

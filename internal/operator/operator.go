@@ -29,11 +29,11 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/containment"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
-	"github.com/challenge-operator/challenge-operator/internal/gate"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/policyhelm"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/internal/render"
 	"github.com/challenge-operator/challenge-operator/internal/values"
@@ -158,7 +158,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("creating Helm action config getter: %w", err)
 	}
 	limits := gateLimits(opts)
-	policyGate := &gate.Gate{Reader: mgr.GetClient(), NamespacePerInstance: features.NamespacePerInstance}
+	policyGate := &policyhelm.Gate{Reader: mgr.GetClient(), NamespacePerInstance: features.NamespacePerInstance}
 	actions, err := action.NewClientGetter(actionConfig, recorder)
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
@@ -291,7 +291,7 @@ type reconcilerWiring struct {
 type renderingTranslator struct {
 	render.Translator
 	writer *controller.StatusWriter
-	gate   *gate.Gate
+	gate   *policyhelm.Gate
 }
 
 func (t renderingTranslator) Translate(ctx context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {

@@ -135,7 +135,7 @@ func secretFileKeys(prefix string, files []ctfv1alpha1.SecretFile) []string {
 	return out
 }
 
-// OwnerAnnotations are what the post-renderer (package gate) writes, as
+// OwnerAnnotations are what the post-renderer (package policyhelm) writes, as
 // helm-operator-plugins' owner post-renderer did, on the instance's objects
 // outside the Challenge's namespace (operator-lib's annotation handler
 // keys) to name the Challenge c.

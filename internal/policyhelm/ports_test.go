@@ -1,4 +1,4 @@
-package gate_test
+package policyhelm_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/gate"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/policyhelm"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 	"github.com/challenge-operator/challenge-operator/test/chartrender"
 )
@@ -70,7 +70,7 @@ func TestExposedPortsJudged(t *testing.T) {
 
 	// A stored record of the instance is deleted whatever its template
 	// exposes now: its ports' objects are its own; another instance's are not.
-	gt := &gate.Gate{Reader: noIngresses{}}
+	gt := &policyhelm.Gate{Reader: noIngresses{}}
 	g.Expect(gt.CheckRecord(context.Background(), ch, text, false)).To(Succeed(), "an uninstall goes ahead")
 	other := strings.ReplaceAll(text, `name: "web-team1.nc"`, `name: "web-team2.nc"`)
 	g.Expect(gt.CheckRecord(context.Background(), ch, other, false)).To(MatchError(ContainSubstring("PolicyViolation: name:")), "never another instance's")

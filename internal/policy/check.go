@@ -1,16 +1,23 @@
-// Package policy is the post-render gate, the third of the operator's trust layers. The CRD schema
-// and its CEL rules refuse malformed Challenges at admission, and the chart quotes every value it
-// writes; this package then judges the objects Helm actually rendered for one instance, before any
-// of them reaches the API server, and refuses the whole release when a single rule breaks.
+// Package policy is the engine of the post-render gate, the third of the operator's trust layers:
+// it judges what Helm rendered for one instance against what that instance may contain. Before
+// any object reaches the API server, it refuses the whole release when a single rule breaks. The
+// CRD schema and its CEL rules refuse malformed Challenges at admission, and the chart quotes every
+// value it writes; this package judges what came out of them.
 //
-// The gate reads each document strictly into the typed API object of an allowlisted kind, refusing
-// a field its Go types do not know, and refuses every set field its rules do not judge (fields.go),
-// so no field reaches the API server unread. It checks what the instance may contain: its kinds,
-// names, namespace and identity labels, the restricted Pod Security Standard and more for its pod,
-// and a NetworkPolicy that keeps it away from the cluster's internal ranges. It runs in Helm's
-// post-renderer (package gate). Helm splits hooks off before post-rendering, which is why releases
-// run with hooks disabled and the objects the instance needs must be present: a template turned
-// into a hook is dropped, not applied unjudged, and the release is then refused for its absence.
+// Policy is the engine; package policyhelm adapts it to Helm's post-renderer. This package takes a
+// manifest and an Instance and returns a Violation or the objects that passed: it imports no Helm
+// and no client, and what it needs of the cluster (HostTaken) is handed to it. Package policyhelm
+// runs it on each render of a release, as Helm's post-renderer, and on each stored release record,
+// with the Instance the translator computed for the render in progress.
+//
+// The engine reads each document strictly into the typed API object of an allowlisted kind,
+// refusing a field its Go types do not know, and refuses every set field its rules do not judge
+// (fields.go), so no field reaches the API server unread. It checks what the instance may contain:
+// its kinds, names, namespace and identity labels, the restricted Pod Security Standard and more for
+// its pod, and a NetworkPolicy that keeps it away from the cluster's internal ranges. Helm splits
+// hooks off before post-rendering, which is why releases run with hooks disabled and the objects
+// the instance needs must be present: a template turned into a hook is dropped, not applied
+// unjudged, and the release is then refused for its absence.
 package policy
 
 import (
@@ -64,7 +71,7 @@ type Instance struct {
 	Quota corev1.ResourceList
 	// LimitRange is exactly the limits of the LimitRange of a namespace of its own.
 	LimitRange []corev1.LimitRangeItem
-	// OwnerAnnotations are the annotations the post-renderer (package gate)
+	// OwnerAnnotations are the annotations the post-renderer (package policyhelm)
 	// writes, after the gate, on a cluster-scoped object of the release (the
 	// Namespace of its own) to name the Challenge, in place of an owner
 	// reference: the only annotations that Namespace may carry, with exactly

@@ -1,4 +1,4 @@
-package gate_test
+package policyhelm_test
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/gate"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/internal/policyhelm"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 	"github.com/challenge-operator/challenge-operator/test/chartrender"
 )
@@ -37,7 +37,7 @@ func TestGateJudgesARenderByItsTranslation(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	manifest, err := chartrender.Manifest(ch, nil, values.Settings{})
 	g.Expect(err).NotTo(HaveOccurred())
-	gt := &gate.Gate{Reader: noIngresses{}}
+	gt := &policyhelm.Gate{Reader: noIngresses{}}
 	run := func() error {
 		_, err := gt.PostRenderer(ch).Run(bytes.NewBuffer(manifest))
 		return err
@@ -72,7 +72,7 @@ func TestRecordsAreJudgedForWhoseTheyAre(t *testing.T) {
 	g := NewWithT(t)
 	ch := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web-team1", Namespace: "ctf-teams"},
 		Spec: ctfv1alpha1.ChallengeSpec{Participant: "team1", Image: "registry.example/web:1"}}
-	gt := &gate.Gate{Reader: noIngresses{}}
+	gt := &policyhelm.Gate{Reader: noIngresses{}}
 	own, err := chartrender.Manifest(ch, nil, values.Settings{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(gt.CheckRecord(context.Background(), ch, string(own), false)).To(Succeed())

@@ -1,8 +1,10 @@
-// Package gate puts the policy gate (package policy) between the embedded
-// Helm reconciler and the cluster: it judges each render of a Challenge's
-// release, as Helm's post-renderer, by what the translator expected of that
-// render, and each stored release record before the reconciler acts on it.
-package gate
+// Package policyhelm adapts the policy engine to Helm's post-renderer: policy
+// is the engine, policyhelm puts it between the embedded Helm reconciler and
+// the cluster. As Helm's post-renderer it judges each render of a Challenge's
+// release by what the translator expected of that render, and writes the
+// objects that passed with their owners; it also judges each stored release
+// record before the reconciler acts on it.
+package policyhelm
 
 import (
 	"bytes"
