@@ -69,6 +69,7 @@ var placed = map[string]string{
 	"internal/security":        coreLayer,
 	"internal/ctfflag":         coreLayer,
 	"internal/organisersecret": coreLayer,
+	"internal/helmobject":      coreLayer,
 	"internal/flagtag":         coreLayer,
 	"internal/endpoint":        coreLayer,
 	"internal/policy":          coreLayer,

@@ -9,7 +9,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/helmobject"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
@@ -25,7 +25,7 @@ import (
 // release is complete on its own.
 func MarkReleasingHook(w *StatusWriter) hook.PreHook {
 	return hook.PreHookFunc(func(obj *unstructured.Unstructured, _ chartutil.Values, log logr.Logger) error {
-		ch, err := ctfv1alpha1.ChallengeFrom(obj)
+		ch, err := helmobject.Challenge(obj)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/helmobject"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 )
 
@@ -48,7 +48,7 @@ type QuotaRecount struct {
 // Recount replaces the quota of the namespace of obj's (a Challenge's)
 // instance when it counts more Services than the namespace holds.
 func (q QuotaRecount) Recount(ctx context.Context, obj client.Object) error {
-	ch, err := ctfv1alpha1.ChallengeFrom(obj)
+	ch, err := helmobject.Challenge(obj)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/helmobject"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 	"github.com/challenge-operator/challenge-operator/internal/readthrough"
@@ -294,7 +295,7 @@ func (w *StatusWriter) fromHelm(ctx context.Context, obj *unstructured.Unstructu
 // only status changes, the reconciler's conditions are its own, and the
 // rest is recomputed.
 func (w *StatusWriter) decodeWithLast(ctx context.Context, obj *unstructured.Unstructured, reader client.Reader) (*ctfv1alpha1.Challenge, *ctfv1alpha1.ChallengeStatus, error) {
-	ch, err := ctfv1alpha1.ChallengeFrom(obj)
+	ch, err := helmobject.Challenge(obj)
 	if err != nil {
 		return nil, nil, err
 	}

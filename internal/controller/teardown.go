@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/helmobject"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
@@ -51,7 +52,7 @@ type Teardown struct {
 func (t Teardown) Leftovers(ctx context.Context, obj client.Object) error {
 	cl, pools := t.Client, t.Pools
 	if pools != nil {
-		ch, err := ctfv1alpha1.ChallengeFrom(obj)
+		ch, err := helmobject.Challenge(obj)
 		if err != nil {
 			return err
 		}
@@ -62,7 +63,7 @@ func (t Teardown) Leftovers(ctx context.Context, obj client.Object) error {
 	sel := client.MatchingLabels{ctfv1alpha1.InstanceLabel: obj.GetName(), ctfv1alpha1.InstanceNamespaceLabel: obj.GetNamespace()}
 	where := client.InNamespace(obj.GetNamespace())
 	if t.NamespacePerInstance {
-		ch, err := ctfv1alpha1.ChallengeFrom(obj)
+		ch, err := helmobject.Challenge(obj)
 		if err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/helmobject"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/values"
@@ -136,7 +137,7 @@ func (g *Gate) CheckRecord(ctx context.Context, obj client.Object, manifest stri
 		}
 		return policy.Check([]byte(manifest), in)
 	}
-	ch, err := ctfv1alpha1.ChallengeFrom(obj)
+	ch, err := helmobject.Challenge(obj)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
+	"github.com/challenge-operator/challenge-operator/internal/helmobject"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
@@ -69,7 +70,7 @@ func (t Translator) Render(ctx context.Context, u *unstructured.Unstructured) (v
 // Error at once, never a wait in the queue that ends in one, nor a claimed
 // instance the install would have refused.
 func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (values.Rendered, error) {
-	c, err := ctfv1alpha1.ChallengeFrom(u)
+	c, err := helmobject.Challenge(u)
 	if err != nil {
 		return values.Rendered{}, err
 	}
