@@ -15,14 +15,21 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
-// read is a render's one read of the cluster beyond c and its template
-// (none without one): the claimant of a claimed pooled instance, the
+// read is a render's one read of the cluster beyond the Challenge and its
+// template (none without one), into r.inputs: the claimant of a claimed pooled instance, the
 // organiser's Secrets the template's containers read (secretEnv, secret
 // files), the shared Services, the Gateways the routes of c's values
 // (composed, as checked) attach to, the named flags and the flag, in this
 // order, each Secret through the one trust check (organisersecret). An
 // error names the field and the Secret, never a value.
-func (t Translator) read(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, vals map[string]any) (values.Inputs, error) {
+func (t Translator) read(ctx context.Context, r *rendering) (err error) {
+	r.inputs, err = t.inputs(ctx, r.challenge, r.template, r.checked)
+	return err
+}
+
+// inputs is read for c, an instance of tmpl, whose values composed before
+// any read are vals.
+func (t Translator) inputs(ctx context.Context, c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, vals map[string]any) (values.Inputs, error) {
 	if tmpl == nil {
 		return values.Inputs{}, nil
 	}

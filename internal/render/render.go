@@ -25,6 +25,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/helmobject"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/values"
 )
 
@@ -63,51 +64,91 @@ func (t Translator) Render(ctx context.Context, u *unstructured.Unstructured) (v
 	return r, err
 }
 
-// render runs the pipeline. Composed and checked before admission, so that
-// a claim, and a place in the queue, go only to a Challenge its install
+// rendering is one render as its steps build it, in order.
+type rendering struct {
+	object    *unstructured.Unstructured
+	challenge *ctfv1alpha1.Challenge
+	// template is the Challenge's ChallengeTemplate; nil when it names none.
+	template *ctfv1alpha1.ChallengeTemplate
+	// checked are its values composed before any read, as checked against
+	// limits, the ceilings of its template.
+	checked chartutil.Values
+	limits  policy.Limits
+	// inputs are what its values take from the cluster.
+	inputs   values.Inputs
+	rendered values.Rendered
+}
+
+// steps are a render's steps, in the order they run, each stopping the
+// render with its error. Composed and checked before admission, so that a
+// claim, and a place in the queue, go only to a Challenge its install
 // would admit (its lifetime within the template's maximum, its values
 // allowed, the template within the admin's bounds): a refusal is then an
 // Error at once, never a wait in the queue that ends in one, nor a claimed
-// instance the install would have refused.
-func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (values.Rendered, error) {
-	c, err := helmobject.Challenge(u)
-	if err != nil {
-		return values.Rendered{}, err
+// instance the install would have refused. Only an admitted Challenge reads
+// the organiser's Secrets.
+func (t Translator) steps() []func(context.Context, *rendering) error {
+	return []func(context.Context, *rendering) error{
+		decode,         // the Challenge as the Helm reconciler hands it over
+		t.readTemplate, // its ChallengeTemplate, from the cache
+		t.served,       // a Challenge served by a pooled instance it claimed stops here
+		t.check,        // its values composed and checked, reading nothing
+		t.admit,        // admission: quota, budget, pool claim, hold, queue
+		t.read,         // the one read of what its values take from the cluster
+		t.renderValues, // its values and the gate's expectation, from what was read
 	}
-	tmpl, err := t.template(ctx, c)
-	if err != nil {
-		return values.Rendered{}, err
-	}
-	// A Challenge that claimed a pooled instance is never installed itself.
-	if err := t.Admission.Served(ctx, c); err != nil {
-		return values.Rendered{}, err
-	}
-	checked, limits, err := t.Check(c, tmpl)
-	if err != nil {
-		return values.Rendered{}, err
-	}
-	if err := t.Admission.Admit(ctx, c, tmpl); err != nil {
-		return values.Rendered{}, err
-	}
-	in, err := t.read(ctx, c, tmpl, checked)
-	if err != nil {
-		return values.Rendered{}, err
-	}
-	return t.Rules.Render(c, tmpl, limits, in)
 }
 
-// template reads c's ChallengeTemplate, nil when c names none.
-func (t Translator) template(ctx context.Context, c *ctfv1alpha1.Challenge) (*ctfv1alpha1.ChallengeTemplate, error) {
-	if c.Spec.Template == "" {
-		return nil, nil
+// render runs the steps.
+func (t Translator) render(ctx context.Context, u *unstructured.Unstructured) (values.Rendered, error) {
+	r := &rendering{object: u}
+	for _, step := range t.steps() {
+		if err := step(ctx, r); err != nil {
+			return values.Rendered{}, err
+		}
+	}
+	return r.rendered, nil
+}
+
+func decode(_ context.Context, r *rendering) (err error) {
+	r.challenge, err = helmobject.Challenge(r.object)
+	return err
+}
+
+// readTemplate reads the Challenge's ChallengeTemplate, when it names one.
+func (t Translator) readTemplate(ctx context.Context, r *rendering) error {
+	name := r.challenge.Spec.Template
+	if name == "" {
+		return nil
 	}
 	tmpl := &ctfv1alpha1.ChallengeTemplate{}
-	err := t.Reader.Get(ctx, client.ObjectKey{Name: c.Spec.Template}, tmpl)
+	err := t.Reader.Get(ctx, client.ObjectKey{Name: name}, tmpl)
 	if apierrors.IsNotFound(err) {
-		return nil, lifecycle.Errorf(lifecycle.ReasonTemplateNotFound, "ChallengeTemplate %q does not exist", c.Spec.Template)
+		return lifecycle.Errorf(lifecycle.ReasonTemplateNotFound, "ChallengeTemplate %q does not exist", name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading ChallengeTemplate %q: %w", c.Spec.Template, err)
+		return fmt.Errorf("reading ChallengeTemplate %q: %w", name, err)
 	}
-	return tmpl, nil
+	r.template = tmpl
+	return nil
+}
+
+// served stops the render of a Challenge that claimed a pooled instance: it
+// is never installed itself.
+func (t Translator) served(ctx context.Context, r *rendering) error {
+	return t.Admission.Served(ctx, r.challenge)
+}
+
+func (t Translator) check(_ context.Context, r *rendering) (err error) {
+	r.checked, r.limits, err = t.Check(r.challenge, r.template)
+	return err
+}
+
+func (t Translator) admit(ctx context.Context, r *rendering) error {
+	return t.Admission.Admit(ctx, r.challenge, r.template)
+}
+
+func (t Translator) renderValues(_ context.Context, r *rendering) (err error) {
+	r.rendered, err = t.Rules.Render(r.challenge, r.template, r.limits, r.inputs)
+	return err
 }
