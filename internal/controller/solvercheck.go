@@ -81,43 +81,62 @@ func (r *SolverCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return r.Status.Decide(ctx, req.NamespacedName, metrics.ForgetSolver, r.decide)
 }
 
-// decide takes tmpl's solver check one step on (step); the end of a run is
-// told (its Event, its count) once the status holds it: a refused write
-// reads the run again, and it is told once.
+// decide takes tmpl's solver check one step on (step); what it does to the
+// canaries, and the end of a run told (its Event, its count), come once the
+// status holds the decision: a refused write (the template read stale, or
+// changed meanwhile) is decided again from the template as it is, and did
+// nothing to a canary the status names, nor left one it never names.
 func (r *SolverCheckReconciler) decide(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) (TemplateDecision, error) {
 	canaries, err := r.solverCanaries(ctx, tmpl)
 	if err != nil {
 		return TemplateDecision{}, err
 	}
-	result, announce, err := r.step(ctx, tmpl, canaries)
-	if err != nil || announce == nil {
-		return TemplateDecision{Result: result}, err
+	result, then, err := r.step(ctx, tmpl, canaries)
+	if err != nil {
+		return TemplateDecision{}, err
 	}
-	return TemplateDecision{Result: result, Then: func(_ context.Context, written bool) error {
-		if written {
-			announce()
+	return TemplateDecision{Result: result, Then: func(ctx context.Context, written bool) error {
+		if err := r.deleteAll(ctx, then.delete); err != nil {
+			return err
+		}
+		if then.create != nil {
+			if err := r.Client.Create(ctx, then.create); err != nil {
+				return fmt.Errorf("creating the solver canary of %s: %w", tmpl.Name, err)
+			}
+		}
+		if written && then.announce != nil {
+			then.announce()
 		}
 		return nil
 	}}, nil
 }
 
-// step decides and acts for tmpl, whose solver canaries are canaries,
-// leaving the status to write in tmpl and, when a run ended, what to
-// announce of it once that status is written. Its acts repeat safely when
-// the write is refused: a run's Job is named by its number.
-func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canaries []*ctfv1alpha1.Challenge) (ctrl.Result, func(), error) {
+// solverThen is what a step of the solver check does once its status is
+// written.
+type solverThen struct {
+	// delete are solver canaries the status does not name.
+	delete []*ctfv1alpha1.Challenge
+	// create is the canary the status names from now on.
+	create *ctfv1alpha1.Challenge
+	// announce tells the end of a run; nil when none ended.
+	announce func()
+}
+
+// step decides for tmpl, whose solver canaries are canaries, leaving the
+// status to write in tmpl and what to do once it is written: the canaries
+// to delete or create, and what to announce of a run that ended. Its other
+// acts repeat safely when the write is refused: a run's Job is named by its
+// number.
+func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate, canaries []*ctfv1alpha1.Challenge) (ctrl.Result, solverThen, error) {
 	check := tmpl.Spec.SolverCheck
 	if check == nil || !r.Canaries.Enabled() {
-		if err := r.deleteAll(ctx, canaries); err != nil {
-			return ctrl.Result{}, nil, err
-		}
 		tmpl.Status.Solver = nil
 		apimeta.RemoveStatusCondition(&tmpl.Status.Conditions, containment.ConditionSolverHealthy)
 		metrics.ForgetSolver(tmpl.Name)
 		if check != nil {
 			r.setCondition(tmpl, metav1.ConditionUnknown, solvercheck.ReasonNoCanaryNamespace, "the operator has no canary namespace (--canary-namespace) to run the solver check in")
 		}
-		return ctrl.Result{}, nil, nil
+		return ctrl.Result{}, solverThen{delete: canaries}, nil
 	}
 	st := tmpl.Status.Solver
 	if st == nil {
@@ -133,34 +152,47 @@ func (r *SolverCheckReconciler) step(ctx context.Context, tmpl *ctfv1alpha1.Chal
 			extra = append(extra, ch)
 		}
 	}
-	if err := r.deleteAll(ctx, extra); err != nil {
-		return ctrl.Result{}, nil, err
-	}
+	then := solverThen{delete: extra}
 	if canary == nil {
 		if st.Canary != "" && st.Job == "" && st.NextRunAt != nil && r.now().Before(st.NextRunAt.Time) {
-			return ctrl.Result{RequeueAfter: st.NextRunAt.Sub(r.now())}, nil, nil // created, not in the cache yet
+			exists, err := r.canaryExists(ctx, st.Canary)
+			if err != nil || exists {
+				return ctrl.Result{RequeueAfter: st.NextRunAt.Sub(r.now())}, then, err // created, not in the cache yet
+			}
 		}
-		created := r.Canaries.NewSolver(tmpl)
-		if err := r.Client.Create(ctx, created); err != nil {
-			return ctrl.Result{}, nil, fmt.Errorf("creating the solver canary of %s: %w", tmpl.Name, err)
-		}
-		*st = ctfv1alpha1.SolverStatus{Canary: created.Name, NextRunAt: &metav1.Time{Time: r.now().Add(containment.CanaryTimeout)}}
-		r.initialCondition(tmpl, "the solver canary "+created.Name+" is being started")
-		return ctrl.Result{}, nil, nil
+		then.create = r.Canaries.NewSolver(tmpl)
+		*st = ctfv1alpha1.SolverStatus{Canary: then.create.Name, NextRunAt: &metav1.Time{Time: r.now().Add(containment.CanaryTimeout)}}
+		r.initialCondition(tmpl, "the solver canary "+then.create.Name+" is being started")
+		return ctrl.Result{}, then, nil
 	}
 	st.Canary = canary.Name
 	if st.Job != "" {
-		return r.finish(ctx, tmpl, canary)
+		result, announce, err := r.finish(ctx, tmpl, canary)
+		then.announce = announce
+		return result, then, err
 	}
 	if canary.Status.Phase != ctfv1alpha1.PhaseRunning || canary.Status.Endpoint == nil {
 		r.initialCondition(tmpl, fmt.Sprintf("the solver canary %s is %s: %s", canary.Name, canary.Status.Phase, canary.Status.Reason))
-		return ctrl.Result{}, nil, nil // its status changes wake this
+		return ctrl.Result{}, then, nil // its status changes wake this
 	}
 	if st.Runs > 0 && st.NextRunAt != nil && r.now().Before(st.NextRunAt.Time) {
-		return ctrl.Result{RequeueAfter: st.NextRunAt.Sub(r.now())}, nil, nil
+		return ctrl.Result{RequeueAfter: st.NextRunAt.Sub(r.now())}, then, nil
 	}
 	result, err := r.start(ctx, tmpl, canary)
-	return result, nil, err
+	return result, then, err
+}
+
+// canaryExists tells whether the API server holds the solver canary name,
+// which the status names and the cache does not hold: one whose creation,
+// after its status was written, failed, or one deleted from under the
+// operator, is replaced at once, not at its deadline.
+func (r *SolverCheckReconciler) canaryExists(ctx context.Context, name string) (bool, error) {
+	err := r.Live.Get(ctx, client.ObjectKey{Namespace: r.Canaries.Namespace, Name: name}, &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: ctfv1alpha1.GroupVersion.String(), Kind: "Challenge"}})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // start begins the next run against canary: its expected flags, its
