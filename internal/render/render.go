@@ -1,13 +1,14 @@
 // Package render renders a Challenge at the Helm seam: the value translator
-// of helm-operator-plugins. A render is a pipeline of four steps, in this
-// order: the Challenge's template is read; its values are composed and
-// checked against the admin's rules, reading nothing (values.Rules.Check);
-// admission judges it (internal/admission); then the one read of what its
-// values take from the cluster (read: the organiser's Secrets through their
-// one trust check, shared Services, Gateways, a pooled instance's
-// claimant), and the pure render with what was read (values.Rules.Render),
-// which gives the chart values and the policy gate's expectation together.
-// Package values holds everything after the reads, and reads nothing.
+// of helm-operator-plugins. A render is a pipeline of steps that one list
+// names in order (Translator.steps): the Challenge's template is read; its
+// values are composed and checked against the admin's rules, reading
+// nothing (values.Rules.Check); admission judges it (internal/admission);
+// then comes the one read of what its values take from the cluster (read:
+// the organiser's Secrets through their one trust check, shared Services,
+// Gateways, a pooled instance's claimant), and the pure render with what was
+// read (values.Rules.Render), which gives the chart values and the policy
+// gate's expectation together. Package values holds everything after the
+// reads, and reads nothing.
 package render
 
 import (

@@ -29,7 +29,7 @@ import (
 
 // previousRelease is the operator an upgrade starts from: the last commit
 // before the change that brought this test. Move it forward at each release.
-const previousRelease = "83099c478a97fa1b06a0665aafd6d9bdce0e7edc"
+const previousRelease = "81a7e1da2c7b25e1b71b76ac06fde1e7d16f861b"
 
 // TestUpgradeIsSeamless upgrades the operator under Running instances, as a
 // rollout on a Saturday night would: the previous release, built from the
