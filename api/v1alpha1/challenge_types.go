@@ -90,7 +90,9 @@ type EnvVar struct {
 
 	// Value of the variable: any text without control or line-break
 	// characters. It may use the operator's address variables, which
-	// Kubernetes expands: "BASE_URL=$(CHALLENGE_URL)", "$(ADMIN_PUBLIC_HOST)".
+	// Kubernetes expands: "BASE_URL=$(CHALLENGE_URL)", "$(ADMIN_PUBLIC_HOST)",
+	// and its own container's secretEnv variables, expanded by Kubernetes
+	// after them: "DATABASE_URL=postgres://app:$(DB_PASSWORD)@db/app".
 	// +kubebuilder:validation:MaxLength=4096
 	// +kubebuilder:validation:Pattern=`^[^\p{Cc}\p{Zl}\p{Zp}]*$`
 	// +optional

@@ -95,33 +95,56 @@ func exposePort(exp map[string]any) int64 {
 }
 
 // withAddresses lets every container's environment use the address
-// variables: of each container's env (each workload's main container's and
-// its sidecars'), the
-// variables whose values use an address variable, or a variable that does,
-// move to lateEnv, which the chart writes after the instance's own address
+// variables and its own secretEnv variables: of each container's env (each
+// workload's main container's and its sidecars'), the variables whose
+// values use an address variable, a secretEnv variable of the same
+// container, or a variable that does, move to lateEnv, which the chart
+// writes after the container's secretEnv, the instance's own address
 // (CHALLENGE_HOST, CHALLENGE_URL) and the other address variables those
-// values use (addresses), so that Kubernetes expands them. A container
-// whose env uses none renders as it always did. Called once the
-// listeners' ports are in the values (withRoutePorts); calling it again
-// recomputes the addresses.
-func withAddresses(vals map[string]any) {
+// values use (addresses), so that Kubernetes expands them
+// ("DATABASE_URL=postgres://app:$(DB_PASSWORD)@db/app"): the secret value
+// never enters the values, only its name. A container whose env uses none
+// renders as it always did. primarySecretEnv are the primary's main
+// container's secretEnv, whose values are in vals only once read. Called
+// once the listeners' ports are in the values (withRoutePorts); calling it
+// again recomputes the addresses.
+func withAddresses(vals map[string]any, primarySecretEnv []ctfv1alpha1.SecretEnvVar) {
 	vars := addressVariables(vals)
 	hostEnv := vars[InstanceHostVariable] != ""
-	for _, w := range workloadsOf(vals) {
-		containerAddresses(w, vars, hostEnv)
+	for i, w := range workloadsOf(vals) {
+		secret := secretEnvNames(w)
+		if i == 0 {
+			secret = map[string]bool{}
+			for _, e := range primarySecretEnv {
+				secret[e.Name] = true
+			}
+		}
+		containerAddresses(w, vars, secret, hostEnv)
 		for _, sidecar := range sidecarsOf(w) {
-			containerAddresses(sidecar, vars, hostEnv)
+			containerAddresses(sidecar, vars, secretEnvNames(sidecar), hostEnv)
 		}
 	}
 }
 
-// containerAddresses splits one container's env (once) and writes the
-// address variables its lateEnv uses, but those the chart writes itself
-// (CHALLENGE_HOST and CHALLENGE_URL when the instance has a host).
-func containerAddresses(ctr map[string]any, vars map[string]string, hostEnv bool) {
+// secretEnvNames are the names of the variables a container's values read
+// from the instance's Secret (its secretEnv).
+func secretEnvNames(ctr map[string]any) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range listOf(ctr, "secretEnv") {
+		name, _ := envPair(e)
+		out[name] = true
+	}
+	return out
+}
+
+// containerAddresses splits one container's env (once), its secretEnv
+// variables named by secret, and writes the address variables its lateEnv
+// uses, but those the chart writes itself (CHALLENGE_HOST and CHALLENGE_URL
+// when the instance has a host).
+func containerAddresses(ctr map[string]any, vars map[string]string, secret map[string]bool, hostEnv bool) {
 	if _, split := ctr["lateEnv"]; !split {
 		env, _ := ctr["env"].([]any)
-		early, late := splitLate(env, vars)
+		early, late := splitLate(env, vars, secret)
 		ctr["env"], ctr["lateEnv"] = early, late
 	}
 	late, _ := ctr["lateEnv"].([]any)
@@ -147,18 +170,18 @@ func containerAddresses(ctr map[string]any, vars map[string]string, hostEnv bool
 	ctr["addresses"] = addresses
 }
 
-// splitLate splits env into the variables that use no address variable and
-// those that do, directly or through an earlier one of them, each in its
-// order. A variable named as an address variable stays early: the
-// operator's own value comes after it and wins.
-func splitLate(env []any, vars map[string]string) (early, late []any) {
+// splitLate splits env into the variables that use no address variable nor
+// secretEnv variable (secret) and those that do, directly or through an
+// earlier one of them, each in its order. A variable named as an address
+// variable stays early: the operator's own value comes after it and wins.
+func splitLate(env []any, vars map[string]string, secret map[string]bool) (early, late []any) {
 	early, late = []any{}, []any{}
 	isLate := map[string]bool{}
 	for _, e := range env {
 		name, value := envPair(e)
 		uses := false
 		for _, ref := range References(value) {
-			if _, addr := vars[ref]; addr || isLate[ref] {
+			if _, addr := vars[ref]; addr || secret[ref] || isLate[ref] {
 				uses = true
 			}
 		}

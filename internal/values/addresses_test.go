@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
 func TestReferences(t *testing.T) {
@@ -51,7 +53,7 @@ func TestSplitLate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			early, late := splitLate(tc.env, vars)
+			early, late := splitLate(tc.env, vars, nil)
 			g.Expect(early).To(Equal(tc.wantEarly))
 			g.Expect(late).To(Equal(tc.wantLate))
 		})
@@ -101,7 +103,7 @@ func TestWithAddresses(t *testing.T) {
 			"expose":   map[string]any{"type": "Ingress", "host": "b.ctf.example", "https": true},
 			"sidecars": []any{map[string]any{"name": "browser", "env": env("START", "$(BOT_PUBLIC_URL)")}}}},
 	}
-	withAddresses(vals)
+	withAddresses(vals, nil)
 	g.Expect(vals["env"]).To(Equal(env()))
 	g.Expect(vals["lateEnv"]).To(Equal(env("BASE", "$(CHALLENGE_URL)", "PORT", "$(CHALLENGE_PORT)", "BOT", "$(BOT_PUBLIC_URL)")))
 	g.Expect(vals["addresses"]).To(Equal(env("BOT_PUBLIC_URL", "https://b.ctf.example/", "CHALLENGE_PORT", "80")),
@@ -115,7 +117,29 @@ func TestWithAddresses(t *testing.T) {
 
 	// The Gateway's port read later: the addresses follow, the split stays.
 	vals["expose"].(map[string]any)["port"] = int64(8080)
-	withAddresses(vals)
+	withAddresses(vals, nil)
 	g.Expect(vals["lateEnv"]).To(HaveLen(3))
 	g.Expect(vals["addresses"]).To(ContainElement(map[string]any{"name": "CHALLENGE_PORT", "value": "8080"}))
+}
+
+// TestEnvUsesItsContainersSecretEnv: a variable built from a secretEnv
+// variable of its own container ("postgres://app:$(DB_PASSWORD)@db/app"), or
+// from one that is, moves after the secretEnv, so that Kubernetes expands
+// it; one that names another container's secretEnv variable stays where it
+// was, and Kubernetes leaves it as written: no container reads another's
+// secret.
+func TestEnvUsesItsContainersSecretEnv(t *testing.T) {
+	g := NewWithT(t)
+	vals := map[string]any{
+		"env": env("DATABASE_URL", "postgres://app:$(DB_PASSWORD)@db/app", "DSN", "$(DATABASE_URL)?sslmode=disable", "PLAIN", "x"),
+		"components": []any{map[string]any{"name": "db", "env": env("COPY", "$(DB_PASSWORD)", "OWN", "$(ROOT_PASSWORD)"),
+			"secretEnv": []any{map[string]any{"name": "ROOT_PASSWORD", "key": "db.env.ROOT_PASSWORD"}}}},
+	}
+	withAddresses(vals, []ctfv1alpha1.SecretEnvVar{{Name: "DB_PASSWORD"}})
+	g.Expect(vals["env"]).To(Equal(env("PLAIN", "x")))
+	g.Expect(vals["lateEnv"]).To(Equal(env("DATABASE_URL", "postgres://app:$(DB_PASSWORD)@db/app", "DSN", "$(DATABASE_URL)?sslmode=disable")))
+	g.Expect(vals["addresses"]).To(BeEmpty(), "a secretEnv variable is no address: the chart writes it already")
+	db := vals["components"].([]any)[0].(map[string]any)
+	g.Expect(db["env"]).To(Equal(env("COPY", "$(DB_PASSWORD)")), "the primary's secret is not the component's")
+	g.Expect(db["lateEnv"]).To(Equal(env("OWN", "$(ROOT_PASSWORD)")))
 }

@@ -160,7 +160,7 @@ func compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 	if in != nil {
 		withRoutePorts(vals, in.Gateways)
 	}
-	withAddresses(vals)
+	withAddresses(vals, workloads[0].secretEnv)
 	if in != nil && tmpl != nil {
 		// After the addresses: a flag's variable may not take one's name.
 		if err := deliverNamedFlags(vals, tmpl, in.Flags); err != nil {

@@ -235,6 +235,11 @@ var goldenCases = []goldenCase{
 				SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "POSTGRES_PASSWORD", Secret: ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "db", Key: "password"}}}},
 		},
 	}, inputs: values.Inputs{Secrets: map[ctfv1alpha1.SecretKeyRef]string{{Namespace: "ctf-organiser", Name: "db", Key: "password"}: "pw"}}},
+	{name: "env-from-secretenv", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
+		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("http", 8080)},
+		SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "DB_PASSWORD", Secret: ctfv1alpha1.SecretKeyRef{Namespace: "ctf-organiser", Name: "db", Key: "password"}}},
+		Env:       []ctfv1alpha1.EnvVar{{Name: "DATABASE_URL", Value: "postgres://app:$(DB_PASSWORD)@db/app"}, {Name: "MODE", Value: "ctf"}},
+	}, inputs: values.Inputs{Secrets: map[ctfv1alpha1.SecretKeyRef]string{{Namespace: "ctf-organiser", Name: "db", Key: "password"}: "pw"}}},
 	{name: "secret-files", tmpl: &ctfv1alpha1.ChallengeTemplateSpec{
 		Image: "registry.example/ctf/app:1", Ports: []ctfv1alpha1.ChallengePort{port("https", 8443)},
 		Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{

@@ -3,6 +3,7 @@ package multicomponent_test
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -46,7 +47,10 @@ func withKey(ref ctfv1alpha1.SecretKeyRef, key string) ctfv1alpha1.SecretKeyRef 
 // alone); the database's password and a TLS key (a file, for the primary and
 // the database) come from the organiser's Secrets into the instance's one
 // Secret, each under its own key. The instance runs, each pod reads exactly
-// its own keys, and no value is in the Challenge, its Events or the log.
+// its own keys, and no value is in the Challenge, its Events or the log. The
+// database's URL is built from its password by Kubernetes, which expands it
+// after the password's variable; the primary's variable that names the
+// database's password is left as written.
 func TestSecretsBeyondThePrimary(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -55,12 +59,15 @@ func TestSecretsBeyondThePrimary(t *testing.T) {
 	h.Template(t, "secrets", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flag = &ctfv1alpha1.FlagSpec{Static: &flagRef, FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/flag/flag.txt"}}
 		s.SecretFiles = []ctfv1alpha1.SecretFile{{Path: "/etc/app/tls.key", Secret: withKey(db, "tls.key"), Mode: ptr.To[int32](0o400)}}
+		// Another container's secret variable: Kubernetes leaves it as written.
+		s.Env = []ctfv1alpha1.EnvVar{{Name: "CROSS", Value: "$(POSTGRES_PASSWORD)"}}
 		s.Components = []ctfv1alpha1.Component{
 			{Name: "flagsvc", Image: "registry.example/ctf/flagsvc:1", Ports: ports("flag", 8081),
 				Flag: &ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"}},
 			{Name: "db", Image: "registry.example/ctf/db:1", Ports: ports("sql", 5432),
 				Flag:      &ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountFile, Path: "/root/flag", FileMode: ptr.To[int32](0o400)},
 				SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "POSTGRES_PASSWORD", Secret: withKey(db, "password")}},
+				Env:       []ctfv1alpha1.EnvVar{{Name: "DATABASE_URL", Value: "postgres://app:$(POSTGRES_PASSWORD)@db/app"}},
 				Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{{Path: "/etc/db/server.key", Secret: withKey(db, "tls.key")}}}},
 		}
 	})
@@ -102,6 +109,7 @@ func TestSecretsBeyondThePrimary(t *testing.T) {
 		corev1.VolumeMount{Name: "flag", MountPath: "/flag/flag.txt", SubPath: "flag", ReadOnly: true},
 		corev1.VolumeMount{Name: "secrets", MountPath: "/etc/app/tls.key", SubPath: "file.0", ReadOnly: true}))
 	g.Expect(ctr.Env).NotTo(ContainElement(HaveField("ValueFrom", Not(BeNil()))), "the primary reads no variable from the Secret")
+	g.Expect(ctr.Env).To(ContainElement(corev1.EnvVar{Name: "CROSS", Value: "$(POSTGRES_PASSWORD)"}), "nor another container's")
 
 	// The flag service: the flag in FLAG, no volume of the Secret.
 	flagsvc := deployment(g, got, ch.Name+"--flagsvc").Spec.Template.Spec
@@ -115,7 +123,11 @@ func TestSecretsBeyondThePrimary(t *testing.T) {
 	g.Expect(dbPod.SecurityContext.FSGroup).To(BeNil(), "the flag file is root's alone")
 	g.Expect(volume(&dbPod, "flag")).To(HaveField("DefaultMode", ptr.To[int32](0o400)))
 	g.Expect(volume(&dbPod, "secrets").Items).To(Equal([]corev1.KeyToPath{{Key: "db.file.0", Path: "db.file.0", Mode: ptr.To[int32](0o444)}}))
-	g.Expect(dbCtr.Env).To(ContainElement(corev1.EnvVar{Name: "POSTGRES_PASSWORD", ValueFrom: ref("db.env.POSTGRES_PASSWORD")}))
+	// Its password from its own key, and the URL built from it after it, for Kubernetes to expand.
+	g.Expect(dbCtr.Env).To(ContainElements(corev1.EnvVar{Name: "POSTGRES_PASSWORD", ValueFrom: ref("db.env.POSTGRES_PASSWORD")},
+		corev1.EnvVar{Name: "DATABASE_URL", Value: "postgres://app:$(POSTGRES_PASSWORD)@db/app"}))
+	g.Expect(slices.IndexFunc(dbCtr.Env, func(e corev1.EnvVar) bool { return e.Name == "DATABASE_URL" })).To(
+		BeNumerically(">", slices.IndexFunc(dbCtr.Env, func(e corev1.EnvVar) bool { return e.Name == "POSTGRES_PASSWORD" })))
 	g.Expect(dbCtr.VolumeMounts).To(ContainElements(
 		corev1.VolumeMount{Name: "flag", MountPath: "/root/flag", SubPath: "flag", ReadOnly: true},
 		corev1.VolumeMount{Name: "secrets", MountPath: "/etc/db/server.key", SubPath: "db.file.0", ReadOnly: true}))
