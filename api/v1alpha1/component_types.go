@@ -205,6 +205,9 @@ type SecretFile struct {
 // Ingress of its own, on a host of its own under --ingress-domain: HTTP by
 // host on one port, TLS-routed TCP on another. The workload's first port
 // keeps its workload's exposure.
+// Its address is in <WORKLOAD>_<PORT>_PUBLIC_HOST, _URL and _PORT, which
+// env values may use (CHALLENGE for the primary's ports:
+// "$(CHALLENGE_NC_PUBLIC_HOST)").
 type PortExposure struct {
 	// Port names one of the workload's TCP ports, not its first.
 	// +kubebuilder:validation:MinLength=1

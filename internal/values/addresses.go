@@ -1,11 +1,13 @@
 package values
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
 // The instance's own address, in every container of an instance with a
@@ -25,25 +27,91 @@ func PublicVariables(component string) (host, url, port string) {
 	return prefix + "HOST", prefix + "URL", prefix + "PORT"
 }
 
+// PortVariables are the address variables of a workload's port exposed by
+// exposePorts: its host, URL (HTTP exposures) and port, after the
+// workload's name ("" the primary's, CHALLENGE) and the port's
+// ("CHALLENGE_NC_PUBLIC_HOST" for the primary's port "nc",
+// "SHELL_SSH_PUBLIC_PORT" for component shell's port "ssh"). The
+// component's own are PublicVariables.
+func PortVariables(component, port string) (host, url, portVar string) {
+	workload := cmp.Or(component, "challenge")
+	return PublicVariables(workload + "_" + port)
+}
+
 // addressVariables are the address variables of an instance whose values
-// are vals: its own (when it has a host) and each exposed component's.
-// NodePort and LoadBalancer addresses are left out: the API server and the
-// cloud allocate them after the pods' template is rendered.
+// are vals: its own (when it has a host), each exposed component's, and
+// each port's its workload exposes by exposePorts (PortVariables). NodePort
+// and LoadBalancer addresses are left out: the API server and the cloud
+// allocate them after the pods' template is rendered.
 func addressVariables(vals map[string]any) map[string]string {
 	out := map[string]string{}
-	if exp, ok := vals["expose"].(map[string]any); ok {
-		addExposure(out, exp, InstanceHostVariable, InstanceURLVariable, InstancePortVariable)
-	}
-	for _, comp := range workloadsOf(vals)[1:] {
-		exp, _ := comp["expose"].(map[string]any)
-		name, _ := comp[nameKey].(string)
-		if exp == nil || name == "" {
-			continue
-		}
-		host, url, port := PublicVariables(name)
-		addExposure(out, exp, host, url, port)
+	for _, v := range addressSources(vals) {
+		addExposure(out, v.expose, v.host, v.url, v.port)
 	}
 	return out
+}
+
+// addressSource is one exposure whose address the variables host, url and
+// port carry; what names it in an error.
+type addressSource struct {
+	expose          map[string]any
+	host, url, port string
+	what            string
+}
+
+// addressSources are the exposures of an instance whose values are vals
+// whose addresses its containers may use: the primary's first port, each
+// component's, and each workload's exposePorts.
+func addressSources(vals map[string]any) []addressSource {
+	var out []addressSource
+	for i, w := range workloadsOf(vals) {
+		name := ""
+		if i > 0 {
+			name, _ = w[nameKey].(string)
+		}
+		if exp, ok := w["expose"].(map[string]any); ok && (i == 0 || name != "") {
+			host, url, port := InstanceHostVariable, InstanceURLVariable, InstancePortVariable
+			if i > 0 {
+				host, url, port = PublicVariables(name)
+			}
+			out = append(out, addressSource{expose: exp, host: host, url: url, port: port, what: workloadWhat(name)})
+		}
+		for _, e := range listOf(w, "exposePorts") {
+			m, _ := e.(map[string]any)
+			portName, _ := m["port"].(string)
+			exp, _ := m["expose"].(map[string]any)
+			if exp == nil || portName == "" || (i > 0 && name == "") {
+				continue
+			}
+			host, url, port := PortVariables(name, portName)
+			out = append(out, addressSource{expose: exp, host: host, url: url, port: port, what: workloadWhat(name) + "'s port " + portName})
+		}
+	}
+	return out
+}
+
+// workloadWhat names a workload in a message.
+func workloadWhat(component string) string {
+	if component == "" {
+		return "the primary"
+	}
+	return "component " + component
+}
+
+// checkAddressNames refuses an instance two of whose exposures would share
+// an address variable (component "a" exposing its port "b" and a component
+// "a-b" both make A_B_PUBLIC_HOST): one of them would silently hide the
+// other's address.
+func checkAddressNames(vals map[string]any) error {
+	seen := map[string]string{}
+	for _, v := range addressSources(vals) {
+		if other, ok := seen[v.host]; ok {
+			return lifecycle.Errorf(lifecycle.ReasonPolicyViolation, "exposePorts: %s and %s would both set %s (and its _URL and _PORT): rename a component or a port",
+				other, v.what, v.host)
+		}
+		seen[v.host] = v.what
+	}
+	return nil
 }
 
 // addExposure adds an exposure's host, URL and port under the names given,

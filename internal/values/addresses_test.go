@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 )
 
 func TestReferences(t *testing.T) {
@@ -142,4 +143,35 @@ func TestEnvUsesItsContainersSecretEnv(t *testing.T) {
 	db := vals["components"].([]any)[0].(map[string]any)
 	g.Expect(db["env"]).To(Equal(env("COPY", "$(DB_PASSWORD)")), "the primary's secret is not the component's")
 	g.Expect(db["lateEnv"]).To(Equal(env("OWN", "$(ROOT_PASSWORD)")))
+}
+
+// TestExposedPortsHaveAddressVariables: a port exposed by exposePorts has its
+// own host, URL and port variables, after its workload's name (CHALLENGE for
+// the primary's) and its own, which a container's env may use as it uses
+// CHALLENGE_URL; two exposures that would share a variable are refused,
+// naming both.
+func TestExposedPortsHaveAddressVariables(t *testing.T) {
+	g := NewWithT(t)
+	vals := map[string]any{
+		"expose": map[string]any{"type": "ClusterIP"},
+		"exposePorts": []any{map[string]any{"port": "admin", "expose": map[string]any{"type": "Ingress", "host": "a.ctf.example", "https": true}},
+			map[string]any{"port": "nc", "expose": map[string]any{"type": "TLSRoute", "host": "n.ctf.example", "https": false, "port": int64(8443)}}},
+		"env": env("ADMIN", "$(CHALLENGE_ADMIN_PUBLIC_URL)", "NC", "$(CHALLENGE_NC_PUBLIC_HOST):$(CHALLENGE_NC_PUBLIC_PORT)"),
+		"components": []any{map[string]any{"name": "shell", "expose": map[string]any{"type": "ClusterIP"},
+			"exposePorts": []any{map[string]any{"port": "ssh", "expose": map[string]any{"type": "TLSRoute", "host": "s.ctf.example"}}},
+			"env":         env("SELF", "$(SHELL_SSH_PUBLIC_HOST)")}},
+	}
+	g.Expect(checkAddressNames(vals)).To(Succeed())
+	withAddresses(vals, nil)
+	g.Expect(vals["addresses"]).To(Equal(env("CHALLENGE_ADMIN_PUBLIC_URL", "https://a.ctf.example/",
+		"CHALLENGE_NC_PUBLIC_HOST", "n.ctf.example", "CHALLENGE_NC_PUBLIC_PORT", "8443")))
+	shell := vals["components"].([]any)[0].(map[string]any)
+	g.Expect(shell["addresses"]).To(Equal(env("SHELL_SSH_PUBLIC_HOST", "s.ctf.example")))
+
+	// Component "shell-ssh" would set SHELL_SSH_PUBLIC_HOST too.
+	vals["components"] = append(vals["components"].([]any), map[string]any{"name": "shell-ssh",
+		"expose": map[string]any{"type": "Ingress", "host": "x.ctf.example"}})
+	err := checkAddressNames(vals)
+	g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("component shell's port ssh and component shell-ssh would both set SHELL_SSH_PUBLIC_HOST"))
 }

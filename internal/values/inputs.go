@@ -120,12 +120,11 @@ func sharedServicesOf(in *Inputs) ([]any, error) {
 }
 
 // RouteGateways are the Gateways the routes of an instance whose values are
-// vals attach to: each workload's exposure's, when it is a route.
+// vals attach to: each exposure's (addressSources), when it is a route.
 func RouteGateways(vals chartutil.Values) []ctfv1alpha1.GatewayRef {
 	var out []ctfv1alpha1.GatewayRef
-	for _, w := range workloadsOf(vals) {
-		exp, _ := w["expose"].(map[string]any)
-		if ref, ok := routeGateway(exp); ok {
+	for _, src := range addressSources(vals) {
+		if ref, ok := routeGateway(src.expose); ok {
 			out = append(out, ref)
 		}
 	}
@@ -145,15 +144,16 @@ func routeGateway(exp map[string]any) (ctfv1alpha1.GatewayRef, bool) {
 	return ctfv1alpha1.GatewayRef{Namespace: ns, Name: name}, true
 }
 
-// withRoutePorts writes into the expose values of the instance and of each
-// exposed component the port of the Gateway listener its route is served
-// on, when its address must name it (neither 80 for HTTP nor 443 for HTTPS
-// or TLS), so that CHALLENGE_URL, CHALLENGE_PORT and the components'
-// address variables are the addresses status.endpoint shows. A Gateway not
-// there yet leaves it out: the status waits for it too.
+// withRoutePorts writes into the expose values of the instance, of each
+// exposed component and of each exposed port the port of the Gateway
+// listener its route is served on, when its address must name it (neither
+// 80 for HTTP nor 443 for HTTPS or TLS), so that CHALLENGE_URL,
+// CHALLENGE_PORT and the other address variables are the addresses
+// status.endpoint shows. A Gateway not there yet leaves it out: the status
+// waits for it too.
 func withRoutePorts(vals map[string]any, gateways map[ctfv1alpha1.GatewayRef]*gatewayv1.Gateway) {
-	for _, w := range workloadsOf(vals) {
-		exp, _ := w["expose"].(map[string]any)
+	for _, src := range addressSources(vals) {
+		exp := src.expose
 		ref, ok := routeGateway(exp)
 		gw := gateways[ref]
 		if !ok || gw == nil {

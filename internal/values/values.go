@@ -157,6 +157,9 @@ func compose(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate, sett
 	// From the resources as floored, of every workload: a quota for what the
 	// template asks.
 	vals["namespacePerInstance"].(map[string]any)["quota"] = toAnyMap(instanceQuota(vals))
+	if err := checkAddressNames(vals); err != nil {
+		return nil, err
+	}
 	if in != nil {
 		withRoutePorts(vals, in.Gateways)
 	}

@@ -85,8 +85,9 @@ func expand(env []corev1.EnvVar, name string) string {
 // TestPortsExposedEachTheirWay: HTTP by host on one port and TLS-routed TCP
 // on another, each on a host of its own, and a component whose SSH port
 // only is exposed: the status lists each port where teams reach it, the
-// component's its exposed port only, and its NetworkPolicy admits the
-// Gateway's proxies.
+// component's its exposed port only, each port's address is in variables of
+// its own (CHALLENGE_NC_PUBLIC_HOST, SHELL_SSH_PUBLIC_PORT), and its
+// NetworkPolicy admits the Gateway's proxies.
 func TestPortsExposedEachTheirWay(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -94,9 +95,11 @@ func TestPortsExposedEachTheirWay(t *testing.T) {
 		s.Ports = []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}, {Name: "nc", Port: 1337, Protocol: ctfv1alpha1.ProtocolTCP}}
 		s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeHTTPRoute}
 		s.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "nc", Type: ctfv1alpha1.ExposeTLSRoute}}
+		s.Env = []ctfv1alpha1.EnvVar{{Name: "NC_ADDR", Value: "$(CHALLENGE_NC_PUBLIC_HOST):$(CHALLENGE_NC_PUBLIC_PORT)"}}
 		s.Components = []ctfv1alpha1.Component{{Name: "shell", Image: "ghcr.io/example/shell:1",
 			Ports:       []ctfv1alpha1.ChallengePort{{Name: "metrics", Port: 9100, Protocol: ctfv1alpha1.ProtocolTCP}, {Name: "ssh", Port: 2222, Protocol: ctfv1alpha1.ProtocolTCP}},
-			ExposePorts: []ctfv1alpha1.PortExposure{{Port: "ssh", Type: ctfv1alpha1.ExposeTLSRoute}}}}
+			ExposePorts: []ctfv1alpha1.PortExposure{{Port: "ssh", Type: ctfv1alpha1.ExposeTLSRoute}},
+			Env:         []ctfv1alpha1.EnvVar{{Name: "SSH_ADDR", Value: "$(SHELL_SSH_PUBLIC_HOST) $(SHELL_SSH_PUBLIC_PORT)"}}}}
 	})
 	ns := h.Namespace(t, nil)
 	ch := harness.FromTemplate(ns, "web-ports", "team-a", "web-ports")
@@ -114,6 +117,12 @@ func TestPortsExposedEachTheirWay(t *testing.T) {
 	g.Expect(ssh.Host).To(MatchRegexp(`^web-ports-shell-ssh-[0-9a-f]{10}\.%s$`, harness.IngressDomain))
 	g.Expect(ssh.Connect).To(Equal("ncat --ssl " + ssh.Host + " 443"))
 	g.Expect(map[string]bool{web.Host: true, nc.Host: true, ssh.Host: true}).To(HaveLen(3), "three hosts")
+
+	// Each exposed port's address in variables of its own, as teams reach it.
+	app := deployment(g, got, "web-ports").Spec.Template.Spec.Containers[0]
+	g.Expect(expand(app.Env, "NC_ADDR")).To(Equal(nc.Host+":443"), "as the kubelet expands it")
+	sh := deployment(g, got, "web-ports--shell").Spec.Template.Spec.Containers[0]
+	g.Expect(expand(sh.Env, "SSH_ADDR")).To(Equal(ssh.Host+" 443"), "a component's port too")
 
 	for name, host := range map[string]string{"web-ports.nc": nc.Host, "web-ports--shell.ssh": ssh.Host} {
 		route := &gatewayv1.TLSRoute{}
