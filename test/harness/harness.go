@@ -36,6 +36,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
@@ -396,39 +397,23 @@ func (h *Harness) EventuallyGone(t *testing.T, obj client.Object, within time.Du
 	}, within, Interval).Should(gomega.BeTrue(), why)
 }
 
-// NewChallenge returns a valid Challenge without a template.
+// NewChallenge returns a valid Challenge without a template
+// (builders.Challenge).
 func NewChallenge(ns, name, participant string) *ctfv1alpha1.Challenge {
-	return &ctfv1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: ctfv1alpha1.ChallengeSpec{
-			Participant: participant,
-			Image:       "registry.example/ctf/web-intro:1.0",
-			Ports:       []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}},
-		},
-	}
+	return builders.Challenge(ns, name, participant)
 }
 
-// FromTemplate returns a Challenge instantiating a template.
+// FromTemplate returns a Challenge instantiating a template
+// (builders.FromTemplate).
 func FromTemplate(ns, name, participant, template string) *ctfv1alpha1.Challenge {
-	return &ctfv1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       ctfv1alpha1.ChallengeSpec{Participant: participant, Template: template},
-	}
+	return builders.FromTemplate(ns, name, participant, template)
 }
 
-// Template creates a ChallengeTemplate, deleted when the test ends.
+// Template creates builders.Template(name, mutate), deleted when the test
+// ends.
 func (h *Harness) Template(t *testing.T, name string, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) *ctfv1alpha1.ChallengeTemplate {
 	t.Helper()
-	tmpl := &ctfv1alpha1.ChallengeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: ctfv1alpha1.ChallengeTemplateSpec{
-			Image: "registry.example/ctf/" + name + ":1",
-			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
-		},
-	}
-	if mutate != nil {
-		mutate(&tmpl.Spec)
-	}
+	tmpl := builders.Template(name, mutate)
 	gomega.NewWithT(t).Expect(h.Client.Create(context.Background(), tmpl)).To(gomega.Succeed())
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), tmpl) })
 	return tmpl
