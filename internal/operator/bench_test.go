@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // BenchmarkCreateToRunning measures one Challenge from create to Running
@@ -21,7 +22,7 @@ func BenchmarkCreateToRunning(b *testing.B) {
 	ns := benchNamespace(b)
 	b.ResetTimer()
 	for i := range b.N {
-		ch := newChallenge(ns, fmt.Sprintf("bench-%d", i), fmt.Sprintf("team-%d", i))
+		ch := builders.Challenge(ns, fmt.Sprintf("bench-%d", i), fmt.Sprintf("team-%d", i))
 		if err := k8s.Create(ctx, ch); err != nil {
 			b.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func BenchmarkBurstOf20ToRunning(b *testing.B) {
 		ns := benchNamespace(b)
 		var chs []*ctfv1alpha1.Challenge
 		for j := range 20 {
-			ch := newChallenge(ns, fmt.Sprintf("burst-%d", j), fmt.Sprintf("team-%d-%d", i, j))
+			ch := builders.Challenge(ns, fmt.Sprintf("burst-%d", j), fmt.Sprintf("team-%d-%d", i, j))
 			if err := k8s.Create(ctx, ch); err != nil {
 				b.Fatal(err)
 			}

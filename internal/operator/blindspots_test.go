@@ -19,6 +19,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // blindSpot is a change to what the chart renders that the API server itself
@@ -131,7 +132,7 @@ func TestBlindSpotsTheAPIServerAdmits(t *testing.T) {
 			Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
 		},
 	}
-	ch := fromTemplate(ns, "blind", "team1", tmpl.Name)
+	ch := builders.FromTemplate(ns, "blind", "team1", tmpl.Name)
 	for _, tc := range blindSpots {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestComponentLifecycle: an instance of two components goes None, Pending,
@@ -21,13 +22,13 @@ import (
 func TestComponentLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	newTemplate(t, "pair", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "pair", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Components = []ctfv1alpha1.Component{{Name: "redis", Image: "registry.example/ctf/redis:7",
 			Ports: []ctfv1alpha1.ChallengePort{{Name: "redis", Port: 6379, Protocol: ctfv1alpha1.ProtocolTCP}}}}
 	})
 	ns := namespace(t)
 	rec := record(t, ns, "pair")
-	ch := fromTemplate(ns, "pair", "team-pair", "pair")
+	ch := builders.FromTemplate(ns, "pair", "team-pair", "pair")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Eventually(rec.phases, timeout, interval).Should(Equal(

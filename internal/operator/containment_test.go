@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -96,13 +97,13 @@ func TestBrokenImageDegradesItsTemplateOnly(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	refuseImage(t, "refuse-broken-image", brokenImage)
-	broken := newTemplate(t, "broken-image", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Image = brokenImage })
-	other := newTemplate(t, "beside-broken", nil)
+	broken := h.Template(t, "broken-image", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Image = brokenImage })
+	other := h.Template(t, "beside-broken", nil)
 	judgedOnce(t, broken)
 
 	var failed []*ctfv1alpha1.Challenge
 	for i := range ctfv1alpha1.DefaultFailureThreshold {
-		ch := fromTemplate(ns, fmt.Sprintf("broken-%d", i), fmt.Sprintf("%s-broken-%d", ns, i), broken.Name)
+		ch := builders.FromTemplate(ns, fmt.Sprintf("broken-%d", i), fmt.Sprintf("%s-broken-%d", ns, i), broken.Name)
 		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 		failed = append(failed, ch)
 	}
@@ -125,7 +126,7 @@ func TestBrokenImageDegradesItsTemplateOnly(t *testing.T) {
 		g.Expect(tmpl.Status.Health.Failures).To(BeEquivalentTo(3))
 	}, timeout, interval).Should(Succeed())
 
-	waiting := fromTemplate(ns, "broken-waits", ns+"-broken-late", broken.Name)
+	waiting := builders.FromTemplate(ns, "broken-waits", ns+"-broken-late", broken.Name)
 	g.Expect(k8s.Create(ctx, waiting)).To(Succeed())
 	got := eventuallyPhase(t, waiting, ctfv1alpha1.PhaseQueued)
 	g.Expect(got.Status.Reason).To(Equal("Queued"))
@@ -133,7 +134,7 @@ func TestBrokenImageDegradesItsTemplateOnly(t *testing.T) {
 	g.Expect(got.Status.Message).NotTo(Or(ContainSubstring(ns+"/broken-"), ContainSubstring(ns+"-broken-")), "no other team's instance named")
 
 	start := time.Now()
-	beside := fromTemplate(ns, "beside", ns+"-beside", other.Name)
+	beside := builders.FromTemplate(ns, "beside", ns+"-beside", other.Name)
 	g.Expect(k8s.Create(ctx, beside)).To(Succeed())
 	eventuallyPhase(t, beside, ctfv1alpha1.PhaseRunning)
 	t.Logf("another template's instance Running in %s beside the Degraded one", time.Since(start).Round(10*time.Millisecond))
@@ -197,14 +198,14 @@ func TestOwnAskingFailuresDoNotDegrade(t *testing.T) {
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "registry.example/probe:1",
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m")}}}}}})
-	tmpl := newTemplate(t, "own-asking", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	tmpl := h.Template(t, "own-asking", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.OverridableValues = []ctfv1alpha1.ValuePath{"resources"}
 	})
 	judgedOnce(t, tmpl)
 
 	var greedy []*ctfv1alpha1.Challenge
 	for i := range ctfv1alpha1.DefaultFailureThreshold {
-		ch := fromTemplate(ns, fmt.Sprintf("greedy-%d", i), fmt.Sprintf("%s-greedy-%d", ns, i), tmpl.Name)
+		ch := builders.FromTemplate(ns, fmt.Sprintf("greedy-%d", i), fmt.Sprintf("%s-greedy-%d", ns, i), tmpl.Name)
 		cpu := ctfv1alpha1.Quantity("1900m")
 		ch.Spec.Resources = &ctfv1alpha1.Resources{Requests: &ctfv1alpha1.ResourceAmounts{CPU: &cpu}, Limits: &ctfv1alpha1.ResourceAmounts{CPU: &cpu}}
 		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
@@ -226,7 +227,7 @@ func TestOwnAskingFailuresDoNotDegrade(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	g.Expect(degraded.Status).To(Equal(metav1.ConditionFalse), degraded.Message)
 	g.Expect(got.Status.Health.Failures).To(BeZero(), "none of the failures is the template's")
-	plain := fromTemplate(ns, "plain", ns+"-plain", tmpl.Name)
+	plain := builders.FromTemplate(ns, "plain", ns+"-plain", tmpl.Name)
 	g.Expect(k8s.Create(ctx, plain)).To(Succeed())
 	eventuallyPhase(t, plain, ctfv1alpha1.PhaseRunning)
 	for _, ch := range greedy {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestFailedInstallBacksOff: a NodePort instance in a namespace whose quota
@@ -44,7 +45,7 @@ func TestFailedInstallBacksOff(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	created := countCreatedDeployments(t, ns)
 
-	ch := newChallenge(ns, "nodeports", "team-np")
+	ch := builders.Challenge(ns, "nodeports", "team-np")
 	ch.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeNodePort}
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
@@ -110,7 +111,7 @@ func TestObjectNotTheInstancesIsNeverTaken(t *testing.T) {
 	foreign := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns, Labels: map[string]string{"owner": "bystander"}}}
 	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
 
-	ch := newChallenge(ns, "taken", "team-taken")
+	ch := builders.Challenge(ns, "taken", "team-taken")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("InstallError"))

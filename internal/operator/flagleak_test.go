@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -28,10 +29,10 @@ func TestStaticFlagThatCannotRenderIsNeverShown(t *testing.T) {
 	secret := harness.OrganiserSecret("flag-newline", map[string][]byte{"web": []byte(body + "\n")})
 	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
-	newTemplate(t, "tpl-flag-newline", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-flag-newline", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "web"}}
 	})
-	ch := fromTemplate(ns, "leaky", "team-leak", "tpl-flag-newline")
+	ch := builders.FromTemplate(ns, "leaky", "team-leak", "tpl-flag-newline")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("FlagInvalid"))

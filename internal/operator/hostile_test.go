@@ -23,6 +23,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -723,10 +724,10 @@ func runHostile(t *testing.T, tc hostileChallenge) {
 	ctx := context.Background()
 	ns := namespace(t)
 	n := hostileCount.Add(1)
-	ch := newChallenge(ns, fmt.Sprintf("h%d", n), fmt.Sprintf("p%d", n))
+	ch := builders.Challenge(ns, fmt.Sprintf("h%d", n), fmt.Sprintf("p%d", n))
 	if tc.tmpl != nil {
-		tmpl := newTemplate(t, fmt.Sprintf("hostile-%d", n), tc.tmpl)
-		ch = fromTemplate(ns, ch.Name, ch.Spec.Participant, tmpl.Name)
+		tmpl := h.Template(t, fmt.Sprintf("hostile-%d", n), tc.tmpl)
+		ch = builders.FromTemplate(ns, ch.Name, ch.Spec.Participant, tmpl.Name)
 	}
 	if tc.mutate != nil {
 		tc.mutate(ch)
@@ -909,7 +910,7 @@ func TestHTTPSIngressInstances(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ns := namespace(t)
-			ch := newChallenge(ns, "web", "team-tls")
+			ch := builders.Challenge(ns, "web", "team-tls")
 			ch.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress, TLS: &ctfv1alpha1.IngressTLS{SecretName: tc.secret}}
 			g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 			if tc.refused {
@@ -940,13 +941,13 @@ func TestTwoTeamsOfOneIngressTemplateGetTheirOwnHosts(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, other := namespace(t), namespace(t)
-	newTemplate(t, "tpl-web-ingress", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-web-ingress", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress}
 	})
 	// The same name in two namespaces: the one pair a name alone cannot tell apart.
 	teams := []*ctfv1alpha1.Challenge{
-		fromTemplate(ns, "web", "team-h1", "tpl-web-ingress"),
-		fromTemplate(other, "web", "team-h2", "tpl-web-ingress"),
+		builders.FromTemplate(ns, "web", "team-h1", "tpl-web-ingress"),
+		builders.FromTemplate(other, "web", "team-h2", "tpl-web-ingress"),
 	}
 	var wg sync.WaitGroup
 	for _, ch := range teams {

@@ -31,6 +31,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
@@ -108,7 +109,7 @@ func TestPhasesGoNonePendingRunningWithoutGaps(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
 	rec := record(t, ns, "seq")
-	ch := newChallenge(ns, "seq", "team-seq")
+	ch := builders.Challenge(ns, "seq", "team-seq")
 	g.Expect(k8s.Create(context.Background(), ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -155,7 +156,7 @@ func TestUpgradesNeverLoseThePhase(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "upg", "team-upg")
+	ch := builders.Challenge(ns, "upg", "team-upg")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	rec := record(t, ns, "upg")
@@ -191,7 +192,7 @@ func TestUnpullableImageGivesErrorAndRecovers(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "pull", "team-pull")
+	ch := builders.Challenge(ns, "pull", "team-pull")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -231,7 +232,7 @@ func TestStalePendingReleaseIsUnlocked(t *testing.T) {
 		Info: &release.Info{Status: release.StatusPendingInstall, FirstDeployed: helmtime.Now(), LastDeployed: helmtime.Now()},
 	})).To(Succeed())
 
-	ch := newChallenge(ns, "locked", "team-locked")
+	ch := builders.Challenge(ns, "locked", "team-locked")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -246,7 +247,7 @@ func TestDeletedLastsUntilEveryObjectIsGone(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "bye", "team-bye")
+	ch := builders.Challenge(ns, "bye", "team-bye")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	rec := record(t, ns, "bye")
@@ -267,7 +268,7 @@ func TestDeletedLastsUntilEveryObjectIsGone(t *testing.T) {
 func TestMetricsCountPhasesAndTimeToReady(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
-	ch := newChallenge(ns, "metered", "team-metrics")
+	ch := builders.Challenge(ns, "metered", "team-metrics")
 	g.Expect(k8s.Create(context.Background(), ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -364,7 +365,7 @@ func TestTeardownsDoNotBlockInstalls(t *testing.T) {
 	const hold = "test.challenge-operator.io/hold"
 	var held []*ctfv1alpha1.Challenge
 	for i := range 6 { // the suite runs 4 workers
-		ch := newChallenge(ns, fmt.Sprintf("held-%d", i), fmt.Sprintf("team-held-%d", i))
+		ch := builders.Challenge(ns, fmt.Sprintf("held-%d", i), fmt.Sprintf("team-held-%d", i))
 		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 		held = append(held, ch)
 	}
@@ -393,7 +394,7 @@ func TestTeardownsDoNotBlockInstalls(t *testing.T) {
 		eventuallyPhase(t, ch, ctfv1alpha1.PhaseDeleted)
 	}
 
-	fresh := newChallenge(ns, "fresh", "team-fresh")
+	fresh := builders.Challenge(ns, "fresh", "team-fresh")
 	g.Expect(k8s.Create(ctx, fresh)).To(Succeed())
 	eventuallyPhase(t, fresh, ctfv1alpha1.PhaseRunning)
 	for _, ch := range held {
@@ -418,7 +419,7 @@ func TestPodsRefusedAtCreationGiveError(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "none", Namespace: ns},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
 	})).To(Succeed())
-	ch := newChallenge(ns, "refused", "team-q")
+	ch := builders.Challenge(ns, "refused", "team-q")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("FailedCreate"))
@@ -433,7 +434,7 @@ func TestStatusWritesDoNotStartHelmReconciles(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "quiet", "team-quiet")
+	ch := builders.Challenge(ns, "quiet", "team-quiet")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	helmReconciles := func() int {
@@ -489,7 +490,7 @@ func consistentlyEqual(f func() int, want int) bool {
 func TestStatusIsAppliedByOneFieldManager(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ch := newChallenge(namespace(t), "owned", "team-owned")
+	ch := builders.Challenge(namespace(t), "owned", "team-owned")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -514,10 +515,10 @@ func TestRenewalKeepsTheInstanceRunning(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	newTemplate(t, "tpl-renew-running", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-renew-running", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}}
 	})
-	ch := fromTemplate(ns, "renewing", "team-renew", "tpl-renew-running")
+	ch := builders.FromTemplate(ns, "renewing", "team-renew", "tpl-renew-running")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	rec := record(t, ns, "renewing")
@@ -539,7 +540,7 @@ func TestSpecChangeIsRolledOutThroughPending(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "changing", "team-change")
+	ch := builders.Challenge(ns, "changing", "team-change")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	rec := record(t, ns, "changing")

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -41,7 +42,7 @@ func TestLifetimeCanOnlyBeLoweredAfterCreation(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ch := newChallenge(ns, "lifetime-"+strconv.Itoa(i), "team-l"+strconv.Itoa(i))
+			ch := builders.Challenge(ns, "lifetime-"+strconv.Itoa(i), "team-l"+strconv.Itoa(i))
 			if tt.created != "" {
 				ch.Spec.Lifetime = duration(tt.created)
 			}
@@ -66,10 +67,10 @@ func TestRenewalBudgetCannotBeReset(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	newTemplate(t, "tpl-budget", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-budget", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}, MaxRenewals: ptr.To[int32](1)}
 	})
-	ch := fromTemplate(ns, "budget", "team-b", "tpl-budget")
+	ch := builders.FromTemplate(ns, "budget", "team-b", "tpl-budget")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	renewedAt := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
@@ -122,11 +123,11 @@ func TestTemplateLifetimeChangeWaitsForTheNextRenewal(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	tmpl := newTemplate(t, "tpl-shorten", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	tmpl := h.Template(t, "tpl-shorten", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}, MaxRenewals: ptr.To[int32](2)}
 		s.OverridableValues = []ctfv1alpha1.ValuePath{"env"}
 	})
-	old := fromTemplate(ns, "running", "team-s", tmpl.Name)
+	old := builders.FromTemplate(ns, "running", "team-s", tmpl.Name)
 	g.Expect(k8s.Create(ctx, old)).To(Succeed())
 	got := eventuallyPhase(t, old, ctfv1alpha1.PhaseRunning)
 	given := got.Status.ExpiresAt.Time
@@ -137,7 +138,7 @@ func TestTemplateLifetimeChangeWaitsForTheNextRenewal(t *testing.T) {
 	})).To(Succeed())
 
 	// A new instance gets the shorter lifetime: the change is seen.
-	fresh := fromTemplate(ns, "fresh", "team-t", tmpl.Name)
+	fresh := builders.FromTemplate(ns, "fresh", "team-t", tmpl.Name)
 	g.Expect(k8s.Create(ctx, fresh)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(fresh), fresh)).To(Succeed())
@@ -177,16 +178,16 @@ func TestLifetimeCountsFromAdmission(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	newTemplate(t, "tpl-admit", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-admit", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.MaxInstances = ptr.To[int32](1)
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: lifetime}}
 	})
-	first := fromTemplate(ns, "first", "team-admit-1", "tpl-admit")
+	first := builders.FromTemplate(ns, "first", "team-admit-1", "tpl-admit")
 	g.Expect(k8s.Create(ctx, first)).To(Succeed())
 	got := eventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
 	g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("==", got.CreationTimestamp.Add(lifetime)))
 
-	waiting := fromTemplate(ns, "waiting", "team-admit-2", "tpl-admit")
+	waiting := builders.FromTemplate(ns, "waiting", "team-admit-2", "tpl-admit")
 	g.Expect(k8s.Create(ctx, waiting)).To(Succeed())
 	queued := eventuallyPhase(t, waiting, ctfv1alpha1.PhaseQueued)
 	g.Expect(queued.Status.ExpiresAt).To(BeNil(), "no lifetime runs in the queue")
@@ -230,10 +231,10 @@ func TestLoweredMaximumCapsRunningInstances(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	tmpl := newTemplate(t, "tpl-max-lowered", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	tmpl := h.Template(t, "tpl-max-lowered", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Max: &metav1.Duration{Duration: time.Hour}}
 	})
-	ch := fromTemplate(ns, "long", "team-max", tmpl.Name)
+	ch := builders.FromTemplate(ns, "long", "team-max", tmpl.Name)
 	ch.Spec.Lifetime = &metav1.Duration{Duration: own}
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
@@ -262,7 +263,7 @@ func TestLoweredMaximumCapsRunningInstances(t *testing.T) {
 	g.Expect(got.Status.Phase).To(Equal(ctfv1alpha1.PhaseRunning), "%s: %s", got.Status.Reason, got.Status.Message)
 	g.Expect(got.Status.ExpiresAt.Time).To(BeTemporally("==", got.CreationTimestamp.Add(lowered)))
 
-	fresh := fromTemplate(ns, "fresh", "team-max-2", tmpl.Name)
+	fresh := builders.FromTemplate(ns, "fresh", "team-max-2", tmpl.Name)
 	fresh.Spec.Lifetime = &metav1.Duration{Duration: own}
 	g.Expect(k8s.Create(ctx, fresh)).To(Succeed())
 	g.Expect(eventuallyPhase(t, fresh, ctfv1alpha1.PhaseError).Status.Reason).To(Equal("LifetimeTooLong"))

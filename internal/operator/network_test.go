@@ -11,6 +11,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestIngressFromTheInstancesOwnNamespace: a Challenge created in a namespace
@@ -25,7 +26,7 @@ func TestIngressFromTheInstancesOwnNamespace(t *testing.T) {
 	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
 
-	ch := newChallenge(ingressNamespace, "open-to-all", "team-open")
+	ch := builders.Challenge(ingressNamespace, "open-to-all", "team-open")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ch) })
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)

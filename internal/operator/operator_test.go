@@ -15,6 +15,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -24,7 +25,7 @@ func TestChallengeBecomesRunning(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "web", "team-1")
+	ch := builders.Challenge(ns, "web", "team-1")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	g.Expect(ch.Status.Phase).To(Equal(ctfv1alpha1.PhaseNone), "a new Challenge says None before any reconcile")
 
@@ -58,7 +59,7 @@ func TestSpecValuesOverrideChartDefaults(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "pwn", "team-2")
+	ch := builders.Challenge(ns, "pwn", "team-2")
 	ch.Spec.Values = harness.Values(`{
 		"podAnnotations": {"category": "pwn"},
 		"resources": {"limits": {"memory": "128Mi"}},
@@ -104,7 +105,7 @@ func TestInvalidChallengeIsRefusedAtAdmission(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ch := newChallenge(ns, "invalid", "team-1")
+			ch := builders.Challenge(ns, "invalid", "team-1")
 			tt.mutate(ch)
 			err := k8s.Create(context.Background(), ch)
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
@@ -115,7 +116,7 @@ func TestInvalidChallengeIsRefusedAtAdmission(t *testing.T) {
 	t.Run("participant changed", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
-		ch := newChallenge(ns, "immutable", "team-1")
+		ch := builders.Challenge(ns, "immutable", "team-1")
 		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 		patch := client.MergeFrom(ch.DeepCopy())
 		ch.Spec.Participant = "team-2"
@@ -129,7 +130,7 @@ func TestBadValuesGiveErrorAndFixingRecovers(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "broken", "team-3")
+	ch := builders.Challenge(ns, "broken", "team-3")
 	ch.Spec.Values = harness.Values(`{"replicas": 3}`)
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 
@@ -149,7 +150,7 @@ func TestDeletionRemovesEveryObject(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "gone", "team-4")
+	ch := builders.Challenge(ns, "gone", "team-4")
 	ch.Spec.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeIngress}
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	running := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
@@ -203,7 +204,7 @@ func TestDeletedByHandIsRestored(t *testing.T) {
 			g := NewWithT(t)
 			ctx := context.Background()
 			ns := namespace(t)
-			ch := newChallenge(ns, "restored", "team-r")
+			ch := builders.Challenge(ns, "restored", "team-r")
 			g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 			eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 			key := client.ObjectKeyFromObject(ch)
@@ -246,7 +247,7 @@ func TestEditedNetworkPolicyIsRestored(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "np-edited", "team-np")
+	ch := builders.Challenge(ns, "np-edited", "team-np")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 

@@ -18,6 +18,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -30,7 +31,7 @@ func pooledTemplate(t *testing.T, name string, minSize, maxSize int32, mutate fu
 	secret := harness.OrganiserSecret("flag-"+name, map[string][]byte{"flag": []byte(flag)})
 	NewWithT(t).Expect(k8s.Create(ctx, secret)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
-	newTemplate(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Pool = &ctfv1alpha1.PoolSpec{Min: minSize, Max: maxSize}
 		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "flag"}}
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}}
@@ -86,7 +87,7 @@ func TestPoolClaim(t *testing.T) {
 	g.Expect(k8s.List(ctx, &podsBefore, client.InNamespace(poolNamespace))).To(Succeed())
 	ns := namespace(t)
 	rec := record(t, ns, "web")
-	ch := fromTemplate(ns, "web", "team-warm", "warm")
+	ch := builders.FromTemplate(ns, "web", "team-warm", "warm")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	oneChange := []ctfv1alpha1.Phase{ctfv1alpha1.PhaseNone, ctfv1alpha1.PhaseRunning}
 	g.Eventually(rec.phases, timeout, interval).Should(Equal(oneChange), "from the schema's default straight to Running: one status change")
@@ -145,7 +146,7 @@ func TestPoolClaim(t *testing.T) {
 	g.Expect(rec.phases()).To(Equal(oneChange), "and never anything else")
 
 	// Two teams at once, while the pool refills: two different instances.
-	a, b := fromTemplate(ns, "web-a", "team-a", "warm"), fromTemplate(ns, "web-b", "team-b", "warm")
+	a, b := builders.FromTemplate(ns, "web-a", "team-a", "warm"), builders.FromTemplate(ns, "web-b", "team-b", "warm")
 	g.Expect(k8s.Create(ctx, a)).To(Succeed())
 	g.Expect(k8s.Create(ctx, b)).To(Succeed())
 	gotA, gotB := eventuallyPhase(t, a, ctfv1alpha1.PhaseRunning), eventuallyPhase(t, b, ctfv1alpha1.PhaseRunning)
@@ -177,14 +178,14 @@ func TestPoolMissInstallsFresh(t *testing.T) {
 	ctx := context.Background()
 	pooledTemplate(t, "cold", 0, 1, nil)
 	ns := namespace(t)
-	ch := fromTemplate(ns, "web", "team-cold", "cold")
+	ch := builders.FromTemplate(ns, "web", "team-cold", "cold")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Expect(got.Status.PooledInstance).To(BeNil(), "installed itself")
 	g.Expect(got.Status.Endpoint.Host).To(ContainSubstring("web"))
 	eventuallyPoolReady(t, "cold", 1)
 
-	second := fromTemplate(ns, "web-2", "team-cold-2", "cold")
+	second := builders.FromTemplate(ns, "web-2", "team-cold-2", "cold")
 	g.Expect(k8s.Create(ctx, second)).To(Succeed())
 	g.Expect(eventuallyPhase(t, second, ctfv1alpha1.PhaseRunning).Status.PooledInstance).NotTo(BeNil(), "the grown pool serves the next")
 }
@@ -197,7 +198,7 @@ func TestPoolTemplateEditReplacesUnclaimedOnly(t *testing.T) {
 	pooledTemplate(t, "edited", 1, 1, nil)
 	eventuallyPoolReady(t, "edited", 1)
 	ns := namespace(t)
-	ch := fromTemplate(ns, "web", "team-edit", "edited")
+	ch := builders.FromTemplate(ns, "web", "team-edit", "edited")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	claimed := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning).Status.PooledInstance
 	g.Expect(claimed).NotTo(BeNil())
@@ -250,7 +251,7 @@ func TestClaimPassesTheInstallChecks(t *testing.T) {
 	})
 	eventuallyPoolReady(t, "guarded", 1)
 	ns := namespace(t)
-	owner := fromTemplate(ns, "owned", "team-guard-dup", "guarded")
+	owner := builders.FromTemplate(ns, "owned", "team-guard-dup", "guarded")
 	g.Expect(k8s.Create(ctx, owner)).To(Succeed())
 	g.Expect(eventuallyPhase(t, owner, ctfv1alpha1.PhaseRunning).Status.PooledInstance).NotTo(BeNil(), "a claim of the team's")
 	tests := []struct {
@@ -269,7 +270,7 @@ func TestClaimPassesTheInstallChecks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			pooled := eventuallyPoolReady(t, "guarded", 1)
-			ch := fromTemplate(ns, fmt.Sprintf("refused-%d", i), tt.participant, "guarded")
+			ch := builders.FromTemplate(ns, fmt.Sprintf("refused-%d", i), tt.participant, "guarded")
 			if tt.mutate != nil {
 				tt.mutate(ch)
 			}

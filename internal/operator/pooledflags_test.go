@@ -20,6 +20,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -119,7 +120,7 @@ func kubeletRefuses(pod *corev1.Pod, c *corev1.EphemeralContainer) string {
 func TestPooledPerTeamFlags(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	newTemplate(t, "pooled-flags", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "pooled-flags", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Pool = &ctfv1alpha1.PoolSpec{Min: 2, Max: 2}
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: 3600e9}}
 		s.Flags = []ctfv1alpha1.NamedFlag{{Name: "web", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"}, FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/flag/web.txt"}}}
@@ -131,7 +132,7 @@ func TestPooledPerTeamFlags(t *testing.T) {
 
 	var previous string
 	for _, team := range []string{"team-first", "team-second"} {
-		ch := fromTemplate(ns, "pf-"+team, team, "pooled-flags")
+		ch := builders.FromTemplate(ns, "pf-"+team, team, "pooled-flags")
 		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 
 		// Claimed, the writer added, nothing reported yet: Pending, no address.
@@ -221,7 +222,7 @@ func TestPooledPerTeamFlags(t *testing.T) {
 // changed further by mutate, and waits until its pool is ready.
 func perTeamPool(t *testing.T, name string, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) {
 	t.Helper()
-	newTemplate(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Pool = &ctfv1alpha1.PoolSpec{Min: 1, Max: 1}
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: 3600e9}}
 		s.Flags = []ctfv1alpha1.NamedFlag{{Name: "web", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"}, FlagDelivery: ctfv1alpha1.FlagDelivery{Path: "/flag/web.txt"}}}
@@ -285,7 +286,7 @@ func TestPooledFlagsReachARootPod(t *testing.T) {
 		s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfileBaseline, RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}
 	})
 	ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
-	ch := fromTemplate(ns, "pfr-team-root", "team-root", "pooled-flags-root")
+	ch := builders.FromTemplate(ns, "pfr-team-root", "team-root", "pooled-flags-root")
 	_, pod := claimDelivering(t, ch)
 	g.Expect(pod.Spec.SecurityContext.RunAsUser).To(HaveValue(BeZero()), "the pool's pod runs as root")
 
@@ -316,7 +317,7 @@ func TestPooledFlagsWritersAllFail(t *testing.T) {
 	ctx := context.Background()
 	perTeamPool(t, "pooled-flags-fail", nil)
 	ns := namespace(t)
-	ch := fromTemplate(ns, "pff-team-fail", "team-fail", "pooled-flags-fail")
+	ch := builders.FromTemplate(ns, "pff-team-fail", "team-fail", "pooled-flags-fail")
 	pooled, pod := claimDelivering(t, ch)
 	fail := map[string]bool{}
 	for i := range 5 {
@@ -341,7 +342,7 @@ func TestPooledFlagsWritersAllFail(t *testing.T) {
 	g.Expect(k8s.Delete(ctx, got)).To(Succeed())
 	h.EventuallyGone(t, got, timeout, "the team's failed instance goes")
 	h.EventuallyGone(t, &pooled, timeout, "and its broken pooled instance with it")
-	again := fromTemplate(ns, "pff-team-fail", "team-fail", "pooled-flags-fail")
+	again := builders.FromTemplate(ns, "pff-team-fail", "team-fail", "pooled-flags-fail")
 	next, _ := claimDelivering(t, again)
 	g.Expect(next.Name).NotTo(Equal(pooled.Name))
 	running := eventuallyRunning(t, again, nil)
@@ -357,7 +358,7 @@ func TestPooledFlagsFollowAReplacedPod(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	perTeamPool(t, "pooled-flags-replaced", nil)
-	ch := fromTemplate(namespace(t), "pfp-team-replaced", "team-replaced", "pooled-flags-replaced")
+	ch := builders.FromTemplate(namespace(t), "pfp-team-replaced", "team-replaced", "pooled-flags-replaced")
 	pooled, pod := claimDelivering(t, ch)
 	eventuallyRunning(t, ch, nil)
 

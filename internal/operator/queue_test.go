@@ -14,6 +14,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestQueueAdmitsInCreationOrder: with room for two instances of a
@@ -24,11 +25,11 @@ import (
 func TestQueueAdmitsInCreationOrder(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	newTemplate(t, "queued", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.MaxInstances = ptr.To[int32](2) })
+	h.Template(t, "queued", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.MaxInstances = ptr.To[int32](2) })
 	ns := namespace(t)
 	var chs []*ctfv1alpha1.Challenge
 	for i := range 5 {
-		ch := fromTemplate(ns, fmt.Sprintf("q%d", i), fmt.Sprintf("team-q%d", i), "queued")
+		ch := builders.FromTemplate(ns, fmt.Sprintf("q%d", i), fmt.Sprintf("team-q%d", i), "queued")
 		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 		chs = append(chs, ch)
 	}
@@ -64,7 +65,7 @@ func TestQueueAdmitsInCreationOrder(t *testing.T) {
 	g.Expect(k8s.Delete(ctx, chs[2])).To(Succeed())
 	h.EventuallyGone(t, chs[2], timeout, "the queued instance goes at once")
 	g.Eventually(func() bool { return metav1.Now().Unix() > chs[3].CreationTimestamp.Unix() }, timeout, interval).Should(BeTrue())
-	again := fromTemplate(ns, "q3", "team-q3", "queued")
+	again := builders.FromTemplate(ns, "q3", "team-q3", "queued")
 	g.Expect(k8s.Create(ctx, again)).To(Succeed())
 	chs[2] = again
 	g.Eventually(positions, timeout, interval).Should(Equal(map[string]string{

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -23,24 +24,24 @@ func TestFailuresAheadFreeTheirPlace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	tmpl := newTemplate(t, "q-fail", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	tmpl := h.Template(t, "q-fail", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.MaxInstances = ptr.To[int32](1)
 		s.OverridableValues = []ctfv1alpha1.ValuePath{"resources"}
 	})
-	running := fromTemplate(ns, "running", "team-qf-0", tmpl.Name)
+	running := builders.FromTemplate(ns, "running", "team-qf-0", tmpl.Name)
 	g.Expect(k8s.Create(ctx, running)).To(Succeed())
 	eventuallyPhase(t, running, ctfv1alpha1.PhaseRunning)
 
 	// Above the admin's CPU ceiling: allowed by the template, refused by the gate at install.
-	gated := fromTemplate(ns, "a-gated", "team-qf-1", tmpl.Name)
+	gated := builders.FromTemplate(ns, "a-gated", "team-qf-1", tmpl.Name)
 	gated.Spec.Resources = &ctfv1alpha1.Resources{Limits: &ctfv1alpha1.ResourceAmounts{CPU: q("4")}}
 	g.Expect(k8s.Create(ctx, gated)).To(Succeed())
 	eventuallyPhase(t, gated, ctfv1alpha1.PhaseQueued)
-	refused := fromTemplate(ns, "b-refused", "team-qf-2", tmpl.Name)
+	refused := builders.FromTemplate(ns, "b-refused", "team-qf-2", tmpl.Name)
 	refused.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "9"}}
 	g.Expect(k8s.Create(ctx, refused)).To(Succeed())
 	g.Expect(eventuallyPhase(t, refused, ctfv1alpha1.PhaseError).Status.Reason).To(Equal("ValueNotAllowed"), "refused at once, not queued")
-	valid := fromTemplate(ns, "c-valid", "team-qf-3", tmpl.Name)
+	valid := builders.FromTemplate(ns, "c-valid", "team-qf-3", tmpl.Name)
 	g.Expect(k8s.Create(ctx, valid)).To(Succeed())
 	g.Expect(*eventuallyPhase(t, valid, ctfv1alpha1.PhaseQueued).Status.QueuePosition).To(BeEquivalentTo(2), "behind the gated one only")
 

@@ -21,6 +21,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/operator"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -46,7 +47,7 @@ func TestForgedReleaseRecordIsRefused(t *testing.T) {
 			ctx := context.Background()
 			ns := namespace(t)
 			name := "forged-" + strings.ReplaceAll(tt.name, " ", "-")
-			ch := newChallenge(ns, name, "team-"+name)
+			ch := builders.Challenge(ns, name, "team-"+name)
 			g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 			eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 			bystanders := []client.Object{
@@ -107,7 +108,7 @@ func TestFailedUpgradeAppliesNoStoredRecord(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "rolled", "team-rolled")
+	ch := builders.Challenge(ns, "rolled", "team-rolled")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Expect(k8s.Create(ctx, &corev1.ResourceQuota{
@@ -161,7 +162,7 @@ func TestLabelledDecoyDoesNotHoldTheTeardown(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, elsewhere := namespace(t), namespace(t)
-	ch := newChallenge(ns, "decoyed", "team-decoyed")
+	ch := builders.Challenge(ns, "decoyed", "team-decoyed")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	decoy := &corev1.Service{
@@ -182,7 +183,7 @@ func TestLeftoversDeleteOnlyTheInstanceNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "owner", "team-owner")
+	ch := builders.Challenge(ns, "owner", "team-owner")
 	leftovers := operator.Leftovers(k8s, nil, true, false)
 
 	bystander := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-bystander", Labels: instanceLabels(ch)}}
@@ -261,7 +262,7 @@ func TestReleaseRecordIsHelmsAndTheChallenges(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "recorded", "team-recorded")
+	ch := builders.Challenge(ns, "recorded", "team-recorded")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 

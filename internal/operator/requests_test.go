@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestAnInstallSendsWhatHelmNeeds holds an install to the API requests it
@@ -31,7 +32,7 @@ func TestAnInstallSendsWhatHelmNeeds(t *testing.T) {
 	discoveredBefore := discovery()
 
 	rec := record(t, ns, "requests")
-	ch := newChallenge(ns, "requests", "team-"+ns)
+	ch := builders.Challenge(ns, "requests", "team-"+ns)
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 

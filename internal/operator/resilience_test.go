@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestWorstAdmittedValuesNeverStopTheOperator stores a Challenge with the
@@ -23,7 +24,7 @@ func TestWorstAdmittedValuesNeverStopTheOperator(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	worst := newChallenge(ns, "worst", "worst-team")
+	worst := builders.Challenge(ns, "worst", "worst-team")
 	worst.Spec.Env = nil
 	for i := range 64 {
 		worst.Spec.Env = append(worst.Spec.Env, ctfv1alpha1.EnvVar{Name: fmt.Sprintf("V%d", i), Value: strings.Repeat("é'\"{}:#&*!|>", 4096/13)})
@@ -42,7 +43,7 @@ func TestWorstAdmittedValuesNeverStopTheOperator(t *testing.T) {
 	g.Expect(got.Status.Reason).To(Equal("PolicyViolation"), "a CPU limit of 999999999999E is over any ceiling")
 
 	g.Expect(h.Restart()).To(Succeed())
-	fresh := newChallenge(ns, "fresh", "fresh-team")
+	fresh := builders.Challenge(ns, "fresh", "fresh-team")
 	g.Expect(k8s.Create(ctx, fresh)).To(Succeed())
 	eventuallyPhase(t, fresh, ctfv1alpha1.PhaseRunning)
 	eventuallyPhase(t, worst, ctfv1alpha1.PhaseError)
@@ -55,7 +56,7 @@ func TestDeletionWaitsForTheOperator(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	ch := newChallenge(ns, "while-down", "team-down")
+	ch := builders.Challenge(ns, "while-down", "team-down")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -28,10 +29,10 @@ func TestTemplatesReadOnlyTheOrganisersSecrets(t *testing.T) {
 
 	// Another team's instance whose flag Secret lives in the flag namespace.
 	g.Expect(k8s.Create(ctx, harness.OrganiserSecret("victim-static", map[string][]byte{"flag": []byte("CTF{victims-own}")}))).To(Succeed())
-	newTemplate(t, "tpl-victim", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-victim", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: organiser, Name: "victim-static", Key: "flag"}}
 	})
-	victim := fromTemplate(organiser, "victim", "team-victim", "tpl-victim")
+	victim := builders.FromTemplate(organiser, "victim", "team-victim", "tpl-victim")
 	g.Expect(k8s.Create(ctx, victim)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), victim) })
 	eventuallyPhase(t, victim, ctfv1alpha1.PhaseRunning)
@@ -70,14 +71,14 @@ func TestTemplatesReadOnlyTheOrganisersSecrets(t *testing.T) {
 			g := NewWithT(t)
 			name := "tpl-reads-" + string(rune('a'+i))
 			ref := ctfv1alpha1.SecretKeyRef{Namespace: organiser, Name: tt.secret, Key: tt.key}
-			newTemplate(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 				if tt.env {
 					s.SecretEnv = []ctfv1alpha1.SecretEnvVar{{Name: "STOLEN", Secret: ref}}
 					return
 				}
 				s.Flag = &ctfv1alpha1.FlagSpec{Static: &ref}
 			})
-			ch := fromTemplate(ns, name, "team-thief", name)
+			ch := builders.FromTemplate(ns, name, "team-thief", name)
 			g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 			got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 			g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))

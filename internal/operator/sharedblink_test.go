@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -29,12 +30,12 @@ func TestSharedServiceBlinkKeepsTheInstanceRunning(t *testing.T) {
 	svc := newService()
 	g.Expect(k8s.Create(ctx, svc)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), newService()) })
-	newTemplate(t, "tpl-blink", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-blink", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: harness.OrganiserNamespace, Name: "blinking"}}
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}}
 	})
 	ns := namespace(t)
-	ch := fromTemplate(ns, "blink", "team-blink", "tpl-blink")
+	ch := builders.FromTemplate(ns, "blink", "team-blink", "tpl-blink")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -52,7 +53,7 @@ func TestSharedServiceBlinkKeepsTheInstanceRunning(t *testing.T) {
 	g.Expect(got.Status.Renewals).To(Equal(int32(1)), "the renewal counts")
 
 	// An install waits for the Service.
-	fresh := fromTemplate(ns, "blink-fresh", "team-blink-2", "tpl-blink")
+	fresh := builders.FromTemplate(ns, "blink-fresh", "team-blink-2", "tpl-blink")
 	g.Expect(k8s.Create(ctx, fresh)).To(Succeed())
 	g.Expect(eventuallyPhase(t, fresh, ctfv1alpha1.PhaseError).Status.Reason).To(Equal("SharedServiceNotFound"))
 

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -28,8 +29,8 @@ func TestSharingIsFixedAtCreation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			tmpl := newTemplate(t, tc.template, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Sharing = tc.from })
-			team := fromTemplate(namespace(t), tc.template+"-team", "team-sharing", tmpl.Name)
+			tmpl := h.Template(t, tc.template, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Sharing = tc.from })
+			team := builders.FromTemplate(namespace(t), tc.template+"-team", "team-sharing", tmpl.Name)
 			g.Expect(k8s.Create(ctx, team)).To(Succeed())
 			eventuallyPhase(t, team, ctfv1alpha1.PhaseRunning)
 

@@ -22,6 +22,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/solvercheck"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -110,7 +111,7 @@ func TestSolverCheck(t *testing.T) {
 	secret := harness.OrganiserSecret("solver-flag", map[string][]byte{"flag": []byte("CTF{solvable}")})
 	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
-	tmpl := newTemplate(t, "solvable", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	tmpl := h.Template(t, "solvable", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "flag"}}
 		s.SolverCheck = &ctfv1alpha1.SolverCheck{Image: "registry.example/ctf/solvable-solver:1", Args: []ctfv1alpha1.Argument{"solve.py"},
 			Interval: &metav1.Duration{Duration: 10 * time.Second}, Timeout: &metav1.Duration{Duration: 5 * time.Second},
@@ -179,7 +180,7 @@ func TestSolverCheck(t *testing.T) {
 	g.Expect(v).To(BeZero())
 	g.Expect(counted(g, "challenge_solver_check_runs_total", "result", "failed")).To(BeNumerically(">=", 1))
 
-	team := fromTemplate(ns, "solvable-team", "team-solvable", tmpl.Name)
+	team := builders.FromTemplate(ns, "solvable-team", "team-solvable", tmpl.Name)
 	g.Expect(k8s.Create(ctx, team)).To(Succeed())
 	waiting := eventuallyPhase(t, team, ctfv1alpha1.PhaseQueued)
 	g.Expect(waiting.Status.Message).To(ContainSubstring("paused"))
@@ -247,7 +248,7 @@ func TestSolverCheckAdmission(t *testing.T) {
 func TestSolverImageOutsideTheAdminsBounds(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	tmpl := newTemplate(t, "solver-from-metadata", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	tmpl := h.Template(t, "solver-from-metadata", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.SolverCheck = &ctfv1alpha1.SolverCheck{Image: "169.254.169.254/solver:1", OnFailure: ctfv1alpha1.SolverFailurePause,
 			Interval: &metav1.Duration{Duration: 10 * time.Second}, Timeout: &metav1.Duration{Duration: 5 * time.Second}}
 	})
@@ -301,20 +302,20 @@ func TestSolverCanaryTakesNoPlace(t *testing.T) {
 
 	t.Run("a shared template's canary first", func(t *testing.T) {
 		g := NewWithT(t)
-		tmpl := newTemplate(t, "shared-solved", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		tmpl := h.Template(t, "shared-solved", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.Sharing = ctfv1alpha1.SharingShared
 			s.SolverCheck = quickSolver("shared-solved")
 		})
 		eventuallySolverCanary(t, tmpl)
-		organisers := fromTemplate(ns, "shared-solved", "organisers", tmpl.Name)
+		organisers := builders.FromTemplate(ns, "shared-solved", "organisers", tmpl.Name)
 		g.Expect(k8s.Create(ctx, organisers)).To(Succeed())
 		eventuallyPhase(t, organisers, ctfv1alpha1.PhaseRunning)
 	})
 
 	t.Run("a shared template's instance first", func(t *testing.T) {
 		g := NewWithT(t)
-		tmpl := newTemplate(t, "shared-later-solved", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Sharing = ctfv1alpha1.SharingShared })
-		organisers := fromTemplate(ns, "shared-later-solved", "organisers", tmpl.Name)
+		tmpl := h.Template(t, "shared-later-solved", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Sharing = ctfv1alpha1.SharingShared })
+		organisers := builders.FromTemplate(ns, "shared-later-solved", "organisers", tmpl.Name)
 		g.Expect(k8s.Create(ctx, organisers)).To(Succeed())
 		eventuallyPhase(t, organisers, ctfv1alpha1.PhaseRunning)
 		g.Expect(harness.EditTemplate(ctx, k8s, tmpl.DeepCopy(), func(s *ctfv1alpha1.ChallengeTemplateSpec) {
@@ -327,15 +328,15 @@ func TestSolverCanaryTakesNoPlace(t *testing.T) {
 
 	t.Run("a per-team template's maxInstances", func(t *testing.T) {
 		g := NewWithT(t)
-		tmpl := newTemplate(t, "bounded-solved", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		tmpl := h.Template(t, "bounded-solved", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 			s.MaxInstances = ptr.To[int32](1)
 			s.SolverCheck = quickSolver("bounded-solved")
 		})
 		eventuallySolverCanary(t, tmpl)
-		team := fromTemplate(ns, "bounded-solved", ns+"-bounded", tmpl.Name)
+		team := builders.FromTemplate(ns, "bounded-solved", ns+"-bounded", tmpl.Name)
 		g.Expect(k8s.Create(ctx, team)).To(Succeed())
 		eventuallyPhase(t, team, ctfv1alpha1.PhaseRunning)
-		second := fromTemplate(ns, "bounded-solved-2", ns+"-bounded-2", tmpl.Name)
+		second := builders.FromTemplate(ns, "bounded-solved-2", ns+"-bounded-2", tmpl.Name)
 		g.Expect(k8s.Create(ctx, second)).To(Succeed())
 		got := eventuallyPhase(t, second, ctfv1alpha1.PhaseQueued)
 		g.Expect(got.Status.Message).To(ContainSubstring("position 1"), "the bound still holds for teams")
@@ -353,7 +354,7 @@ func TestSolverNetworkPolicyReachesItsCanaryOnly(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go solveLikeAKubelet(ctx, t, &atomic.Pointer[string]{})
-	tmpl := newTemplate(t, "solver-reach", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.SolverCheck = quickSolver("solver-reach") })
+	tmpl := h.Template(t, "solver-reach", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.SolverCheck = quickSolver("solver-reach") })
 	canary := eventuallySolverCanary(t, tmpl)
 	g.Expect(canary.Status.Endpoint.Host).To(HaveSuffix(".svc"), "a ClusterIP canary")
 

@@ -14,6 +14,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestFirstStatusSurvivesALaggingCache: the Helm reconciler adds its
@@ -32,7 +33,7 @@ func TestFirstStatusSurvivesALaggingCache(t *testing.T) {
 	h.Stop()
 	t.Cleanup(func() { _ = h.Start() })
 
-	ch := fromTemplate(ns, "lagging", "team-lagging", "tpl-never")
+	ch := builders.FromTemplate(ns, "lagging", "team-lagging", "tpl-never")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	asCreated := ch.DeepCopy() // all a lagging cache has seen
 	controllerutil.AddFinalizer(ch, "uninstall-helm-release")

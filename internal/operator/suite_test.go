@@ -57,18 +57,6 @@ const poolNamespace = "ctf-pool"
 
 func namespace(t *testing.T) string { return h.Namespace(t, nil) }
 
-func newChallenge(ns, name, participant string) *ctfv1alpha1.Challenge {
-	return harness.NewChallenge(ns, name, participant)
-}
-
-func fromTemplate(ns, name, participant, template string) *ctfv1alpha1.Challenge {
-	return harness.FromTemplate(ns, name, participant, template)
-}
-
-func newTemplate(t *testing.T, name string, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) *ctfv1alpha1.ChallengeTemplate {
-	return h.Template(t, name, mutate)
-}
-
 func eventuallyPhase(t *testing.T, ch *ctfv1alpha1.Challenge, phase ctfv1alpha1.Phase) *ctfv1alpha1.Challenge {
 	return h.EventuallyPhase(t, ch, phase)
 }

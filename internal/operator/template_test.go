@@ -25,6 +25,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -32,13 +33,13 @@ func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	newTemplate(t, "tpl-prec", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-prec", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Values = harness.Values(`{"podAnnotations": {"tier": "template", "who": "template"},
 			"image": "ignored.example/values-image:1", "resources": {"limits": {"memory": "300Mi"}}}`)
 		s.OverridableValues = []ctfv1alpha1.ValuePath{"podAnnotations", "env"}
 	})
 
-	ch := fromTemplate(ns, "prec", "team-a", "tpl-prec")
+	ch := builders.FromTemplate(ns, "prec", "team-a", "tpl-prec")
 	ch.Spec.Values = harness.Values(`{"podAnnotations": {"who": "challenge"}}`)
 	ch.Spec.Env = []ctfv1alpha1.EnvVar{{Name: "LEVEL", Value: "2"}}
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
@@ -55,7 +56,7 @@ func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
 	g.Expect(pod.Labels).To(HaveKeyWithValue(ctfv1alpha1.ChallengeLabel, "tpl-prec"))
 	g.Expect(pod.Labels).To(HaveKeyWithValue(participantLabel, "team-a"), "enforced values over everything")
 
-	refused := fromTemplate(ns, "refused", "team-b", "tpl-prec")
+	refused := builders.FromTemplate(ns, "refused", "team-b", "tpl-prec")
 	refused.Spec.Values = harness.Values(`{"replicas": 3, "podAnnotations": {"ok": "yes"}}`)
 	refused.Spec.Image = "attacker.example/own-image:1"
 	g.Expect(k8s.Create(ctx, refused)).To(Succeed())
@@ -75,13 +76,13 @@ func TestTemplateValuesPrecedenceAndAllowlist(t *testing.T) {
 func TestMissingTemplateHealsWhenItAppears(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
-	ch := fromTemplate(ns, "early", "team-c", "tpl-later")
+	ch := builders.FromTemplate(ns, "early", "team-c", "tpl-later")
 	g.Expect(k8s.Create(context.Background(), ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("TemplateNotFound"))
 	g.Expect(got.Status.Message).To(ContainSubstring(`ChallengeTemplate "tpl-later" does not exist`))
 
-	newTemplate(t, "tpl-later", nil)
+	h.Template(t, "tpl-later", nil)
 	got = eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Expect(got.Status.Endpoint.Port).To(Equal(int32(1337)))
 }
@@ -107,10 +108,10 @@ func TestExpiryDeletesAndRenewalMovesIt(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	newTemplate(t, "tpl-short", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-short", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: lifetime}, MaxRenewals: ptr.To[int32](1)}
 	})
-	ch := fromTemplate(ns, "short", "team-d", "tpl-short")
+	ch := builders.FromTemplate(ns, "short", "team-d", "tpl-short")
 	renewed, refused := counted(g, "challenge_renewals_total", "reason", "Renewed"), counted(g, "challenge_renewals_total", "reason", "RenewalLimitReached")
 	expired := counted(g, "challenge_expiries_total", "", "")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
@@ -159,20 +160,20 @@ func TestQuotaAndDuplicateWithoutWebhook(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	newTemplate(t, "tpl-once", nil)
-	newTemplate(t, "tpl-capped", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.MaxInstancesPerParticipant = ptr.To[int32](1) })
+	h.Template(t, "tpl-once", nil)
+	h.Template(t, "tpl-capped", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.MaxInstancesPerParticipant = ptr.To[int32](1) })
 
-	first := fromTemplate(ns, "first", "team-q", "tpl-once")
+	first := builders.FromTemplate(ns, "first", "team-q", "tpl-once")
 	g.Expect(k8s.Create(ctx, first)).To(Succeed())
 	eventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
 
-	dup := fromTemplate(ns, "dup", "team-q", "tpl-once")
+	dup := builders.FromTemplate(ns, "dup", "team-q", "tpl-once")
 	g.Expect(k8s.Create(ctx, dup)).To(Succeed())
 	got := eventuallyPhase(t, dup, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("QuotaExceeded"))
 	g.Expect(got.Status.Message).To(ContainSubstring("already has an instance of tpl-once: " + ns + "/first"))
 
-	over := fromTemplate(ns, "over", "team-q", "tpl-capped")
+	over := builders.FromTemplate(ns, "over", "team-q", "tpl-capped")
 	g.Expect(k8s.Create(ctx, over)).To(Succeed())
 	got = eventuallyPhase(t, over, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("QuotaExceeded"))
@@ -183,7 +184,7 @@ func TestQuotaAndDuplicateWithoutWebhook(t *testing.T) {
 	}
 
 	// Another participant is not affected.
-	other := fromTemplate(ns, "other", "team-r", "tpl-once")
+	other := builders.FromTemplate(ns, "other", "team-r", "tpl-once")
 	g.Expect(k8s.Create(ctx, other)).To(Succeed())
 	eventuallyPhase(t, other, ctfv1alpha1.PhaseRunning)
 
@@ -199,13 +200,13 @@ func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
 	organiser := harness.OrganiserNamespace
 	key := []byte("hmac-key-for-tests-0123456789")
 	g.Expect(k8s.Create(ctx, harness.OrganiserSecret("flag-key", map[string][]byte{"key": key}))).To(Succeed())
-	newTemplate(t, "tpl-flag", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-flag", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flag = &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{
 			SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: organiser, Name: "flag-key", Key: "key"},
 			Format:    "CTF{%s}", Length: 24,
 		}}
 	})
-	newTemplate(t, "tpl-flag-env", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-flag-env", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Flag = &ctfv1alpha1.FlagSpec{
 			Dynamic:      &ctfv1alpha1.DynamicFlag{SecretKey: ctfv1alpha1.SecretKeyRef{Namespace: organiser, Name: "flag-key", Key: "key"}, Format: "CTF{%s}", Length: 24},
 			FlagDelivery: ctfv1alpha1.FlagDelivery{Mount: ctfv1alpha1.FlagMountEnv, EnvName: "FLAG"},
@@ -214,7 +215,7 @@ func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
 
 	flags := map[string]string{}
 	for _, p := range []string{"team-x", "team-y"} {
-		ch := fromTemplate(ns, "flag-"+p, p, "tpl-flag")
+		ch := builders.FromTemplate(ns, "flag-"+p, p, "tpl-flag")
 		g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 		got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 		g.Expect(got.Status.FlagSecretName).To(Equal("flag-" + p + "-flag"))
@@ -241,7 +242,7 @@ func TestDynamicFlagPerParticipantAndNeverShown(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	g.Expect(flagOf(t, ns, "flag-team-x-flag")).To(Equal(flags["team-x"]))
 
-	envCh := fromTemplate(ns, "flag-env", "team-z", "tpl-flag-env")
+	envCh := builders.FromTemplate(ns, "flag-env", "team-z", "tpl-flag-env")
 	g.Expect(k8s.Create(ctx, envCh)).To(Succeed())
 	eventuallyPhase(t, envCh, ctfv1alpha1.PhaseRunning)
 	dep := &appsv1.Deployment{}
@@ -277,11 +278,11 @@ func TestNetworkPolicyIsolatesInstances(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	newTemplate(t, "tpl-net", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-net", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Ports = []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}, {Name: "dns", Port: 5353, Protocol: ctfv1alpha1.ProtocolUDP}}
 		s.Egress = []ctfv1alpha1.EgressRule{{Name: "checker", CIDR: "203.0.113.0/24", Ports: []ctfv1alpha1.ChallengePort{{Name: "https", Port: 443}}}}
 	})
-	ch := fromTemplate(ns, "net", "team-n", "tpl-net")
+	ch := builders.FromTemplate(ns, "net", "team-n", "tpl-net")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -332,7 +333,7 @@ func TestPodsPassTheRestrictedProfile(t *testing.T) {
 	err := k8s.Create(ctx, bad)
 	g.Expect(err).To(MatchError(ContainSubstring("violates PodSecurity")))
 
-	ch := newChallenge(ns, "strict", "team-s")
+	ch := builders.Challenge(ns, "strict", "team-s")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	pod := instancePod(t, ns, "strict")
@@ -349,8 +350,8 @@ func TestExpiryOutlivesItsTemplate(t *testing.T) {
 	spec := func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Max: &metav1.Duration{Duration: time.Hour}, MaxRenewals: ptr.To[int32](1)}
 	}
-	tmpl := newTemplate(t, "tpl-gone", spec)
-	ch := fromTemplate(ns, "orphan", "team-g", "tpl-gone")
+	tmpl := h.Template(t, "tpl-gone", spec)
+	ch := builders.FromTemplate(ns, "orphan", "team-g", "tpl-gone")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Expect(got.Status.ExpiresAt).NotTo(BeNil(), "a template with only a maximum still bounds the lifetime")
@@ -363,7 +364,7 @@ func TestExpiryOutlivesItsTemplate(t *testing.T) {
 	g.Expect(got.Status.ExpiresAt).NotTo(BeNil())
 	g.Expect(got.Status.ExpiresAt.Time).To(Equal(expiry), "kept while the template is gone")
 
-	newTemplate(t, "tpl-gone", spec)
+	h.Template(t, "tpl-gone", spec)
 	got = eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Expect(got.Status.ExpiresAt.Time).To(Equal(expiry), "and after it is back")
 }
@@ -377,11 +378,11 @@ func TestEveryRenewalCountsOnceWhateverTheClock(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	newTemplate(t, "tpl-renew", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	h.Template(t, "tpl-renew", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: lifetime}, MaxRenewals: ptr.To[int32](10)}
 		s.OverridableValues = []ctfv1alpha1.ValuePath{"env"}
 	})
-	ch := fromTemplate(ns, "renew", "team-r", "tpl-renew")
+	ch := builders.FromTemplate(ns, "renew", "team-r", "tpl-renew")
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	g.Expect(got.Status.Renewals).To(BeZero())
@@ -461,10 +462,10 @@ func TestFractionalRenewedAtCountsOnce(t *testing.T) {
 			ctx := context.Background()
 			ns := namespace(t)
 			tmpl := "tpl-fraction-" + strconv.Itoa(i)
-			newTemplate(t, tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			h.Template(t, tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 				s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: lifetime}, MaxRenewals: tt.maxRenewals}
 			})
-			ch := fromTemplate(ns, "fraction", "team-f", tmpl)
+			ch := builders.FromTemplate(ns, "fraction", "team-f", tmpl)
 			g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 			got := eventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 

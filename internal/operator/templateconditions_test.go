@@ -23,7 +23,7 @@ import (
 func TestTemplateConditions(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	tmpl := newTemplate(t, "beyond-bounds", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	tmpl := h.Template(t, "beyond-bounds", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Security = &ctfv1alpha1.Security{Profile: ctfv1alpha1.ProfilePrivileged, RuntimeClassName: "gvisor"}
 	})
 	kstatusOf := func(g Gomega, tmpl *ctfv1alpha1.ChallengeTemplate) kstatus.Status {

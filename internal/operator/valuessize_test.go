@@ -14,6 +14,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -63,8 +64,8 @@ func TestSecretFilesWithinTheBoundInstall(t *testing.T) {
 			secret := harness.OrganiserSecret(name, data)
 			g.Expect(k8s.Create(ctx, secret)).To(Succeed())
 			t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
-			newTemplate(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.SecretFiles = files })
-			ch := fromTemplate(ns, name, "team-big", name)
+			h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.SecretFiles = files })
+			ch := builders.FromTemplate(ns, name, "team-big", name)
 			g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 			t.Cleanup(func() { _ = k8s.Delete(context.Background(), ch) })
 
