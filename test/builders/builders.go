@@ -102,6 +102,17 @@ func Labelled(key, value string) ChallengeEdit {
 	}
 }
 
+// Annotated adds the annotation key=value, as the operator writes one (a
+// pooled instance's template generation, its claimant).
+func Annotated(key, value string) ChallengeEdit {
+	return func(c *ctfv1alpha1.Challenge) {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[key] = value
+	}
+}
+
 // edited applies the edits that are not nil to c in order.
 func edited(c *ctfv1alpha1.Challenge, edits []ChallengeEdit) *ctfv1alpha1.Challenge {
 	for _, edit := range edits {

@@ -39,9 +39,11 @@ func TestChallenges(t *testing.T) {
 
 	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	ch = FromTemplate("ctf", "web-a", "team-a", "web", UID("uid-a"), Created(at), nil,
-		Labelled(ctfv1alpha1.ParticipantLabel, "team-a"), Labelled(ctfv1alpha1.CreatedByLabel, "instancer"))
+		Labelled(ctfv1alpha1.ParticipantLabel, "team-a"), Labelled(ctfv1alpha1.CreatedByLabel, "instancer"),
+		Annotated(ctfv1alpha1.TemplateGenerationAnnotation, "2"))
 	g.Expect(ch.Spec).To(Equal(ctfv1alpha1.ChallengeSpec{Participant: "team-a", Template: "web"}))
 	g.Expect(ch.UID).To(BeEquivalentTo("uid-a"))
 	g.Expect(ch.CreationTimestamp.Time).To(Equal(at))
 	g.Expect(ch.Labels).To(Equal(map[string]string{ctfv1alpha1.ParticipantLabel: "team-a", ctfv1alpha1.CreatedByLabel: "instancer"}))
+	g.Expect(ch.Annotations).To(Equal(map[string]string{ctfv1alpha1.TemplateGenerationAnnotation: "2"}))
 }
