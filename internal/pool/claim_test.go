@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // claimTestPools is a pool of one Running instance of "web" on a fake API
@@ -33,7 +34,7 @@ func claimTestPools(t *testing.T, update func(ctx context.Context, cl client.Wit
 }
 
 func claimantWithUID(uid string) *ctfv1alpha1.Challenge {
-	return testClaimant(func(c *ctfv1alpha1.Challenge) { c.UID = apitypes.UID(uid); c.Name = uid })
+	return testClaimant(builders.UID(uid), func(c *ctfv1alpha1.Challenge) { c.Name = uid })
 }
 
 // TestClaimsAtOnceNeverTryTheSameInstance: while one claim's update of a

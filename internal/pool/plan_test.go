@@ -7,9 +7,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	apitypes "k8s.io/apimachinery/pkg/types"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // epoch is when the oldest pooled instance of a test was created.
@@ -18,10 +18,12 @@ var epoch = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 // testTemplate is the template "web" at generation 2, with a pool of
 // min..max (none when max is 0).
 func testTemplate(minSize, maxSize int32) *ctfv1alpha1.ChallengeTemplate {
-	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 2}}
-	if maxSize > 0 {
-		tmpl.Spec.Pool = &ctfv1alpha1.PoolSpec{Min: minSize, Max: maxSize}
-	}
+	tmpl := builders.BareTemplate("web", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		if maxSize > 0 {
+			s.Pool = &ctfv1alpha1.PoolSpec{Min: minSize, Max: maxSize}
+		}
+	})
+	tmpl.Generation = 2
 	return tmpl
 }
 
@@ -29,20 +31,11 @@ func testTemplate(minSize, maxSize int32) *ctfv1alpha1.ChallengeTemplate {
 // namespace "pool", made for generation 2, created age minutes after epoch,
 // changed by each option.
 func testPooled(name string, age int, options ...func(*ctfv1alpha1.Challenge)) ctfv1alpha1.Challenge {
-	ch := ctfv1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "pool", UID: apitypes.UID("uid-" + name),
-			CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(age) * time.Minute)),
-			Labels:            map[string]string{ctfv1alpha1.PoolLabel: "web"},
-			Annotations:       map[string]string{ctfv1alpha1.TemplateGenerationAnnotation: "2"},
-		},
-		Spec:   ctfv1alpha1.ChallengeSpec{Template: "web", Participant: name},
-		Status: ctfv1alpha1.ChallengeStatus{Phase: ctfv1alpha1.PhasePending},
-	}
-	for _, o := range options {
-		o(&ch)
-	}
-	return ch
+	return *builders.FromTemplate("pool", name, name, "web", append([]builders.ChallengeEdit{
+		builders.UID("uid-" + name), builders.Created(epoch.Add(time.Duration(age) * time.Minute)),
+		builders.Labelled(ctfv1alpha1.PoolLabel, "web"), builders.Annotated(ctfv1alpha1.TemplateGenerationAnnotation, "2"),
+		func(ch *ctfv1alpha1.Challenge) { ch.Status.Phase = ctfv1alpha1.PhasePending },
+	}, options...)...)
 }
 
 func running(ch *ctfv1alpha1.Challenge) { ch.Status.Phase = ctfv1alpha1.PhaseRunning }

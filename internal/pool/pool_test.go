@@ -10,19 +10,13 @@ import (
 	apitypes "k8s.io/apimachinery/pkg/types"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // testClaimant is a new Challenge of "web" in team-a's namespace, as a
 // platform creates it, changed by each option.
 func testClaimant(options ...func(*ctfv1alpha1.Challenge)) *ctfv1alpha1.Challenge {
-	c := &ctfv1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a", UID: "uid-claimant"},
-		Spec:       ctfv1alpha1.ChallengeSpec{Template: "web", Participant: "team-a"},
-	}
-	for _, o := range options {
-		o(c)
-	}
-	return c
+	return builders.FromTemplate("team-a", "web", "team-a", "web", append([]builders.ChallengeEdit{builders.UID("uid-claimant")}, options...)...)
 }
 
 // TestMayClaim: only a Challenge of a pooled template that asks for it as
