@@ -8,13 +8,12 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // listed answers every List with the same Challenges, as the cache's index
@@ -35,16 +34,15 @@ func (l listed) List(_ context.Context, list client.ObjectList, _ ...client.List
 func TestAdmitAppliesTheRulesInOrder(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	challenge := func(name, template string, installed bool) ctfv1alpha1.Challenge {
-		c := ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ctf", UID: types.UID(name), CreationTimestamp: at},
-			Spec: ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: template}}
+		c := builders.FromTemplate("ctf", name, "team-1", template, builders.UID(name), builders.Created(at.Time))
 		if installed {
 			c.Status.StartedAt = &at
 		}
-		return c
+		return *c
 	}
 	running := challenge("a", "web", true)
-	web := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{MaxInstances: ptr.To[int32](1)}}
-	pwn := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "pwn"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{MaxInstances: ptr.To[int32](1)}}
+	web := builders.BareTemplate("web", maxInstances(1))
+	pwn := builders.BareTemplate("pwn", maxInstances(1))
 	pooled := challenge("web-pool-abcde", "web", false)
 	pooled.Labels = map[string]string{ctfv1alpha1.PoolLabel: "web"}
 	reader := listed{items: []ctfv1alpha1.Challenge{running}}
@@ -88,13 +86,11 @@ func TestAdmitAppliesTheRulesInOrder(t *testing.T) {
 func TestPoolsStayWithinTheClusterBound(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	challenge := func(name, participant string, minute int, installed bool) ctfv1alpha1.Challenge {
-		c := ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ctf", UID: types.UID(name),
-			CreationTimestamp: metav1.NewTime(at.Add(time.Duration(minute) * time.Minute))},
-			Spec: ctfv1alpha1.ChallengeSpec{Participant: participant, Template: "web"}}
+		c := builders.FromTemplate("ctf", name, participant, "web", builders.UID(name), builders.Created(at.Add(time.Duration(minute)*time.Minute)))
 		if installed {
 			c.Status.StartedAt = &at
 		}
-		return c
+		return *c
 	}
 	pooledOne := func(name string, minute int, installed bool) ctfv1alpha1.Challenge {
 		c := challenge(name, name, minute, installed)
@@ -102,8 +98,8 @@ func TestPoolsStayWithinTheClusterBound(t *testing.T) {
 		c.Labels = map[string]string{ctfv1alpha1.PoolLabel: "web"}
 		return c
 	}
-	web := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	capped := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{MaxInstances: ptr.To[int32](1)}}
+	web := builders.BareTemplate("web")
+	capped := builders.BareTemplate("web", maxInstances(1))
 	pools := &pool.Pools{Namespace: "ctf-pool"}
 	fullPool := []ctfv1alpha1.Challenge{pooledOne("p1", 0, true), pooledOne("p2", 0, true), pooledOne("p3", 0, true), pooledOne("p4", 0, true)}
 	claimed := pooledOne("p1", 0, true)

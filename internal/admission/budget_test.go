@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 var budgetT0 = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
@@ -26,13 +26,8 @@ var budgetT0 = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 // budgeted is one of team-1's Challenges, created i seconds after budgetT0,
 // of a template of its own name.
 func budgeted(name string, i int, mutate ...func(*ctfv1alpha1.Challenge)) *ctfv1alpha1.Challenge {
-	c := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ctf", UID: types.UID(name),
-		CreationTimestamp: metav1.NewTime(budgetT0.Add(time.Duration(i) * time.Second))},
-		Spec: ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: name}}
-	for _, m := range mutate {
-		m(c)
-	}
-	return c
+	return builders.FromTemplate("ctf", name, "team-1", name, append([]builders.ChallengeEdit{
+		builders.UID(name), builders.Created(budgetT0.Add(time.Duration(i) * time.Second))}, mutate...)...)
 }
 
 func installed(c *ctfv1alpha1.Challenge) { c.Status.StartedAt = &c.CreationTimestamp }
@@ -44,6 +39,11 @@ func erred(reason string) func(*ctfv1alpha1.Challenge) {
 }
 
 func otherTeam(c *ctfv1alpha1.Challenge) { c.Spec.Participant = "team-2" }
+
+// maxInstances bounds a template's instances at n.
+func maxInstances(n int32) builders.TemplateEdit {
+	return func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.MaxInstances = ptr.To(n) }
+}
 
 func requests(cpu, memory string) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
@@ -159,8 +159,9 @@ func tenth(_ *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplate) (corev
 	return requests("100m", "64Mi"), nil
 }
 
+// tmplOf is the template c names, with nothing set.
 func tmplOf(c *ctfv1alpha1.Challenge) *ctfv1alpha1.ChallengeTemplate {
-	return &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: c.Spec.Template}}
+	return builders.BareTemplate(c.Spec.Template)
 }
 
 // TestBudgetAdmitsParallelStartsWithinIt: six Challenges of one team,

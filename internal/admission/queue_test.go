@@ -13,6 +13,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/containment"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestQueuePosition: live instances take their places first, the waiting
@@ -21,15 +22,14 @@ import (
 func TestQueuePosition(t *testing.T) {
 	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	instance := func(i int, tmpl string, installed bool) ctfv1alpha1.Challenge {
-		c := ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%d", i), Namespace: "ctf", UID: types.UID(fmt.Sprint(i)),
-			CreationTimestamp: metav1.NewTime(at.Add(time.Duration(i) * time.Second))},
-			Spec: ctfv1alpha1.ChallengeSpec{Template: tmpl, Participant: fmt.Sprintf("team-%d", i)}}
+		c := builders.FromTemplate("ctf", fmt.Sprintf("c%d", i), fmt.Sprintf("team-%d", i), tmpl,
+			builders.UID(fmt.Sprint(i)), builders.Created(at.Add(time.Duration(i)*time.Second)))
 		if installed {
 			c.Status.StartedAt = &c.CreationTimestamp
 		}
-		return c
+		return *c
 	}
-	web := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{MaxInstances: ptr.To[int32](2)}}
+	web := builders.BareTemplate("web", maxInstances(2))
 	all := []ctfv1alpha1.Challenge{instance(0, "web", true), instance(1, "web", true), instance(2, "web", false), instance(3, "web", false), instance(4, "pwn", false)}
 	g := NewWithT(t)
 	g.Expect(QueuePosition(&all[2], web, all, 0)).To(BeEquivalentTo(1), "the template's two are live")
@@ -49,7 +49,7 @@ func TestQueuePosition(t *testing.T) {
 
 	late := instance(9, "web", false)
 	g.Expect(QueuePosition(&late, web, append(all, late), 0)).To(BeEquivalentTo(3), "created last, queued last")
-	shared := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "bot"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{Sharing: ctfv1alpha1.SharingShared}}
+	shared := builders.BareTemplate("bot", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Sharing = ctfv1alpha1.SharingShared })
 	bots := []ctfv1alpha1.Challenge{instance(0, "bot", true), instance(1, "bot", false)}
 	g.Expect(QueuePosition(&bots[1], shared, bots, 0)).To(BeEquivalentTo(1), "a shared template runs one instance: a second waits")
 	g.Expect(describeLimit(shared)).To(ContainSubstring("shared"))
@@ -81,8 +81,7 @@ func TestCanariesTakeNoTemplatePlace(t *testing.T) {
 	}
 	solver := canaries.NewSolver(shared)
 	trial := canaries.New(shared)
-	organisers := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ctf"},
-		Spec: ctfv1alpha1.ChallengeSpec{Template: "web", Participant: "organisers"}}
+	organisers := builders.FromTemplate("ctf", "web", "organisers", "web")
 	// A Challenge of the platform's dressed as a canary, outside the canary
 	// namespace: a team's like any.
 	forged := canaries.NewSolver(shared)

@@ -6,11 +6,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestCheckQuota: one instance per template and participant, at most the
@@ -18,12 +18,11 @@ import (
 func TestCheckQuota(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	ch := func(name, template string, created metav1.Time, installed bool) ctfv1alpha1.Challenge {
-		c := ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ctf", UID: types.UID(name), CreationTimestamp: created},
-			Spec: ctfv1alpha1.ChallengeSpec{Participant: "team-1", Template: template}}
+		c := builders.FromTemplate("ctf", name, "team-1", template, builders.UID(name), builders.Created(created.Time))
 		if installed {
 			c.Status.StartedAt = &created
 		}
-		return c
+		return *c
 	}
 	later := metav1.NewTime(t0.Add(time.Second))
 	tests := []struct {
@@ -56,7 +55,7 @@ func TestCheckQuota(t *testing.T) {
 		})
 	}
 	g := NewWithT(t)
-	capped := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "pwn"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{MaxInstancesPerParticipant: ptr.To[int32](3)}}
+	capped := builders.BareTemplate("pwn", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.MaxInstancesPerParticipant = ptr.To[int32](3) })
 	c := ch("d", "pwn", later, false)
 	g.Expect(CheckQuota(&c, capped, []ctfv1alpha1.Challenge{ch("a", "x", t0, true), ch("b", "y", t0, true)}, 1)).To(Succeed(), "the template's limit wins over the default")
 }

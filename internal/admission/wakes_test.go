@@ -7,10 +7,10 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestAFailureWakesTheChallengesStillBeingJudged: a failure or a leaving
@@ -26,8 +26,7 @@ func TestAFailureWakesTheChallengesStillBeingJudged(t *testing.T) {
 	now := metav1.Now()
 	bounded := &Queue{MaxInstances: 2}
 	unbounded := &Queue{}
-	templates := oneTemplate{&ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "capped"},
-		Spec: ctfv1alpha1.ChallengeTemplateSpec{MaxInstances: ptr.To[int32](3)}}}
+	templates := oneTemplate{builders.BareTemplate("capped", maxInstances(3))}
 	tests := []struct {
 		name     string
 		st       ctfv1alpha1.ChallengeStatus
