@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 var t0 = time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
@@ -17,8 +18,11 @@ func at(d time.Duration) metav1.Time { return metav1.Time{Time: t0.Add(d)} }
 
 var canaries = &Canaries{Namespace: "ctf-pool"}
 
+// template is the template "web" at generation gen, its status's
+// conditions conds.
 func template(gen int64, conds ...metav1.Condition) *ctfv1alpha1.ChallengeTemplate {
-	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "uid-web", Generation: gen}}
+	tmpl := builders.BareTemplate("web")
+	tmpl.UID, tmpl.Generation = "uid-web", gen
 	tmpl.Status.Conditions = conds
 	return tmpl
 }
@@ -33,8 +37,7 @@ func healthy(since time.Duration) metav1.Condition {
 
 // team is a team's instance admitted at admitted, in phase with reason.
 func team(name string, admitted time.Duration, phase ctfv1alpha1.Phase, reason string) ctfv1alpha1.Challenge {
-	ch := ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", CreationTimestamp: at(admitted)},
-		Spec: ctfv1alpha1.ChallengeSpec{Template: "web"}}
+	ch := *builders.FromTemplate("team-a", name, "", "web", builders.Created(at(admitted).Time))
 	ch.Status.Phase, ch.Status.Reason, ch.Status.Message = phase, reason, "why "+name
 	ch.Status.AdmittedAt = ptr.To(at(admitted))
 	if phase == ctfv1alpha1.PhaseRunning {
