@@ -14,7 +14,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,6 +22,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/token"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // countingInformer is a Challenge informer that counts its handlers and
@@ -78,8 +78,9 @@ func TestEventStreamsShareOneInformerHandler(t *testing.T) {
 	const ns, team, tmpl = "ctf", "team-a", "web"
 	scheme := runtime.NewScheme()
 	g.Expect(ctfv1alpha1.AddToScheme(scheme)).To(Succeed())
-	template := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: tmpl},
-		Spec: ctfv1alpha1.ChallengeTemplateSpec{Instancer: &ctfv1alpha1.InstancerAccess{Startable: true}}}
+	template := builders.BareTemplate(tmpl, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Instancer = &ctfv1alpha1.InstancerAccess{Startable: true}
+	})
 	keys := token.Keys{"k": []byte(strings.Repeat("k", 32))}
 	dir := t.TempDir()
 	g.Expect(os.WriteFile(filepath.Join(dir, "k"), keys["k"], 0o600)).To(Succeed())
@@ -125,9 +126,9 @@ func TestEventStreamsShareOneInformerHandler(t *testing.T) {
 	g.Expect(srv.hub.subscribers()).To(Equal(maxStreamsPerTeam))
 
 	instance := func(namespace string, phase ctfv1alpha1.Phase) *ctfv1alpha1.Challenge {
-		return &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: InstanceName(NameKey(keys), tmpl, team),
-			Labels: map[string]string{ctfv1alpha1.ParticipantLabel: team, ctfv1alpha1.CreatedByLabel: createdBy}},
-			Spec: ctfv1alpha1.ChallengeSpec{Participant: team, Template: tmpl}, Status: ctfv1alpha1.ChallengeStatus{Phase: phase}}
+		return builders.FromTemplate(namespace, InstanceName(NameKey(keys), tmpl, team), team, tmpl,
+			builders.Labelled(ctfv1alpha1.ParticipantLabel, team), builders.Labelled(ctfv1alpha1.CreatedByLabel, createdBy),
+			func(c *ctfv1alpha1.Challenge) { c.Status.Phase = phase })
 	}
 	informer.add(instance("elsewhere", ctfv1alpha1.PhaseError))
 	informer.add(instance(ns, ctfv1alpha1.PhaseRunning))

@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestAStaticFlagsPreviousValuesAreCorrect: a static flag is correct at
@@ -20,7 +20,7 @@ func TestAStaticFlagsPreviousValuesAreCorrect(t *testing.T) {
 	codec, err := flagtag.New(bytes.Repeat([]byte("k"), 32))
 	g.Expect(err).NotTo(HaveOccurred())
 	f := &ctfv1alpha1.NamedFlag{Name: "main", Static: &ctfv1alpha1.SecretKeyRef{Name: "s", Key: "flag"}}
-	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	tmpl := builders.BareTemplate("web")
 	tmpl.Status.StaticFlags = []ctfv1alpha1.StaticFlagDigest{{Name: "main", Digest: codec.StaticDigest("web", "main", "CTF{now}"),
 		Previous: []ctfv1alpha1.PreviousStaticFlag{
 			{Digest: codec.StaticDigest("web", "main", "CTF{first}"), Instances: 1},

@@ -18,17 +18,15 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
 	"github.com/challenge-operator/challenge-operator/internal/token"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // instanceOfTeam creates, as another instancer (or an older one) would, an
 // instance of template for team under name.
 func instanceOfTeam(t *testing.T, name, template, team string) *ctfv1alpha1.Challenge {
 	t.Helper()
-	ch := &ctfv1alpha1.Challenge{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: instancesNamespace,
-			Labels: map[string]string{ctfv1alpha1.ParticipantLabel: team, ctfv1alpha1.CreatedByLabel: "instancer"}},
-		Spec: ctfv1alpha1.ChallengeSpec{Template: template, Participant: team},
-	}
+	ch := builders.FromTemplate(instancesNamespace, name, team, template,
+		builders.Labelled(ctfv1alpha1.ParticipantLabel, team), builders.Labelled(ctfv1alpha1.CreatedByLabel, "instancer"))
 	NewWithT(t).Expect(k8s.Create(context.Background(), ch)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ch) })
 	return ch

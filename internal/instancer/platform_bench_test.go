@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/platformauth"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // BenchmarkPlatformVerify is one flag verification as the platform makes
@@ -39,8 +39,9 @@ func BenchmarkPlatformVerify(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
-		Flags: []ctfv1alpha1.NamedFlag{{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"}}}}}
+	tmpl := builders.BareTemplate("web", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flags = []ctfv1alpha1.NamedFlag{{Name: "main", PerTeam: &ctfv1alpha1.PerTeamFlag{Format: "CTF{%s}"}}}
+	})
 	s := &Server{Options: Options{Namespace: "ctf", PlatformKeyDir: dir, FlagCodec: codec},
 		Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(tmpl).Build()}
 	handler := s.Handler()
