@@ -29,6 +29,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/installchart"
 	"github.com/challenge-operator/challenge-operator/internal/manifests"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
@@ -255,12 +256,12 @@ func rightsIn(ctx context.Context, g Gomega, c client.Client, ns string) []strin
 
 // challenge is a team's instance of the template web in namespace ns.
 func challenge(ns string) *ctfv1alpha1.Challenge {
-	return &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web-team-blue", Namespace: ns},
-		Spec: ctfv1alpha1.ChallengeSpec{Template: "web", Participant: "team-blue"}}
+	return builders.FromTemplate(ns, "web-team-blue", "team-blue", "web")
 }
 
 // template is a smallest valid ChallengeTemplate called name.
 func template(name string) *ctfv1alpha1.ChallengeTemplate {
-	return &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
-		Image: "registry.example/web:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}}}
+	return builders.Template(name, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Image, s.Ports = "registry.example/web:1", []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}
+	})
 }
