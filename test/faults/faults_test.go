@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/test/harness"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // busyRelease is what Helm says when a release is left locked by an
@@ -187,14 +187,10 @@ func TestMassDeletionAndExpiry(t *testing.T) {
 	deleting, expiring, newcomers := namespace(t, "mass-delete"), namespace(t, "mass-expire"), namespace(t, "newcomers")
 	startOperator(t, "mass", "--leader-elect")
 
-	tmpl := &ctfv1alpha1.ChallengeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: "mass-expiry"},
-		Spec: ctfv1alpha1.ChallengeTemplateSpec{
-			Image:    "registry.example/ctf/mass:1",
-			Ports:    []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
-			Lifetime: &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}},
-		},
-	}
+	tmpl := builders.Template("mass-expiry", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Image = "registry.example/ctf/mass:1"
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}}
+	})
 	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(ctx, tmpl) })
 	chs := make([]*ctfv1alpha1.Challenge, 0, sc.DeleteAll+sc.ExpireAll)
@@ -202,7 +198,7 @@ func TestMassDeletionAndExpiry(t *testing.T) {
 		chs = append(chs, challenge(deleting, i))
 	}
 	for i := range sc.ExpireAll {
-		ch := harness.FromTemplate(expiring, challenge(expiring, i).Name, challenge(expiring, i).Spec.Participant, tmpl.Name)
+		ch := builders.FromTemplate(expiring, challenge(expiring, i).Name, challenge(expiring, i).Spec.Participant, tmpl.Name)
 		ch.Spec.Lifetime = &metav1.Duration{Duration: time.Hour}
 		chs = append(chs, ch)
 	}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
@@ -82,9 +83,9 @@ func namespace(t *testing.T, name string) string {
 func challenge(ns string, i int) *ctfv1alpha1.Challenge {
 	name, team := fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i)
 	if i%2 == 1 {
-		return harness.FromTemplate(ns, name, team, pair)
+		return builders.FromTemplate(ns, name, team, pair)
 	}
-	return harness.NewChallenge(ns, name, team)
+	return builders.Challenge(ns, name, team)
 }
 
 // createAll creates the Challenges with a few writers at once, as a platform

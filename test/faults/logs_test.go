@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -33,19 +34,17 @@ func TestNoLogLevelPrintsASecret(t *testing.T) {
 	secret := harness.OrganiserSecret("logged", map[string][]byte{"flag": []byte(flagValue), "password": []byte(password)})
 	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
-	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "logged"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
-		Image: "registry.example/ctf/web:1",
-		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
-		Flag:  &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "flag"}},
-		SecretEnv: []ctfv1alpha1.SecretEnvVar{{Name: "ADMIN_PASSWORD",
-			Secret: ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "password"}}},
-	}}
+	tmpl := builders.Template("logged", web, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Flag = &ctfv1alpha1.FlagSpec{Static: &ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "flag"}}
+		s.SecretEnv = []ctfv1alpha1.SecretEnvVar{{Name: "ADMIN_PASSWORD",
+			Secret: ctfv1alpha1.SecretKeyRef{Namespace: harness.OrganiserNamespace, Name: secret.Name, Key: "password"}}}
+	})
 	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), tmpl) })
 
 	p := startOperator(t, "verbose", "--zap-log-level=10")
 	ns := namespace(t, "verbose-logs")
-	g.Expect(k8s.Create(ctx, harness.FromTemplate(ns, "verbose", "team-verbose", tmpl.Name))).To(Succeed())
+	g.Expect(k8s.Create(ctx, builders.FromTemplate(ns, "verbose", "team-verbose", tmpl.Name))).To(Succeed())
 	eventuallyAllRunning(t, ns, 1, time.Minute)
 
 	// An upgrade: the template's instances render anew.

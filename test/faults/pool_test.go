@@ -7,11 +7,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
-	"github.com/challenge-operator/challenge-operator/test/harness"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestOperatorKilledMidClaimAndRefill: a template keeps a warm pool; a burst
@@ -30,17 +29,13 @@ func TestOperatorKilledMidClaimAndRefill(t *testing.T) {
 	}
 	processes := []operatorProcess{operator()}
 	size := int32(sc.Pool)
-	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "warm"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
-		Image: "registry.example/ctf/web:1",
-		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
-		Pool:  &ctfv1alpha1.PoolSpec{Min: size, Max: size},
-	}}
+	tmpl := builders.Template("warm", web, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Pool = &ctfv1alpha1.PoolSpec{Min: size, Max: size} })
 	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
 	eventuallyPoolWhole(t, poolNs, size, within(int(size)))
 
 	chs := make([]*ctfv1alpha1.Challenge, sc.Claims)
 	for i := range chs {
-		chs[i] = harness.FromTemplate(ns, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i), "warm")
+		chs[i] = builders.FromTemplate(ns, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i), "warm")
 	}
 	created := make(chan error, 1)
 	go func() { created <- createAll(chs) }()

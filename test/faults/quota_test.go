@@ -15,6 +15,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -130,16 +131,10 @@ func runningInstance(t *testing.T, name string, mutate ...func(*ctfv1alpha1.Chal
 	ctx := context.Background()
 	ns := namespace(t, name)
 	startOperator(t, name, "--leader-elect=false")
-	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
-		Image: "registry.example/ctf/web:1",
-		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
-	}}
-	for _, m := range mutate {
-		m(&tmpl.Spec)
-	}
+	tmpl := builders.Template(name, append([]builders.TemplateEdit{web}, mutate...)...)
 	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), tmpl) })
-	ch := harness.FromTemplate(ns, "c-0000", "team-0000", tmpl.Name)
+	ch := builders.FromTemplate(ns, "c-0000", "team-0000", tmpl.Name)
 	g.Expect(k8s.Create(ctx, ch)).To(Succeed())
 	eventuallyAllRunning(t, ns, 1, within(1))
 	return ch, tmpl

@@ -15,13 +15,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 	"github.com/challenge-operator/challenge-operator/test/operatorbuild"
@@ -132,12 +132,16 @@ func setup(ctx context.Context) error {
 const pair = "pair"
 
 func pairTemplate() *ctfv1alpha1.ChallengeTemplate {
-	return &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: pair}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
-		Image: "registry.example/ctf/web:1",
-		Ports: []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}},
-		Components: []ctfv1alpha1.Component{{Name: "redis", Image: "registry.example/ctf/redis:7",
-			Ports: []ctfv1alpha1.ChallengePort{{Name: "redis", Port: 6379, Protocol: ctfv1alpha1.ProtocolTCP}}}},
-	}}
+	return builders.Template(pair, web, func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Components = []ctfv1alpha1.Component{{Name: "redis", Image: "registry.example/ctf/redis:7",
+			Ports: []ctfv1alpha1.ChallengePort{{Name: "redis", Port: 6379, Protocol: ctfv1alpha1.ProtocolTCP}}}}
+	})
+}
+
+// web makes a template's primary the suite's web application, on http 8080.
+func web(s *ctfv1alpha1.ChallengeTemplateSpec) {
+	s.Image = "registry.example/ctf/web:1"
+	s.Ports = []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}}
 }
 
 // measurement is one fault's outcome, kept for docs/reliability.md.

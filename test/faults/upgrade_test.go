@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
@@ -48,14 +49,10 @@ func TestUpgradeIsSeamless(t *testing.T) {
 	t.Cleanup(func() { applyCRDs(t, currentCRDs) })
 	ns := namespace(t, "upgrade")
 
-	lasting := &ctfv1alpha1.ChallengeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: "upgrade-lasting"},
-		Spec: ctfv1alpha1.ChallengeTemplateSpec{
-			Image:    "registry.example/ctf/lasting:1",
-			Ports:    []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
-			Lifetime: &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: 2 * time.Hour}, MaxRenewals: ptr.To[int32](3)},
-		},
-	}
+	lasting := builders.Template("upgrade-lasting", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Image = "registry.example/ctf/lasting:1"
+		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: 2 * time.Hour}, MaxRenewals: ptr.To[int32](3)}
+	})
 	g.Expect(k8s.Create(ctx, lasting)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(ctx, lasting) })
 
@@ -67,7 +64,7 @@ func TestUpgradeIsSeamless(t *testing.T) {
 	for i := range sc.Upgrade {
 		ch := challenge(ns, i)
 		if i%3 == 2 {
-			ch = harness.FromTemplate(ns, ch.Name, ch.Spec.Participant, lasting.Name)
+			ch = builders.FromTemplate(ns, ch.Name, ch.Spec.Participant, lasting.Name)
 		}
 		chs = append(chs, ch)
 	}
