@@ -13,6 +13,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestResolveFile: a secret file's content is text of at most 64 KiB, line
@@ -29,7 +30,7 @@ func TestResolveFile(t *testing.T) {
 		Labels: map[string]string{ctfv1alpha1.OrganiserSecretLabel: "true"}}, Data: data}
 	unmarked := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ctf-organiser", Name: "other"}, Data: data}
 	secrets := organisersecret.Reader{Client: fake.NewClientBuilder().WithObjects(organisers, unmarked).Build(), Namespaces: []string{"ctf-organiser"}}
-	tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	tmpl := builders.BareTemplate("web")
 	for _, tt := range []struct {
 		name, secret, key string
 		reason, problem   string // "" reads it

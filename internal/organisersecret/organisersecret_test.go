@@ -12,9 +12,10 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
-var tmpl = &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web-intro"}}
+var tmpl = builders.BareTemplate("web-intro")
 
 func TestAllow(t *testing.T) {
 	tests := []struct {

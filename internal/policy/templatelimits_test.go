@@ -6,10 +6,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
+
+// withPolicy gives a template an empty policy, for a test to fill in.
+func withPolicy(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Policy = &ctfv1alpha1.InstancePolicy{} }
 
 // TestTemplateMayOnlyLowerTheDiskCeiling: a template's
 // policy.maxEphemeralStorage lowers the operator's ceiling, never raises it;
@@ -32,7 +35,7 @@ func TestTemplateMayOnlyLowerTheDiskCeiling(t *testing.T) {
 			if tt.base != "" {
 				base.EphemeralStorage = resource.MustParse(tt.base)
 			}
-			tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{Policy: &ctfv1alpha1.InstancePolicy{}}}
+			tmpl := builders.BareTemplate("t", withPolicy)
 			if tt.template != "" {
 				q := ctfv1alpha1.Quantity(tt.template)
 				tmpl.Spec.Policy.MaxEphemeralStorage = &q
@@ -73,7 +76,7 @@ func TestTemplateStaysWithinTheAdminsCPUAndMemory(t *testing.T) {
 				base.TemplateCPU = resource.MustParse(tt.templateBound)
 				base.TemplateMemory = resource.MustParse(tt.templateBound + "Gi")
 			}
-			tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "big"}, Spec: ctfv1alpha1.ChallengeTemplateSpec{Policy: &ctfv1alpha1.InstancePolicy{}}}
+			tmpl := builders.BareTemplate("big", withPolicy)
 			if tt.maxCPU != "" {
 				q := ctfv1alpha1.Quantity(tt.maxCPU)
 				tmpl.Spec.Policy.MaxCPU = &q
