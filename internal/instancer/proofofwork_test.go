@@ -16,6 +16,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
 	"github.com/challenge-operator/challenge-operator/internal/proofofwork"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // powTemplate creates a startable template that asks for a proof of work
@@ -248,12 +249,11 @@ func TestProofOfWorkRefusalsCostNoAPIRequests(t *testing.T) {
 func TestDifficultyIsBounded(t *testing.T) {
 	for _, difficulty := range []int32{0, 999, 500_001} {
 		g := NewWithT(t)
-		tmpl := &ctfv1alpha1.ChallengeTemplate{ObjectMeta: metav1.ObjectMeta{Name: uniqueName("pow")}, Spec: ctfv1alpha1.ChallengeTemplateSpec{
-			Image:     "registry.example/web:1",
-			Ports:     []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
-			Lifetime:  &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}},
-			Instancer: &ctfv1alpha1.InstancerAccess{Startable: true, ProofOfWork: &ctfv1alpha1.ProofOfWork{Difficulty: difficulty}},
-		}}
+		tmpl := builders.Template(uniqueName("pow"), func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+			s.Image = "registry.example/web:1"
+			s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: time.Hour}}
+			s.Instancer = &ctfv1alpha1.InstancerAccess{Startable: true, ProofOfWork: &ctfv1alpha1.ProofOfWork{Difficulty: difficulty}}
+		})
 		err := k8s.Create(context.Background(), tmpl)
 		if err == nil {
 			_ = k8s.Delete(context.Background(), tmpl)

@@ -694,13 +694,10 @@ func TestHostileTemplates(t *testing.T) {
 	for _, tc := range hostileTemplates() {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			tmpl := &ctfv1alpha1.ChallengeTemplate{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("hostile-%d", hostileCount.Add(1))},
-				Spec: ctfv1alpha1.ChallengeTemplateSpec{
-					Image: "registry.example/ctf/hostile:1",
-					Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337, Protocol: ctfv1alpha1.ProtocolTCP}},
-				},
-			}
+			tmpl := builders.Template(fmt.Sprintf("hostile-%d", hostileCount.Add(1)), func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+				s.Image = "registry.example/ctf/hostile:1"
+				s.Ports = []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337, Protocol: ctfv1alpha1.ProtocolTCP}}
+			})
 			tc.mutate(tmpl)
 			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tmpl)
 			g.Expect(err).NotTo(HaveOccurred())

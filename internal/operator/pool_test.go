@@ -223,15 +223,11 @@ func TestPoolTemplateEditReplacesUnclaimedOnly(t *testing.T) {
 // TestPoolRefusesDynamicFlags: a pooled instance starts before its team is
 // known, so a per-team flag cannot be in it: refused at admission.
 func TestPoolRefusesDynamicFlags(t *testing.T) {
-	tmpl := &ctfv1alpha1.ChallengeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: "pooled-dynamic"},
-		Spec: ctfv1alpha1.ChallengeTemplateSpec{
-			Image: "registry.example/ctf/web:1",
-			Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
-			Pool:  &ctfv1alpha1.PoolSpec{Max: 2},
-			Flag:  &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: *organiserSecret()}},
-		},
-	}
+	tmpl := builders.Template("pooled-dynamic", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Image = "registry.example/ctf/web:1"
+		s.Pool = &ctfv1alpha1.PoolSpec{Max: 2}
+		s.Flag = &ctfv1alpha1.FlagSpec{Dynamic: &ctfv1alpha1.DynamicFlag{SecretKey: *organiserSecret()}}
+	})
 	err := k8s.Create(context.Background(), tmpl)
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("spec.pool cannot be used with flag.dynamic")))
 	tmpl.Spec.Flag = nil
@@ -368,9 +364,8 @@ func TestPoolOpeningAdmission(t *testing.T) {
 			g.Expect(opening).To(HaveKey("holdFor"), "defaulted")
 		})
 	}
-	NewWithT(t).Expect(k8s.Create(ctx, &ctfv1alpha1.ChallengeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: "opening-admission"},
-		Spec: ctfv1alpha1.ChallengeTemplateSpec{Image: "registry.example/ctf/web:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "nc", Port: 1337}},
-			Pool: &ctfv1alpha1.PoolSpec{Max: 1, Opening: &ctfv1alpha1.PoolOpening{Time: metav1.NewTime(time.Now()), Size: 2}}},
-	}, client.DryRunAll)).To(Succeed(), "the typed client's object, with its durations unset")
+	NewWithT(t).Expect(k8s.Create(ctx, builders.Template("opening-admission", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
+		s.Image = "registry.example/ctf/web:1"
+		s.Pool = &ctfv1alpha1.PoolSpec{Max: 1, Opening: &ctfv1alpha1.PoolOpening{Time: metav1.NewTime(time.Now()), Size: 2}}
+	}), client.DryRunAll)).To(Succeed(), "the typed client's object, with its durations unset")
 }
