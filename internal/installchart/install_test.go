@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
 
@@ -151,8 +151,7 @@ func TestChartInstallsUpgradesAndUninstalls(t *testing.T) {
 				HaveField("Type", apiextensionsv1.Established), HaveField("Status", apiextensionsv1.ConditionTrue))))
 		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	}
-	challenge := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web-team1", Namespace: "default"},
-		Spec: ctfv1alpha1.ChallengeSpec{Template: "web", Participant: "team1"}}
+	challenge := builders.FromTemplate("default", "web-team1", "team1", "web")
 	g.Expect(cl.Create(ctx, challenge)).To(Succeed())
 
 	// An upgrade switching every optional part on, with a newer CRD: Helm

@@ -14,6 +14,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/policyhelm"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/chartrender"
 )
 
@@ -32,8 +33,7 @@ func TestExposedPortsJudged(t *testing.T) {
 			Ports:       []ctfv1alpha1.ChallengePort{{Name: "metrics", Port: 9100}, {Name: "ssh", Port: 2222}},
 			ExposePorts: []ctfv1alpha1.PortExposure{{Port: "ssh", Type: ctfv1alpha1.ExposeIngress}}}},
 	}}
-	ch := &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: "web-team1", Namespace: "ctf-teams", UID: "5c6b7f0e"},
-		Spec: ctfv1alpha1.ChallengeSpec{Participant: "team1", Template: "web"}}
+	ch := builders.FromTemplate("ctf-teams", "web-team1", "team1", "web", builders.UID("5c6b7f0e"))
 	ceilings := limits
 	ceilings.IngressDomain, ceilings.Gateways = "ctf.example", []types.NamespacedName{{Namespace: "gateways", Name: "public"}}
 	ceilings.EphemeralStorage = resource.MustParse("1Gi")
