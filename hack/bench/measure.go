@@ -46,6 +46,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
 	"github.com/challenge-operator/challenge-operator/internal/render"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
@@ -174,9 +175,9 @@ func measure(cfg config, root, bin, sys string, n int) (result, error) {
 	}
 	chs := make([]*ctfv1alpha1.Challenge, n)
 	for i := range chs {
-		chs[i] = harness.NewChallenge(benchNamespace, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i))
+		chs[i] = builders.Challenge(benchNamespace, fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%04d", i))
 		if pooled || sys == claimFloor {
-			chs[i] = harness.FromTemplate(benchNamespace, chs[i].Name, chs[i].Spec.Participant, pooledTemplate)
+			chs[i] = builders.FromTemplate(benchNamespace, chs[i].Name, chs[i].Spec.Participant, pooledTemplate)
 		}
 		if viaInstancer(sys) {
 			chs[i].Name = instancer.InstanceName(instancer.NameKey(benchKeys), pooledTemplate, chs[i].Spec.Participant)

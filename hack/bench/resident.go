@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/test/harness"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // residentPoint is the operator's cost with n instances Running and left alone.
@@ -86,7 +86,7 @@ func resident(cfg config, root, bin string) error {
 		start := time.Now()
 		from := have
 		if err := parallel(n-from, 8, func(i int) error {
-			ch := harness.NewChallenge(benchNamespace, fmt.Sprintf("c-%05d", from+i), fmt.Sprintf("team-%05d", from+i))
+			ch := builders.Challenge(benchNamespace, fmt.Sprintf("c-%05d", from+i), fmt.Sprintf("team-%05d", from+i))
 			return cl.Create(ctx, ch)
 		}); err != nil {
 			return err
