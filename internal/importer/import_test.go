@@ -18,6 +18,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -240,7 +241,7 @@ func TestImportAndRun(t *testing.T) {
 				}
 			}
 			ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": string(profile)})
-			ch := harness.FromTemplate(ns, applied.Name, "team-a", applied.Name)
+			ch := builders.FromTemplate(ns, applied.Name, "team-a", applied.Name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 			var deps appsv1.DeploymentList

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 	"github.com/challenge-operator/challenge-operator/test/operatorbuild"
@@ -108,9 +109,9 @@ func TestNamespacedInstallRunsTheOperator(t *testing.T) {
 	})
 
 	// One Challenge outside its namespace, then one inside.
-	outside := harness.NewChallenge("default", "web-outside", "team1")
+	outside := builders.Challenge("default", "web-outside", "team1")
 	g.Expect(cl.Create(ctx, outside)).To(Succeed())
-	inside := harness.NewChallenge(ns, "web", "team1")
+	inside := builders.Challenge(ns, "web", "team1")
 	g.Expect(cl.Create(ctx, inside)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		if !operator.Running() {

@@ -24,6 +24,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
 	"github.com/challenge-operator/challenge-operator/internal/platformauth"
 	"github.com/challenge-operator/challenge-operator/internal/token"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -337,7 +338,7 @@ func TestSharedInstanceOnEveryTeamsPage(t *testing.T) {
 	var refusal apiError
 	g.Expect(call(t, mint(t, "team-h"), "GET", instancePath(tmpl), nil, &refusal)).To(Equal(http.StatusNotFound), "not started yet")
 
-	bot := harness.FromTemplate(instancesNamespace, tmpl+"-shared", "organisers", tmpl)
+	bot := builders.FromTemplate(instancesNamespace, tmpl+"-shared", "organisers", tmpl)
 	g.Expect(k8s.Create(context.Background(), bot)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), bot) })
 	var first instancer.Instance

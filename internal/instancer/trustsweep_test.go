@@ -23,6 +23,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/instancer"
 	"github.com/challenge-operator/challenge-operator/internal/proofofwork"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 	"github.com/challenge-operator/challenge-operator/test/trusttable"
 )
@@ -131,7 +132,7 @@ func (s *sweep) setUp(t *testing.T) {
 	})
 	s.pow = powTemplate(t)
 	s.shared = startableTemplate(t, func(spec *ctfv1alpha1.ChallengeTemplateSpec) { spec.Sharing = ctfv1alpha1.SharingShared })
-	s.sharedCh = harness.FromTemplate(instancesNamespace, s.shared+"-organisers", "organisers", s.shared)
+	s.sharedCh = builders.FromTemplate(instancesNamespace, s.shared+"-organisers", "organisers", s.shared)
 	g.Expect(k8s.Create(ctx, s.sharedCh)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), s.sharedCh) })
 	closed := h.Template(t, uniqueName("closed"), nil)

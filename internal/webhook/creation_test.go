@@ -19,6 +19,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/webhook"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -41,7 +42,7 @@ func TestFinalizerIsSetAtCreation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ns := h.Namespace(t, tc.labels)
-			ch := harness.NewChallenge(ns, "finalized", "team-finalized")
+			ch := builders.Challenge(ns, "finalized", "team-finalized")
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			g.Expect(ch.Finalizers).To(Equal(map[bool][]string{true: {ctfv1alpha1.UninstallFinalizer}}[tc.atCreation]), "as created")
 
@@ -62,7 +63,7 @@ func TestCreationIsOneWebhookCall(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := h.Namespace(t, map[string]string{webhookLabel: "on"})
-	ch := harness.NewChallenge(ns, "once", "team-once")
+	ch := builders.Challenge(ns, "once", "team-once")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	g.Expect(ch.Finalizers).To(ConsistOf(ctfv1alpha1.UninstallFinalizer))
 
@@ -118,7 +119,7 @@ func TestCreationPatch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ch := harness.NewChallenge(tc.namespace, "c", "team-c")
+			ch := builders.Challenge(tc.namespace, "c", "team-c")
 			ch.Finalizers = tc.finalizers
 			c := &webhook.Creation{Decoder: decoder(g), Validator: &validator{}, Namespaces: []string{"ctf", "ctf-pool"}}
 			resp := c.Handle(context.Background(), request(g, tc.op, ch))
@@ -129,7 +130,7 @@ func TestCreationPatch(t *testing.T) {
 	t.Run("any namespace when none is named", func(t *testing.T) {
 		g := NewWithT(t)
 		c := &webhook.Creation{Decoder: decoder(g), Validator: &validator{}}
-		resp := c.Handle(context.Background(), request(g, admissionv1.Create, harness.NewChallenge("anywhere", "c", "team-c")))
+		resp := c.Handle(context.Background(), request(g, admissionv1.Create, builders.Challenge("anywhere", "c", "team-c")))
 		g.Expect(normalised(g, resp.Patches)).To(Equal(normalised(g, []jsonpatch.JsonPatchOperation{add})))
 	})
 }
@@ -142,7 +143,7 @@ func TestCreationIsValidated(t *testing.T) {
 	refusal := apierrors.NewForbidden(ctfv1alpha1.GroupVersion.WithResource("challenges").GroupResource(), "c", errors.New("QuotaExceeded: no more"))
 	refusing := &validator{err: refusal, warnings: admission.Warnings{"careful"}}
 	c := &webhook.Creation{Decoder: decoder(g), Validator: refusing}
-	resp := c.Handle(context.Background(), request(g, admissionv1.Create, harness.NewChallenge("ctf", "c", "team-c")))
+	resp := c.Handle(context.Background(), request(g, admissionv1.Create, builders.Challenge("ctf", "c", "team-c")))
 	g.Expect(resp.Allowed).To(BeFalse())
 	g.Expect(resp.Result.Code).To(BeEquivalentTo(http.StatusForbidden))
 	g.Expect(resp.Result.Message).To(ContainSubstring("QuotaExceeded: no more"))
@@ -150,7 +151,7 @@ func TestCreationIsValidated(t *testing.T) {
 	g.Expect(resp.Patches).To(BeEmpty())
 	g.Expect(refusing.asked).To(Equal(1))
 
-	pooled := harness.NewChallenge("ctf", "p", "")
+	pooled := builders.Challenge("ctf", "p", "")
 	pooled.Labels = map[string]string{ctfv1alpha1.PoolLabel: "tmpl"}
 	resp = c.Handle(context.Background(), request(g, admissionv1.Create, pooled))
 	g.Expect(resp.Allowed).To(BeTrue(), "a pooled instance is the operator's to check")
@@ -158,7 +159,7 @@ func TestCreationIsValidated(t *testing.T) {
 	g.Expect(refusing.asked).To(Equal(1), "not asked about a pooled instance")
 
 	warning := &validator{warnings: admission.Warnings{"template missing"}}
-	resp = (&webhook.Creation{Decoder: decoder(g), Validator: warning}).Handle(context.Background(), request(g, admissionv1.Create, harness.NewChallenge("ctf", "w", "team-w")))
+	resp = (&webhook.Creation{Decoder: decoder(g), Validator: warning}).Handle(context.Background(), request(g, admissionv1.Create, builders.Challenge("ctf", "w", "team-w")))
 	g.Expect(resp.Allowed).To(BeTrue())
 	g.Expect(resp.Warnings).To(Equal([]string{"template missing"}))
 	g.Expect(resp.Patches).To(HaveLen(1))

@@ -11,6 +11,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -23,7 +24,7 @@ import (
 func TestNamespaceOfAChallengeGoneWithoutItsUninstallIsDeleted(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ch := harness.NewChallenge(h.Namespace(t, nil), "unfinalized", "team-unfinalized")
+	ch := builders.Challenge(h.Namespace(t, nil), "unfinalized", "team-unfinalized")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	own := identity.Namespace(ch)
@@ -61,7 +62,7 @@ func TestNamespaceOfAChallengeGoneWithoutItsUninstallIsDeleted(t *testing.T) {
 func TestANamespaceOfALiveChallengeStays(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ch := harness.NewChallenge(h.Namespace(t, nil), "kept", "team-kept")
+	ch := builders.Challenge(h.Namespace(t, nil), "kept", "team-kept")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), ch) })
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)

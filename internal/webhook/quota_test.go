@@ -13,7 +13,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
-	"github.com/challenge-operator/challenge-operator/test/harness"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 )
 
 // TestNamespaceQuotaFromTemplate: a template whose container asks 3 CPU and
@@ -31,7 +31,7 @@ func TestNamespaceQuotaFromTemplate(t *testing.T) {
 			Requests: &ctfv1alpha1.ResourceAmounts{CPU: &three, Memory: &threeGi}}
 		s.Policy = &ctfv1alpha1.InstancePolicy{MaxCPU: &three, MaxMemory: &threeGi}
 	})
-	ch := harness.FromTemplate(h.Namespace(t, nil), "large", "team-q", "large")
+	ch := builders.FromTemplate(h.Namespace(t, nil), "large", "team-q", "large")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), ch) })
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
@@ -66,25 +66,25 @@ func TestWebhookRefusesOverBudget(t *testing.T) {
 	h.Template(t, "wh-heavy-a", heavy)
 	h.Template(t, "wh-heavy-b", heavy)
 	hooked := h.Namespace(t, map[string]string{webhookLabel: "on"})
-	first := harness.FromTemplate(hooked, "first", "team-heavy", "wh-heavy-a")
+	first := builders.FromTemplate(hooked, "first", "team-heavy", "wh-heavy-a")
 	g.Expect(h.Client.Create(ctx, first)).To(Succeed())
 	h.EventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
 
 	want := "BudgetExceeded: participant team-heavy's budget is cpu 3500m (the operator's --team-budget-cpu and --team-budget-memory); " +
 		"its instances request cpu 2 and this one needs cpu 2"
-	err := h.Client.Create(ctx, harness.FromTemplate(hooked, "second", "team-heavy", "wh-heavy-b"))
+	err := h.Client.Create(ctx, builders.FromTemplate(hooked, "second", "team-heavy", "wh-heavy-b"))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(HaveSuffix(want))
 
 	plain := h.Namespace(t, nil)
-	second := harness.FromTemplate(plain, "second", "team-heavy", "wh-heavy-b")
+	second := builders.FromTemplate(plain, "second", "team-heavy", "wh-heavy-b")
 	g.Expect(h.Client.Create(ctx, second)).To(Succeed(), "no webhook in this namespace")
 	got := h.EventuallyPhase(t, second, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason+": "+got.Status.Message).To(Equal(want), "the operator's words")
 	g.Expect(apierrors.IsNotFound(h.Client.Get(ctx, client.ObjectKey{Name: identity.Namespace(second)}, &corev1.Namespace{}))).
 		To(BeTrue(), "nothing installed for the refused instance")
 
-	other := harness.FromTemplate(hooked, "other", "team-light", "wh-heavy-b")
+	other := builders.FromTemplate(hooked, "other", "team-light", "wh-heavy-b")
 	g.Expect(h.Client.Create(ctx, other)).To(Succeed(), "another team's budget")
 	h.EventuallyPhase(t, other, ctfv1alpha1.PhaseRunning)
 }

@@ -17,6 +17,7 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -26,24 +27,24 @@ func TestWebhookRefusesDuplicateAndOverQuota(t *testing.T) {
 	ns := h.Namespace(t, map[string]string{webhookLabel: "on"})
 	h.Template(t, "wh-once", func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.OverridableValues = []ctfv1alpha1.ValuePath{"env"} })
 
-	first := harness.FromTemplate(ns, "first", "team-w", "wh-once")
+	first := builders.FromTemplate(ns, "first", "team-w", "wh-once")
 	g.Expect(h.Client.Create(ctx, first)).To(Succeed())
 	h.EventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
 
-	err := h.Client.Create(ctx, harness.FromTemplate(ns, "dup", "team-w", "wh-once"))
+	err := h.Client.Create(ctx, builders.FromTemplate(ns, "dup", "team-w", "wh-once"))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("QuotaExceeded: participant team-w already has an instance of wh-once"))
 
 	// The operator-wide limit is 2: a second instance (another challenge) is fine, a third is not.
-	second := harness.NewChallenge(ns, "second", "team-w")
+	second := builders.Challenge(ns, "second", "team-w")
 	g.Expect(h.Client.Create(ctx, second)).To(Succeed())
 	// The webhook counts from the operator's cache: wait until it holds the second.
 	h.EventuallyPhase(t, second, ctfv1alpha1.PhaseRunning)
-	err = h.Client.Create(ctx, harness.NewChallenge(ns, "third", "team-w"))
+	err = h.Client.Create(ctx, builders.Challenge(ns, "third", "team-w"))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("the limit is 2"))
 
-	notAllowed := harness.FromTemplate(ns, "values", "team-v", "wh-once")
+	notAllowed := builders.FromTemplate(ns, "values", "team-v", "wh-once")
 	notAllowed.Spec.Values = harness.Values(`{"replicas": 5}`)
 	err = h.Client.Create(ctx, notAllowed)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
@@ -51,7 +52,7 @@ func TestWebhookRefusesDuplicateAndOverQuota(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("replicas"))
 
 	// A missing template is not refused: the Challenge waits for it.
-	g.Expect(h.Client.Create(ctx, harness.FromTemplate(ns, "waits", "team-u", "wh-later"))).To(Succeed())
+	g.Expect(h.Client.Create(ctx, builders.FromTemplate(ns, "waits", "team-u", "wh-later"))).To(Succeed())
 }
 
 func TestWithoutWebhookTheOperatorRefusesInstead(t *testing.T) {
@@ -59,11 +60,11 @@ func TestWithoutWebhookTheOperatorRefusesInstead(t *testing.T) {
 	ctx := context.Background()
 	ns := h.Namespace(t, nil)
 	h.Template(t, "nowh-once", nil)
-	first := harness.FromTemplate(ns, "first", "team-n", "nowh-once")
+	first := builders.FromTemplate(ns, "first", "team-n", "nowh-once")
 	g.Expect(h.Client.Create(ctx, first)).To(Succeed())
 	h.EventuallyPhase(t, first, ctfv1alpha1.PhaseRunning)
 
-	dup := harness.FromTemplate(ns, "dup", "team-n", "nowh-once")
+	dup := builders.FromTemplate(ns, "dup", "team-n", "nowh-once")
 	g.Expect(h.Client.Create(ctx, dup)).To(Succeed(), "no webhook in this namespace")
 	got := h.EventuallyPhase(t, dup, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("QuotaExceeded"))
@@ -75,7 +76,7 @@ func TestNamespacePerInstance(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := h.Namespace(t, nil)
-	ch := harness.NewChallenge(ns, "own", "team-o")
+	ch := builders.Challenge(ns, "own", "team-o")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -112,7 +113,7 @@ func TestLabelledNamespaceSurvivesTheInstance(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := h.Namespace(t, nil)
-	ch := harness.NewChallenge(ns, "owned", "team-owned")
+	ch := builders.Challenge(ns, "owned", "team-owned")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	own := &corev1.Namespace{}
@@ -135,14 +136,14 @@ func TestWebhookRefusesReservedKeysOnCreateAndUpdate(t *testing.T) {
 	ctx := context.Background()
 	ns := h.Namespace(t, map[string]string{webhookLabel: "on"})
 
-	hostile := harness.NewChallenge(ns, "dns-peer", "team-k")
+	hostile := builders.Challenge(ns, "dns-peer", "team-k")
 	hostile.Spec.Values = harness.Values(`{"podLabels": {"k8s-app": "kube-dns"}}`)
 	err := h.Client.Create(ctx, hostile)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`PolicyViolation: metadata-key`))
 	g.Expect(err.Error()).To(ContainSubstring(`"k8s-app"`))
 
-	ch := harness.NewChallenge(ns, "later", "team-k")
+	ch := builders.Challenge(ns, "later", "team-k")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	// A patch, not an update: the operator writes status meanwhile.
@@ -164,7 +165,7 @@ func TestNothingOrphanedWhenTheNamespaceGoes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := h.Namespace(t, nil)
-	ch := harness.NewChallenge(ns, "inside", "team-z")
+	ch := builders.Challenge(ns, "inside", "team-z")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	instanceNS := identity.Namespace(ch)
@@ -178,7 +179,7 @@ func TestNothingOrphanedWhenAnInstanceExpires(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := h.Namespace(t, nil)
-	ch := harness.NewChallenge(ns, "brief", "team-e")
+	ch := builders.Challenge(ns, "brief", "team-e")
 	ch.Spec.Lifetime = &metav1.Duration{Duration: 6 * time.Second}
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
@@ -197,7 +198,7 @@ func TestPooledInstancesSkipOnlyTheWebhook(t *testing.T) {
 	ns := h.Namespace(t, map[string]string{webhookLabel: "on"})
 	h.Template(t, "wh-pool-label", nil)
 
-	labelled := harness.FromTemplate(ns, "labelled", "team-p", "wh-pool-label")
+	labelled := builders.FromTemplate(ns, "labelled", "team-p", "wh-pool-label")
 	labelled.Labels = map[string]string{ctfv1alpha1.PoolLabel: "wh-pool-label"}
 	labelled.Spec.Values = harness.Values(`{"replicas": 5}`)
 	g.Expect(h.Client.Create(ctx, labelled)).To(Succeed(), "not judged at admission")
@@ -205,7 +206,7 @@ func TestPooledInstancesSkipOnlyTheWebhook(t *testing.T) {
 	g.Expect(got.Status.Reason).To(Equal("ValueNotAllowed"))
 	g.Expect(got.Finalizers).To(ContainElement(ctfv1alpha1.UninstallFinalizer), "the creation webhook still sets the finalizer")
 
-	plain := harness.FromTemplate(ns, "plain", "team-q", "wh-pool-label")
+	plain := builders.FromTemplate(ns, "plain", "team-q", "wh-pool-label")
 	g.Expect(h.Client.Create(ctx, plain)).To(Succeed())
 	patch := client.MergeFrom(plain.DeepCopy())
 	plain.Labels = map[string]string{ctfv1alpha1.PoolLabel: "wh-pool-label"}

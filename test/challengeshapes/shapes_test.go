@@ -25,6 +25,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -342,7 +343,7 @@ func TestChallengeShapesRun(t *testing.T) {
 			tmpl := h.Template(t, name, sh.template)
 			profile := security.ProfileOf(tmpl.Spec.Security)
 			ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": string(profile)})
-			ch := harness.FromTemplate(ns, name, "team-a", name)
+			ch := builders.FromTemplate(ns, name, "team-a", name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -387,7 +388,7 @@ func TestPrivilegedNeedsASandbox(t *testing.T) {
 			name := fmt.Sprintf("refused-%d", i)
 			h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Security = tc.sec })
 			ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "privileged"})
-			ch := harness.FromTemplate(ns, name, "team-b", name)
+			ch := builders.FromTemplate(ns, name, "team-b", name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 			g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
@@ -429,7 +430,7 @@ func TestSecretEnvIsCopiedNeverShown(t *testing.T) {
 				s.SecretEnv = []ctfv1alpha1.SecretEnvVar{{Name: "ADMIN_PASSWORD", Secret: tc.ref}}
 			})
 			ns := h.Namespace(t, nil)
-			ch := harness.FromTemplate(ns, name, "team-c", name)
+			ch := builders.FromTemplate(ns, name, "team-c", name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			if tc.reason != "" {
 				got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)

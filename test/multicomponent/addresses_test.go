@@ -13,6 +13,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -36,7 +37,7 @@ func TestAddressesAsValues(t *testing.T) {
 			Env:    []ctfv1alpha1.EnvVar{{Name: "APP_URL", Value: "$(CHALLENGE_URL)"}, {Name: "ME", Value: "$(SHELL_PUBLIC_HOST)"}}}}
 	})
 	ns := h.Namespace(t, nil)
-	ch := harness.FromTemplate(ns, "web-addr", "team-a", "web-addr")
+	ch := builders.FromTemplate(ns, "web-addr", "team-a", "web-addr")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	web, shell := got.Status.Endpoints[0], got.Status.Endpoints[1]
@@ -102,7 +103,7 @@ func TestPortsExposedEachTheirWay(t *testing.T) {
 			Env:         []ctfv1alpha1.EnvVar{{Name: "SSH_ADDR", Value: "$(SHELL_SSH_PUBLIC_HOST) $(SHELL_SSH_PUBLIC_PORT)"}}}}
 	})
 	ns := h.Namespace(t, nil)
-	ch := harness.FromTemplate(ns, "web-ports", "team-a", "web-ports")
+	ch := builders.FromTemplate(ns, "web-ports", "team-a", "web-ports")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 

@@ -14,6 +14,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -43,7 +44,7 @@ func TestBareNames(t *testing.T) {
 		}
 	})
 	ns := h.Namespace(t, nil)
-	teams := []*ctfv1alpha1.Challenge{harness.FromTemplate(ns, "names-a", "team-a", "names"), harness.FromTemplate(ns, "names-b", "team-b", "names")}
+	teams := []*ctfv1alpha1.Challenge{builders.FromTemplate(ns, "names-a", "team-a", "names"), builders.FromTemplate(ns, "names-b", "team-b", "names")}
 	for _, ch := range teams {
 		g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	}
@@ -120,7 +121,7 @@ func TestComponentReplicasAboveTheCeiling(t *testing.T) {
 		s.Components = []ctfv1alpha1.Component{{Name: "worker", Image: "registry.example/ctf/worker:1", Replicas: ptr.To[int32](3)}}
 	})
 	ns := h.Namespace(t, nil)
-	ch := harness.FromTemplate(ns, "too-many-a", "team-a", "too-many")
+	ch := builders.FromTemplate(ns, "too-many-a", "team-a", "too-many")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))

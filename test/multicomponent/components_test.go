@@ -26,6 +26,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/operator"
 	"github.com/challenge-operator/challenge-operator/internal/security"
 	"github.com/challenge-operator/challenge-operator/internal/values"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -190,7 +191,7 @@ func TestComponentShapesRun(t *testing.T) {
 				}
 			}
 			ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": string(profile)})
-			ch := harness.FromTemplate(ns, name, "team-a", name)
+			ch := builders.FromTemplate(ns, name, "team-a", name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 			g.Expect(got.Status.Endpoint.URL).To(HavePrefix("https://"))
@@ -231,7 +232,7 @@ func TestComponentsAreIsolated(t *testing.T) {
 		s.Components = []ctfv1alpha1.Component{{Name: "redis", Image: "docker.io/library/redis:7", Ports: ports("redis", 6379)}}
 	})
 	ns := h.Namespace(t, nil)
-	teams := []*ctfv1alpha1.Challenge{harness.FromTemplate(ns, "team-a", "team-a", "isolated"), harness.FromTemplate(ns, "team-b", "team-b", "isolated")}
+	teams := []*ctfv1alpha1.Challenge{builders.FromTemplate(ns, "team-a", "team-a", "isolated"), builders.FromTemplate(ns, "team-b", "team-b", "isolated")}
 	for _, ch := range teams {
 		g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -46,7 +47,7 @@ func TestNamedFlagsReachTwoComponents(t *testing.T) {
 	codec := harness.FlagCodec()
 	values := map[string]map[string]string{}
 	for _, team := range []string{"team-a", "team-b"} {
-		ch := harness.FromTemplate(ns, "named-"+team, team, "named")
+		ch := builders.FromTemplate(ns, "named-"+team, team, "named")
 		g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 		got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 		secretName := identity.FlagSecret(ch.Name)

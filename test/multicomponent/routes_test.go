@@ -13,6 +13,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -52,7 +53,7 @@ func TestTCPOverTLSByName(t *testing.T) {
 			name := fmt.Sprintf("routed-%d", i)
 			h.Template(t, name, func(s *ctfv1alpha1.ChallengeTemplateSpec) { s.Expose = &tc.expose })
 			ns := h.Namespace(t, nil)
-			ch := harness.FromTemplate(ns, name, "team-a", name)
+			ch := builders.FromTemplate(ns, name, "team-a", name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 			host := got.Status.Endpoint.Host
@@ -105,7 +106,7 @@ func TestRouteOnAGatewayNobodyAllowed(t *testing.T) {
 		s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeTLSRoute, Gateway: &ctfv1alpha1.GatewayRef{Namespace: "kube-system", Name: "internal"}}
 	})
 	ns := h.Namespace(t, nil)
-	ch := harness.FromTemplate(ns, "stray-route", "team-a", "stray-route")
+	ch := builders.FromTemplate(ns, "stray-route", "team-a", "stray-route")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
@@ -128,7 +129,7 @@ func TestAnExposedComponent(t *testing.T) {
 			Expose: &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeTLSRoute}}}
 	})
 	ns := h.Namespace(t, nil)
-	ch := harness.FromTemplate(ns, "web-shell", "team-a", "web-shell")
+	ch := builders.FromTemplate(ns, "web-shell", "team-a", "web-shell")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 

@@ -16,6 +16,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -72,7 +73,7 @@ func TestSecretsBeyondThePrimary(t *testing.T) {
 		}
 	})
 	ns := h.Namespace(t, nil)
-	ch := harness.FromTemplate(ns, "secrets", "team-s", "secrets")
+	ch := builders.FromTemplate(ns, "secrets", "team-s", "secrets")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	secretName := identity.FlagSecret(ch.Name)
@@ -183,7 +184,7 @@ func TestSecretFileRefusals(t *testing.T) {
 					Container: ctfv1alpha1.Container{SecretFiles: []ctfv1alpha1.SecretFile{{Path: "/etc/key.pem", Secret: tc.ref}}}}}
 			})
 			ns := h.Namespace(t, nil)
-			ch := harness.FromTemplate(ns, name, "team-r", name)
+			ch := builders.FromTemplate(ns, name, "team-r", name)
 			g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 			got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 			g.Expect(got.Status.Reason).To(Equal(tc.reason))

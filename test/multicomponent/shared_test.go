@@ -14,6 +14,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -40,7 +41,7 @@ func TestInstanceReachesASharedService(t *testing.T) {
 		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: harness.OrganiserNamespace, Name: "checker"}}
 	})
 	ns := h.Namespace(t, nil)
-	ch := harness.FromTemplate(ns, "with-checker", "team-a", "with-checker")
+	ch := builders.FromTemplate(ns, "with-checker", "team-a", "with-checker")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 
@@ -73,7 +74,7 @@ func TestSharedServiceRefusals(t *testing.T) {
 		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: "kube-system", Name: "kube-dns"}}
 	})
 	ns := h.Namespace(t, nil)
-	ch := harness.FromTemplate(ns, "with-dns", "team-a", "with-dns")
+	ch := builders.FromTemplate(ns, "with-dns", "team-a", "with-dns")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
@@ -82,7 +83,7 @@ func TestSharedServiceRefusals(t *testing.T) {
 	h.Template(t, "with-later", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.SharedServices = []ctfv1alpha1.ServiceRef{{Namespace: harness.OrganiserNamespace, Name: "later"}}
 	})
-	later := harness.FromTemplate(ns, "with-later", "team-a", "with-later")
+	later := builders.FromTemplate(ns, "with-later", "team-a", "with-later")
 	g.Expect(h.Client.Create(ctx, later)).To(Succeed())
 	got = h.EventuallyPhase(t, later, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("SharedServiceNotFound"))
@@ -104,13 +105,13 @@ func TestSharedInstance(t *testing.T) {
 		s.Ports = []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080}}
 		s.Lifetime = &ctfv1alpha1.LifetimePolicy{Default: &metav1.Duration{Duration: 10 * time.Minute}}
 	})
-	bot := harness.FromTemplate(harness.OrganiserNamespace, "admin-bot", "organisers", "admin-bot")
+	bot := builders.FromTemplate(harness.OrganiserNamespace, "admin-bot", "organisers", "admin-bot")
 	g.Expect(h.Client.Create(ctx, bot)).To(Succeed())
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), bot) })
 	running := h.EventuallyPhase(t, bot, ctfv1alpha1.PhaseRunning)
 	g.Expect(running.Status.ExpiresAt).To(BeNil(), "the organiser's shared instance never expires")
 
-	second := harness.FromTemplate(harness.OrganiserNamespace, "admin-bot-2", "organisers-b", "admin-bot")
+	second := builders.FromTemplate(harness.OrganiserNamespace, "admin-bot-2", "organisers-b", "admin-bot")
 	g.Expect(h.Client.Create(ctx, second)).To(Succeed())
 	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), second) })
 	queued := h.EventuallyPhase(t, second, ctfv1alpha1.PhaseQueued)
@@ -127,7 +128,7 @@ func TestSharedInstance(t *testing.T) {
 	})
 	ns := h.Namespace(t, nil)
 	for _, team := range []string{"team-a", "team-b"} {
-		ch := harness.FromTemplate(ns, "calls-bot-"+team, team, "calls-bot")
+		ch := builders.FromTemplate(ns, "calls-bot-"+team, team, "calls-bot")
 		g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 		got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 		g.Expect(networkPolicy(g, got, ch.Name).Spec.Egress).To(ContainElement(HaveField("To", ContainElement(networkingv1.NetworkPolicyPeer{

@@ -14,6 +14,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -60,7 +61,7 @@ func TestSidecarsRun(t *testing.T) {
 				Container: ctfv1alpha1.Container{KeepImageTmp: true, Args: []ctfv1alpha1.Argument{"--web.listen-address=:9187"}}}}}}
 	})
 	ns := h.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
-	ch := harness.FromTemplate(ns, "sidecars", "team-a", "sidecars")
+	ch := builders.FromTemplate(ns, "sidecars", "team-a", "sidecars")
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	host := got.Status.Endpoint.Host

@@ -17,6 +17,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
 
@@ -98,7 +99,7 @@ func TestTeamAtItsBudgetIsRefused(t *testing.T) {
 	})
 	var team []*ctfv1alpha1.Challenge
 	for i := range 3 {
-		ch := harness.FromTemplate(ns, fmt.Sprintf("full-%d", i), "team-full", names[i])
+		ch := builders.FromTemplate(ns, fmt.Sprintf("full-%d", i), "team-full", names[i])
 		g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 		team = append(team, ch)
 	}
@@ -106,7 +107,7 @@ func TestTeamAtItsBudgetIsRefused(t *testing.T) {
 		h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseRunning)
 	}
 
-	over := harness.FromTemplate(ns, "over", "team-full", names[3])
+	over := builders.FromTemplate(ns, "over", "team-full", names[3])
 	g.Expect(h.Client.Create(ctx, over)).To(Succeed())
 	got := h.EventuallyPhase(t, over, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal(lifecycle.ReasonBudgetExceeded))
@@ -114,14 +115,14 @@ func TestTeamAtItsBudgetIsRefused(t *testing.T) {
 		"its instances request cpu 150m, memory 192Mi and this one needs cpu 50m, memory 64Mi"))
 	expectNothingInstalled(t, over)
 
-	other := harness.FromTemplate(ns, "other", "team-other", names[3])
+	other := builders.FromTemplate(ns, "other", "team-other", names[3])
 	g.Expect(h.Client.Create(ctx, other)).To(Succeed())
 	h.EventuallyPhase(t, other, ctfv1alpha1.PhaseRunning)
 
 	g.Expect(h.Client.Delete(ctx, team[0])).To(Succeed())
 	h.EventuallyPhase(t, over, ctfv1alpha1.PhaseRunning)
 
-	big := harness.FromTemplate(ns, "big", "team-full", "full-big")
+	big := builders.FromTemplate(ns, "big", "team-full", "full-big")
 	g.Expect(h.Client.Create(ctx, big)).To(Succeed())
 	got = h.EventuallyPhase(t, big, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal(lifecycle.ReasonBudgetExceeded))
@@ -163,7 +164,7 @@ func TestParallelStartsCannotDodgeTheBudget(t *testing.T) {
 	names := templates(t, "par", 6)
 	var chs []*ctfv1alpha1.Challenge
 	for i, name := range names {
-		chs = append(chs, harness.FromTemplate(ns, fmt.Sprintf("par-%d", i), "team-par", name))
+		chs = append(chs, builders.FromTemplate(ns, fmt.Sprintf("par-%d", i), "team-par", name))
 	}
 	createAtOnce(g, chs)
 
@@ -198,7 +199,7 @@ func TestBurstSeenAtOnceIsAdmittedOldestFirst(t *testing.T) {
 	names := templates(t, "burst", 6)
 	var chs []*ctfv1alpha1.Challenge
 	for i, name := range names {
-		chs = append(chs, harness.FromTemplate(ns, fmt.Sprintf("burst-%d", i), "team-burst", name))
+		chs = append(chs, builders.FromTemplate(ns, fmt.Sprintf("burst-%d", i), "team-burst", name))
 	}
 	h.Stop()
 	started := false
@@ -242,7 +243,7 @@ func TestRaisingARunningInstanceIsJudgedByTheBudget(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := h.Namespace(t, nil)
-	a, b := harness.NewChallenge(ns, "raise-a", "team-raise"), harness.NewChallenge(ns, "raise-b", "team-raise")
+	a, b := builders.Challenge(ns, "raise-a", "team-raise"), builders.Challenge(ns, "raise-b", "team-raise")
 	for _, ch := range []*ctfv1alpha1.Challenge{a, b} {
 		g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 	"github.com/challenge-operator/challenge-operator/test/trusttable"
 )
@@ -423,7 +424,7 @@ func TestEveryTierStaysWithinTheAdminsBounds(t *testing.T) {
 func run(t *testing.T, platform client.Client, name string, p probe) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ch := harness.NewChallenge(platformNamespace, name, "team-"+name)
+	ch := builders.Challenge(platformNamespace, name, "team-"+name)
 	ch.Spec.Image = allowedRegistry + "/ctf/web:1"
 	if p.template != nil {
 		spec := ctfv1alpha1.ChallengeTemplateSpec{Image: allowedRegistry + "/ctf/" + name + ":1",
@@ -437,7 +438,7 @@ func run(t *testing.T, platform client.Client, name string, p probe) {
 		}
 		g.Expect(err).NotTo(HaveOccurred())
 		t.Cleanup(func() { _ = h.Client.Delete(context.Background(), tmpl) })
-		ch = harness.FromTemplate(platformNamespace, name, "team-"+name, name)
+		ch = builders.FromTemplate(platformNamespace, name, "team-"+name, name)
 	}
 	if p.challenge != nil {
 		p.challenge(ch)
