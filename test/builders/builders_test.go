@@ -1,6 +1,8 @@
 package builders
 
 import (
+	"go/build"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,4 +48,18 @@ func TestChallenges(t *testing.T) {
 	g.Expect(ch.CreationTimestamp.Time).To(Equal(at))
 	g.Expect(ch.Labels).To(Equal(map[string]string{ctfv1alpha1.ParticipantLabel: "team-a", ctfv1alpha1.CreatedByLabel: "instancer"}))
 	g.Expect(ch.Annotations).To(Equal(map[string]string{ctfv1alpha1.TemplateGenerationAnnotation: "2"}))
+}
+
+// TestImportsTheAPIOnly: the package imports the API, apimachinery and the
+// standard library only, so that a test of any package but the API's own
+// may import it without a cycle.
+func TestImportsTheAPIOnly(t *testing.T) {
+	g := NewWithT(t)
+	pkg, err := build.ImportDir(".", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, imp := range pkg.Imports {
+		std := !strings.Contains(strings.Split(imp, "/")[0], ".")
+		g.Expect(std || strings.HasPrefix(imp, "k8s.io/apimachinery/") ||
+			imp == "github.com/challenge-operator/challenge-operator/api/v1alpha1").To(BeTrue(), "builders imports %s", imp)
+	}
 }
