@@ -208,6 +208,8 @@ type SecretFile struct {
 // Its address is in <WORKLOAD>_<PORT>_PUBLIC_HOST, _URL and _PORT, which
 // env values may use (CHALLENGE for the primary's ports:
 // "$(CHALLENGE_NC_PUBLIC_HOST)").
+// +kubebuilder:validation:XValidation:rule="!has(self.gateway) || self.type in ['HTTPRoute', 'TLSRoute']",message="gateway is for an HTTPRoute or a TLSRoute"
+// +kubebuilder:validation:XValidation:rule="!has(self.ingressClassName) || self.type == 'Ingress'",message="ingressClassName is for an Ingress"
 type PortExposure struct {
 	// Port names one of the workload's TCP ports, not its first.
 	// +kubebuilder:validation:MinLength=1
@@ -220,6 +222,18 @@ type PortExposure struct {
 	// TLS serves it over HTTPS (Ingress, HTTPRoute), as expose.tls does.
 	// +optional
 	TLS *IngressTLS `json:"tls,omitempty"`
+	// Gateway is the Gateway its TLSRoute or HTTPRoute attaches to: one of
+	// the operator's --gateways, the first of them when unset, whatever the
+	// workload's own exposure attaches to.
+	// +optional
+	Gateway *GatewayRef `json:"gateway,omitempty"`
+	// IngressClassName selects its Ingress's controller (type Ingress): one
+	// of the operator's --ingress-classes, or empty for the cluster's
+	// default class.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	IngressClassName string `json:"ingressClassName,omitempty"`
 }
 
 // BareNames lets the workloads of an instance reach each other by their

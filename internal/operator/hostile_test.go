@@ -592,6 +592,14 @@ func hostileTemplates() []struct {
 			t.Spec.Ports = append(t.Spec.Ports, ctfv1alpha1.ChallengePort{Name: "web", Port: 80, Protocol: ctfv1alpha1.ProtocolTCP})
 			t.Spec.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "web", Type: ctfv1alpha1.ExposeNodePort}}
 		}, "spec.exposePorts[0].type"},
+		{"a port's Ingress on a Gateway", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Ports = append(t.Spec.Ports, ctfv1alpha1.ChallengePort{Name: "web", Port: 80, Protocol: ctfv1alpha1.ProtocolTCP})
+			t.Spec.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "web", Type: ctfv1alpha1.ExposeIngress, Gateway: &ctfv1alpha1.GatewayRef{Namespace: "kube-system", Name: "internal"}}}
+		}, "gateway is for an HTTPRoute or a TLSRoute"},
+		{"a port's route of an ingress class", func(t *ctfv1alpha1.ChallengeTemplate) {
+			t.Spec.Ports = append(t.Spec.Ports, ctfv1alpha1.ChallengePort{Name: "web", Port: 80, Protocol: ctfv1alpha1.ProtocolTCP})
+			t.Spec.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "web", Type: ctfv1alpha1.ExposeHTTPRoute, IngressClassName: "internal"}}
+		}, "ingressClassName is for an Ingress"},
 		{"a component's exposePorts of its first port", func(t *ctfv1alpha1.ChallengeTemplate) {
 			t.Spec.Components = []ctfv1alpha1.Component{{Name: "shell", Image: "a.example/shell:1", Ports: []ctfv1alpha1.ChallengePort{{Name: "ssh", Port: 22}},
 				ExposePorts: []ctfv1alpha1.PortExposure{{Port: "ssh", Type: ctfv1alpha1.ExposeTLSRoute}}}}

@@ -222,6 +222,13 @@ func portExposureValues(w *workload, settings Settings) ([]any, error) {
 		if e.TLS != nil && e.TLS.SecretName != "" {
 			expose["tls"] = map[string]any{"secretName": e.TLS.SecretName}
 		}
+		if e.IngressClassName != "" {
+			expose["ingressClassName"] = e.IngressClassName
+		}
+		if e.Gateway != nil {
+			// settings.gateway holds it to --gateways.
+			expose["gateway"] = map[string]any{"namespace": e.Gateway.Namespace, nameKey: e.Gateway.Name}
+		}
 		if err := settings.gateway(expose); err != nil {
 			return nil, fmt.Errorf("exposePorts %s: %w", e.Port, err)
 		}

@@ -172,3 +172,35 @@ func TestHostValues(t *testing.T) {
 		})
 	}
 }
+
+// TestAPortChoosesItsGateway: a port exposed by exposePorts attaches to the
+// Gateway it names among --gateways (the first of them when it names none),
+// whatever its workload's own exposure attaches to, and its Ingress to the
+// class it names; a Gateway the admin did not list is refused, naming it.
+func TestAPortChoosesItsGateway(t *testing.T) {
+	public, admin := ctfv1alpha1.GatewayRef{Namespace: "gw", Name: "public"}, ctfv1alpha1.GatewayRef{Namespace: "gw-admin", Name: "admin"}
+	settings := Settings{IngressDomain: "ctf.example", Gateways: []ctfv1alpha1.GatewayRef{public, admin}}
+	exposureOf := func(e ctfv1alpha1.PortExposure) (map[string]any, error) {
+		tmpl := &ctfv1alpha1.ChallengeTemplate{Spec: ctfv1alpha1.ChallengeTemplateSpec{ExposePorts: []ctfv1alpha1.PortExposure{e}}}
+		got, err := portExposureValues(&instanceWorkloads(instance(nil), tmpl, settings.IngressDomain)[0], settings)
+		if err != nil {
+			return nil, err
+		}
+		return got[0].(map[string]any)["expose"].(map[string]any), nil
+	}
+	g := NewWithT(t)
+	got, err := exposureOf(ctfv1alpha1.PortExposure{Port: "admin", Type: ctfv1alpha1.ExposeHTTPRoute, Gateway: &admin})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got["gateway"]).To(Equal(map[string]any{"namespace": "gw-admin", "name": "admin"}))
+	got, err = exposureOf(ctfv1alpha1.PortExposure{Port: "nc", Type: ctfv1alpha1.ExposeTLSRoute})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got["gateway"]).To(Equal(map[string]any{"namespace": "gw", "name": "public"}), "the first of --gateways")
+	got, err = exposureOf(ctfv1alpha1.PortExposure{Port: "web", Type: ctfv1alpha1.ExposeIngress, IngressClassName: "internal"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(HaveKeyWithValue("ingressClassName", "internal"), "the gate holds it to --ingress-classes")
+	g.Expect(got).NotTo(HaveKey("gateway"))
+
+	_, err = exposureOf(ctfv1alpha1.PortExposure{Port: "admin", Type: ctfv1alpha1.ExposeHTTPRoute, Gateway: &ctfv1alpha1.GatewayRef{Namespace: "kube-system", Name: "internal"}})
+	g.Expect(lifecycle.IsReason(err, lifecycle.ReasonPolicyViolation)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("exposePorts admin: PolicyViolation: gateway: Gateway kube-system/internal is not one of --gateways"))
+}

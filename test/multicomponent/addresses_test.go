@@ -86,16 +86,18 @@ func expand(env []corev1.EnvVar, name string) string {
 // TestPortsExposedEachTheirWay: HTTP by host on one port and TLS-routed TCP
 // on another, each on a host of its own, and a component whose SSH port
 // only is exposed: the status lists each port where teams reach it, the
-// component's its exposed port only, each port's address is in variables of
-// its own (CHALLENGE_NC_PUBLIC_HOST, SHELL_SSH_PUBLIC_PORT), and its
-// NetworkPolicy admits the Gateway's proxies.
+// component's its exposed port only, each port's route is on the Gateway
+// chosen for it (the primary's nc on the admin's second one), each port's
+// address is in variables of its own (CHALLENGE_NC_PUBLIC_HOST,
+// SHELL_SSH_PUBLIC_PORT), and its NetworkPolicy admits the Gateway's
+// proxies.
 func TestPortsExposedEachTheirWay(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	h.Template(t, "web-ports", func(s *ctfv1alpha1.ChallengeTemplateSpec) {
 		s.Ports = []ctfv1alpha1.ChallengePort{{Name: "http", Port: 8080, Protocol: ctfv1alpha1.ProtocolTCP}, {Name: "nc", Port: 1337, Protocol: ctfv1alpha1.ProtocolTCP}}
 		s.Expose = &ctfv1alpha1.Expose{Type: ctfv1alpha1.ExposeHTTPRoute}
-		s.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "nc", Type: ctfv1alpha1.ExposeTLSRoute}}
+		s.ExposePorts = []ctfv1alpha1.PortExposure{{Port: "nc", Type: ctfv1alpha1.ExposeTLSRoute, Gateway: &adminGateway}}
 		s.Env = []ctfv1alpha1.EnvVar{{Name: "NC_ADDR", Value: "$(CHALLENGE_NC_PUBLIC_HOST):$(CHALLENGE_NC_PUBLIC_PORT)"}}
 		s.Components = []ctfv1alpha1.Component{{Name: "shell", Image: "ghcr.io/example/shell:1",
 			Ports:       []ctfv1alpha1.ChallengePort{{Name: "metrics", Port: 9100, Protocol: ctfv1alpha1.ProtocolTCP}, {Name: "ssh", Port: 2222, Protocol: ctfv1alpha1.ProtocolTCP}},
@@ -125,10 +127,15 @@ func TestPortsExposedEachTheirWay(t *testing.T) {
 	sh := deployment(g, got, "web-ports--shell").Spec.Template.Spec.Containers[0]
 	g.Expect(expand(sh.Env, "SSH_ADDR")).To(Equal(ssh.Host+" 443"), "a component's port too")
 
-	for name, host := range map[string]string{"web-ports.nc": nc.Host, "web-ports--shell.ssh": ssh.Host} {
+	for name, want := range map[string]struct {
+		host string
+		on   ctfv1alpha1.GatewayRef
+	}{"web-ports.nc": {nc.Host, adminGateway}, "web-ports--shell.ssh": {ssh.Host, gateway}} {
 		route := &gatewayv1.TLSRoute{}
 		g.Expect(h.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, route)).To(Succeed())
-		g.Expect(route.Spec.Hostnames).To(Equal([]gatewayv1.Hostname{gatewayv1.Hostname(host)}))
+		g.Expect(route.Spec.Hostnames).To(Equal([]gatewayv1.Hostname{gatewayv1.Hostname(want.host)}))
+		g.Expect(route.Spec.ParentRefs).To(HaveExactElements(And(HaveField("Name", gatewayv1.ObjectName(want.on.Name)),
+			HaveField("Namespace", HaveValue(Equal(gatewayv1.Namespace(want.on.Namespace)))))), "%s on the Gateway chosen for it", name)
 		g.Expect(route.Spec.Rules[0].BackendRefs).To(HaveExactElements(HaveField("BackendObjectReference.Name", gatewayv1.ObjectName(strings.TrimSuffix(strings.TrimSuffix(name, ".nc"), ".ssh")))))
 	}
 	np := networkPolicy(g, got, "web-ports--shell")

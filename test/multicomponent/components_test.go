@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{AsServiceAccount: true, GatewayAPI: true, Operator: operator.Options{
 		MaxConcurrentReconciles: 4,
 		FlagCodec:               harness.FlagCodec(),
-		Values: values.Settings{Gateways: []ctfv1alpha1.GatewayRef{gateway}, IngressFromNamespaces: []string{gateway.Namespace}, Security: security.Bounds{
+		Values: values.Settings{Gateways: []ctfv1alpha1.GatewayRef{gateway, adminGateway}, IngressFromNamespaces: []string{gateway.Namespace, adminGateway.Namespace}, Security: security.Bounds{
 			MaxProfile:            ctfv1alpha1.ProfilePrivileged,
 			SandboxRuntimeClasses: []string{sandbox},
 			AllowedCapabilities:   []string{"SYS_ADMIN"},
@@ -49,8 +49,10 @@ func TestMain(m *testing.M) {
 		if err := h.Client.Create(context.Background(), rc); err != nil {
 			panic(err)
 		}
-		if err := harness.CreateGateway(context.Background(), h.Client, gateway); err != nil {
-			panic(err)
+		for _, gw := range []ctfv1alpha1.GatewayRef{gateway, adminGateway} {
+			if err := harness.CreateGateway(context.Background(), h.Client, gw); err != nil {
+				panic(err)
+			}
 		}
 	}))
 }

@@ -21,6 +21,10 @@ import (
 // on 443, passed through by SNI; HTTP on 80; HTTPS on 8443.
 var gateway = ctfv1alpha1.GatewayRef{Namespace: "gateways", Name: "ctf"}
 
+// adminGateway is a second Gateway the admin lists (--gateways), for the
+// ports a template sends to it by name: one for organisers' admin pages.
+var adminGateway = ctfv1alpha1.GatewayRef{Namespace: "gateways-admin", Name: "admin"}
+
 // TestTCPOverTLSByName: a netcat challenge exposed by a TLSRoute is reached
 // as "ncat --ssl <its own host> 443" on the Gateway's shared port: no node
 // port, the route names the admin's Gateway, the instance's own host and its
