@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challenge"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
@@ -63,7 +63,7 @@ func fillFloorPool(ctx context.Context, cl client.Client, n int) (*floorClaims, 
 			return err
 		}
 		ch.Status = runningPooled(ch)
-		if err := controller.ApplyStatus(ctx, cl, ch); err != nil {
+		if err := challenge.ApplyStatus(ctx, cl, ch); err != nil {
 			return fmt.Errorf("the status of pooled %s: %w", ch.Name, err)
 		}
 		f.pooled[i] = ch
@@ -146,7 +146,7 @@ func (f *floorClaims) claim(ctx context.Context, c, pooled *ctfv1alpha1.Challeng
 	}
 	c.Status = f.claimed(c, pooled)
 	f.writes.Add(1)
-	return controller.ApplyStatus(ctx, f.cl, c)
+	return challenge.ApplyStatus(ctx, f.cl, c)
 }
 
 // wait waits for every claim started and returns when each was done.

@@ -87,6 +87,7 @@ var placed = map[string]string{
 	"internal/pool":                   engineLayer,
 	"internal/action":                 engineLayer,
 	"internal/controller":             engineLayer,
+	"internal/controller/challenge":   engineLayer,
 	"internal/policyhelm":             engineLayer,
 	"internal/webhook":                engineLayer,
 	"internal/operator":               engineLayer,

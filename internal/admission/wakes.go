@@ -13,7 +13,7 @@ import (
 
 // Admission's wake-ups, beside its rules: which Challenge events free what
 // a Challenge may be waiting for, and which Challenges they wake. The Helm
-// reconciler's watches (controller.HelmWatches) call them.
+// reconciler's watches (challenge.HelmWatches) call them.
 
 // LeavesOrFails passes the Challenge events that free a place in the queue
 // or a team's budget: an instance leaving (its deletion begun, or gone),

@@ -23,6 +23,15 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
+// Quiet is how long after the last team's Challenge the pools' Helm work
+// (challenge.PoolHelmControllerName's) and their sizing wait, Patience at
+// most: a burst of claims is served by the API server alone, and a steady
+// stream of them does not starve the pools.
+const (
+	Quiet    = 2 * time.Second
+	Patience = 10 * time.Second
+)
+
 // PoolReconciler keeps each pooled template's unclaimed instances at the
 // demand's target, replaces those made for an older generation of the
 // template, and deletes claimed ones whose claimant is gone (a claim that
@@ -63,7 +72,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		target = opening.Target(p.Demand.Target(tmpl.Name, tmpl.Spec.Pool.Min, tmpl.Spec.Pool.Max))
 	}
 	plan := p.Plan(tmpl, list.Items, target)
-	wait, since := p.Demand.Hold(sizingKey(tmpl), poolQuiet, poolPatience)
+	wait, since := p.Demand.Hold(sizingKey(tmpl), Quiet, Patience)
 	if wait > 0 {
 		// Teams are claiming: the pool's changes (its refill, chiefly) wait
 		// for quiet as its Helm work does, and for as long at most. Made now,

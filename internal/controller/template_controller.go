@@ -12,9 +12,6 @@ import (
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 )
 
-// TemplateField indexes Challenges by spec.template in the manager's cache.
-const TemplateField = "spec.template"
-
 // TemplateStatusReconciler keeps ChallengeTemplate.status.activeInstances true.
 type TemplateStatusReconciler struct {
 	Client client.Client

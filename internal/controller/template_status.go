@@ -23,7 +23,7 @@ import (
 const TemplateStatusFieldManager = "challenge-operator-template-status"
 
 // TemplateStatusWriter is the one writer of a ChallengeTemplate's status, as
-// StatusWriter is a Challenge's. Each part of it is computed by the
+// challenge.StatusWriter is a Challenge's. Each part of it is computed by the
 // controller that observes it, which hands it here:
 //
 //   - activeInstances: TemplateStatusReconciler;
@@ -232,7 +232,7 @@ func (w *TemplateStatusWriter) apply(ctx context.Context, tmpl *ctfv1alpha1.Chal
 	}
 	from := tmpl.ResourceVersion
 	want := tmpl.Status.DeepCopy()
-	if err := applyStatusOf(ctx, w.Client, tmpl, "ChallengeTemplate", &tmpl.Status, TemplateStatusFieldManager); err != nil {
+	if err := ApplyStatusOf(ctx, w.Client, tmpl, "ChallengeTemplate", &tmpl.Status, TemplateStatusFieldManager); err != nil {
 		return err
 	}
 	if err := w.dropShared(ctx, tmpl, want); err != nil {
@@ -262,7 +262,7 @@ func (w *TemplateStatusWriter) dropEmptied(ctx context.Context, tmpl *ctfv1alpha
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(applied, &first.Status); err != nil {
 		return err
 	}
-	if err := applyStatusOf(ctx, w.Client, first, "ChallengeTemplate", &first.Status, TemplateStatusFieldManager); err != nil {
+	if err := ApplyStatusOf(ctx, w.Client, first, "ChallengeTemplate", &first.Status, TemplateStatusFieldManager); err != nil {
 		return err
 	}
 	w.record(first, tmpl.ResourceVersion)

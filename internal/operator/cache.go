@@ -12,7 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challenge"
 )
 
 // CacheOptions limit the manager's cache to the given namespaces (all when
@@ -33,7 +33,7 @@ func CacheOptions(namespaces []string, features Features) cache.Options {
 			&batchv1.Job{}: {Label: labels.NewSelector().Add(mustRequirement(ctfv1alpha1.SolverLabel, selection.Exists)), Transform: stripManagedFields},
 		},
 	}
-	for _, obj := range append(controller.ReleaseKinds(true), &corev1.Pod{}, &appsv1.ReplicaSet{}) {
+	for _, obj := range append(challenge.ReleaseKinds(true), &corev1.Pod{}, &appsv1.ReplicaSet{}) {
 		opts.ByObject[obj] = cache.ByObject{Label: instances, Transform: withoutUnreadSpecs}
 	}
 	if features.Gateways {

@@ -21,7 +21,7 @@ var challengeGVK = ctfv1alpha1.GroupVersion.WithKind("Challenge")
 // same schema the API server prunes to, so the conversion keeps every field
 // it stores, though times only to the second: the reconciler's one write of
 // the object itself goes out as a patch of its finalizers
-// (controller.StatusClient.Update), never the converted whole. Other reads,
+// (challenge.StatusClient.Update), never the converted whole. Other reads,
 // lists among them (the reconciler makes none), pass through.
 type typedChallenges struct{ client.Reader }
 

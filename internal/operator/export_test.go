@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challenge"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/policy"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
@@ -32,7 +32,7 @@ func RenderForGate(ch *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 // Leftovers is the teardown's check for what remains of an instance, on a
 // client that serves no index.
 func Leftovers(cl client.Client, pools *pool.Pools, namespacePerInstance, gateways bool) func(context.Context, client.Object) error {
-	return controller.Teardown{Client: cl, Pools: pools, NamespacePerInstance: namespacePerInstance, Gateways: gateways}.Leftovers
+	return challenge.Teardown{Client: cl, Pools: pools, NamespacePerInstance: namespacePerInstance, Gateways: gateways}.Leftovers
 }
 
 // InstanceNamespace is the namespace of its own an instance gets.

@@ -30,7 +30,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challenge"
 	"github.com/challenge-operator/challenge-operator/test/builders"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
@@ -503,7 +503,7 @@ func TestStatusIsAppliedByOneFieldManager(t *testing.T) {
 		}
 	}
 	g.Expect(status).To(HaveLen(1), "one manager owns the status: %+v", status)
-	g.Expect(status[0].Manager).To(Equal(controller.StatusFieldManager))
+	g.Expect(status[0].Manager).To(Equal(challenge.StatusFieldManager))
 	g.Expect(status[0].Operation).To(Equal(metav1.ManagedFieldsOperationApply))
 	g.Expect(string(status[0].FieldsV1.Raw)).To(And(ContainSubstring(`"f:phase"`), ContainSubstring(`"f:endpoint"`), ContainSubstring(`"f:conditions"`)))
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/containment"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challenge"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
@@ -113,7 +114,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("loading watches file %s: %w", opts.WatchesFile, err)
 	}
-	if err := controller.AddIndexes(mgr, features.Gateways); err != nil {
+	if err := challenge.AddIndexes(mgr, features.Gateways); err != nil {
 		return err
 	}
 	recorder, err := eventRecorder(mgr, "challenge-operator", opts.Events)
@@ -131,13 +132,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	operatorsOwn := func(ch *ctfv1alpha1.Challenge) bool {
 		return pools.IsPooled(ch) || canaries.IsAny(ch)
 	}
-	writer := &controller.StatusWriter{
+	writer := &challenge.StatusWriter{
 		Client: mgr.GetClient(),
 		Reader: mgr.GetClient(),
 		Live:   mgr.GetAPIReader(),
-		Observer: &controller.Observer{Reader: mgr.GetClient(), Indexed: true, NodeAddress: opts.NodeAddress,
+		Observer: &challenge.Observer{Reader: mgr.GetClient(), Indexed: true, NodeAddress: opts.NodeAddress,
 			NamespacePerInstance: features.NamespacePerInstance, Gateways: features.Gateways, Queue: queue, Pools: pools,
-			Rollouts: &controller.Rollouts{Live: mgr.GetAPIReader()}},
+			Rollouts: &challenge.Rollouts{Live: mgr.GetAPIReader()}},
 		Recorder:     recorder,
 		OperatorsOwn: operatorsOwn,
 	}
@@ -147,7 +148,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	records := &action.Records{Reader: mgr.GetCache()}
 	// The kinds the Helm controllers watch (SetupHelmControllers).
-	existence, err := action.NewExistence(mgr.GetCache(), mgr.GetRESTMapper(), mgr.GetScheme(), controller.ReleaseKinds(features.NamespacePerInstance))
+	existence, err := action.NewExistence(mgr.GetCache(), mgr.GetRESTMapper(), mgr.GetScheme(), challenge.ReleaseKinds(features.NamespacePerInstance))
 	if err != nil {
 		return fmt.Errorf("mapping the kinds a release renders: %w", err)
 	}
@@ -163,7 +164,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating Helm action client getter: %w", err)
 	}
-	actions.Leftovers = controller.Teardown{Client: mgr.GetClient(), Pools: pools, NamespacePerInstance: features.NamespacePerInstance,
+	actions.Leftovers = challenge.Teardown{Client: mgr.GetClient(), Pools: pools, NamespacePerInstance: features.NamespacePerInstance,
 		Gateways: features.Gateways, Indexed: true}.Leftovers
 	actions.RenderInputs = renderInputs(mgr.GetClient(), limits)
 	actions.CheckRecord = policyGate.CheckRecord
@@ -171,7 +172,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	actions.Records = records
 	actions.Existence = existence
 	if features.NamespacePerInstance {
-		actions.RecountQuota = controller.QuotaRecount{Live: mgr.GetAPIReader(), Client: mgr.GetClient(), Recorder: recorder}.Recount
+		actions.RecountQuota = challenge.QuotaRecount{Live: mgr.GetAPIReader(), Client: mgr.GetClient(), Recorder: recorder}.Recount
 	}
 	quota := &admission.Quota{Reader: mgr.GetClient(), DefaultMax: opts.MaxInstancesPerParticipant}
 	budget := teamBudget(mgr.GetClient(), mgr.GetAPIReader(), opts, quota)
@@ -191,17 +192,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	wiring := reconcilerWiring{
-		client:  &controller.StatusClient{Client: helmClient, Writer: writer},
+		client:  &challenge.StatusClient{Client: helmClient, Writer: writer},
 		actions: actions,
-		preHook: controller.MarkReleasingHook(writer),
+		preHook: challenge.MarkReleasingHook(writer),
 		translator: renderingTranslator{writer: writer, gate: policyGate, Translator: render.Translator{
 			Reader:          mgr.GetClient(),
 			OrganiserReader: mgr.GetAPIReader(),
 			Admission:       admission.Admission{Quota: quota, Budget: budget, Queue: queue, Pools: pools, Canaries: canaries},
 			Rules:           values.Rules{Settings: opts.Values, Limits: limits, FlagCodec: opts.FlagCodec},
 		}},
-		extraWatches: controller.HelmWatches(mgr, actions.InstallFailing, pools, queue),
-		recorder:     mgr.GetEventRecorderFor(controller.HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
+		extraWatches: challenge.HelmWatches(mgr, actions.InstallFailing, pools, queue),
+		recorder:     mgr.GetEventRecorderFor(challenge.HelmControllerName), //nolint:staticcheck // the Helm reconciler takes the old recorder
 	}
 	for _, w := range ws {
 		if w.GroupVersionKind != challengeGVK {
@@ -212,20 +213,20 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("creating reconciler for %s: %w", w.GroupVersionKind, err)
 		}
 		helm := policyGate.Scoped(r)
-		if err := controller.SetupHelmControllers(mgr, helm, concurrency(w, opts), wiring.extraWatches, features.NamespacePerInstance, actions.InstallFailing, pools); err != nil {
+		if err := challenge.SetupHelmControllers(mgr, helm, concurrency(w, opts), wiring.extraWatches, features.NamespacePerInstance, actions.InstallFailing, pools); err != nil {
 			return fmt.Errorf("setting up reconciler for %s: %w", w.GroupVersionKind, err)
 		}
 	}
-	statusReconciler := &controller.StatusReconciler{Client: mgr.GetClient(), Writer: writer, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+	statusReconciler := &challenge.StatusReconciler{Client: mgr.GetClient(), Writer: writer, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		Gateways: features.Gateways, Pools: pools}
 	if err := statusReconciler.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&controller.ExpiryReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+	if err := (&challenge.ExpiryReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if features.NamespacePerInstance {
-		orphans := &controller.OrphanedNamespaceReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: recorder}
+		orphans := &challenge.OrphanedNamespaceReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: recorder}
 		if err := orphans.SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -277,7 +278,7 @@ func teamBudget(cl, live client.Reader, opts Options, quota *admission.Quota) *a
 
 // reconcilerWiring is what connects the Helm reconciler to the Go side.
 type reconcilerWiring struct {
-	client       *controller.StatusClient
+	client       *challenge.StatusClient
 	actions      *action.ClientGetter
 	preHook      hook.PreHook
 	translator   renderingTranslator
@@ -290,7 +291,7 @@ type reconcilerWiring struct {
 // the render of those values may contain.
 type renderingTranslator struct {
 	render.Translator
-	writer *controller.StatusWriter
+	writer *challenge.StatusWriter
 	gate   *policyhelm.Gate
 }
 

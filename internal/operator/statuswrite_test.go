@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challenge"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/test/builders"
 )
@@ -48,14 +48,14 @@ func TestFirstStatusSurvivesALaggingCache(t *testing.T) {
 			"message": `TemplateNotFound: ChallengeTemplate "tpl-never" does not exist`, "lastTransitionTime": "2026-11-23T10:00:00Z"},
 	}, "status", "conditions")).To(Succeed())
 
-	writer := &controller.StatusWriter{
+	writer := &challenge.StatusWriter{
 		Client:   k8s,
 		Reader:   laggingCache{Reader: k8s, seen: asCreated},
 		Live:     k8s,
-		Observer: &controller.Observer{Reader: k8s},
+		Observer: &challenge.Observer{Reader: k8s},
 		Recorder: events.NewFakeRecorder(10),
 	}
-	statusClient := &controller.StatusClient{Client: k8s, Writer: writer}
+	statusClient := &challenge.StatusClient{Client: k8s, Writer: writer}
 	g.Expect(statusClient.Status().Update(ctx, held)).To(Succeed())
 
 	got := &ctfv1alpha1.Challenge{}

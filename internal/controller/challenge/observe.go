@@ -1,9 +1,11 @@
-// Package controller holds the operator's controllers: the ones that run the
-// embedded Helm reconciler (what starts a Helm reconcile, and in which
-// order), the status controller and the status writer every status update
-// of a Challenge goes through, expiry, the templates' status, the warm
-// pools, and the teardown an uninstall ends with.
-package controller
+// Package challenge holds the controllers that reconcile a Challenge: the
+// ones that run the embedded Helm reconciler on it (what starts a Helm
+// reconcile, and in which order), the status controller and the status
+// writer every status update of a Challenge goes through, with what they
+// observe, expiry, the teardown an uninstall ends with, the recount of an
+// instance namespace's quota, and the deletion of an instance namespace
+// whose Challenge is gone.
+package challenge
 
 import (
 	"context"
@@ -22,6 +24,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
@@ -130,7 +133,7 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 	if ref != nil {
 		// Nobody connects before the team's flags are in every pod: no
 		// endpoint yet, nor while a pod that came since waits for them.
-		obs.FlagsPending, obs.FlagsFailed = ClaimFlags(tmpl, inst, ch.UID, pods.Items)
+		obs.FlagsPending, obs.FlagsFailed = controller.ClaimFlags(tmpl, inst, ch.UID, pods.Items)
 		if obs.FlagsPending || obs.FlagsFailed != "" {
 			return obs, nil
 		}

@@ -1,4 +1,4 @@
-package controller
+package challenge
 
 import (
 	"context"
@@ -9,15 +9,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
@@ -71,21 +71,21 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("challenge-status").
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
+		WithOptions(ctrlcontroller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		For(&ctfv1alpha1.Challenge{}).
 		// Map the instance's objects by their labels rather than owner
 		// references: pods belong to ReplicaSets, and an instance in a
 		// namespace of its own cannot be owned across namespaces.
-		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
-		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject))
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(controller.ChallengeOfInstanceObject)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(controller.ChallengeOfInstanceObject)).
+		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(controller.ChallengeOfInstanceObject)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(controller.ChallengeOfInstanceObject))
 	if r.Pools != nil {
 		b = b.Watches(&ctfv1alpha1.Challenge{}, handler.EnqueueRequestsFromMapFunc(claimantOf))
 	}
 	if r.Gateways {
-		b = b.Watches(&gatewayv1.TLSRoute{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject)).
-			Watches(&gatewayv1.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject))
+		b = b.Watches(&gatewayv1.TLSRoute{}, handler.EnqueueRequestsFromMapFunc(controller.ChallengeOfInstanceObject)).
+			Watches(&gatewayv1.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(controller.ChallengeOfInstanceObject))
 	}
 	return b.Complete(r)
 }
@@ -96,18 +96,4 @@ func claimantOf(_ context.Context, obj client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: key}}
 	}
 	return nil
-}
-
-// ChallengeOfInstanceObject maps an object of an instance to its Challenge.
-func ChallengeOfInstanceObject(_ context.Context, obj client.Object) []reconcile.Request {
-	labels := obj.GetLabels()
-	name, ok := labels[ctfv1alpha1.InstanceLabel]
-	if !ok {
-		return nil
-	}
-	ns := labels[ctfv1alpha1.InstanceNamespaceLabel]
-	if ns == "" {
-		ns = obj.GetNamespace()
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }

@@ -1,4 +1,4 @@
-package controller
+package challenge
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/containment"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
@@ -36,7 +37,7 @@ import (
 func AddIndexes(mgr ctrl.Manager, gateways bool) error {
 	indexer := mgr.GetFieldIndexer()
 	ctx := context.Background()
-	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, TemplateField, func(o client.Object) []string {
+	if err := indexer.IndexField(ctx, &ctfv1alpha1.Challenge{}, controller.TemplateField, func(o client.Object) []string {
 		return []string{o.(*ctfv1alpha1.Challenge).Spec.Template}
 	}); err != nil {
 		return fmt.Errorf("indexing Challenges by template: %w", err)
@@ -98,7 +99,7 @@ func HelmWatches(mgr ctrl.Manager, installFailing func(string) bool, pools *pool
 	cl := mgr.GetClient()
 	return func(c reconciler.ControllerSetup) error {
 		byTemplate := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, t *ctfv1alpha1.ChallengeTemplate) []reconcile.Request {
-			return challengeRequests(ctx, cl, everyChallenge, client.MatchingFields{TemplateField: t.Name})
+			return challengeRequests(ctx, cl, everyChallenge, client.MatchingFields{controller.TemplateField: t.Name})
 		})
 		// Only its spec changes a render, and its hold whether its starts
 		// wait: the rest of its status (counts, the pool's) changes with

@@ -1,4 +1,4 @@
-package controller
+package challenge
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
@@ -80,7 +81,7 @@ func setupHelmController(mgr ctrl.Manager, r reconcile.Reconciler, hc helmContro
 	}
 	for _, obj := range ReleaseKinds(namespacePerInstance) {
 		if err := c.Watch(source.Kind(mgr.GetCache(), obj,
-			handler.EnqueueRequestsFromMapFunc(unlessInstallFailing(ChallengeOfInstanceObject, installFailing)), drifted())); err != nil {
+			handler.EnqueueRequestsFromMapFunc(unlessInstallFailing(controller.ChallengeOfInstanceObject, installFailing)), drifted())); err != nil {
 			return err
 		}
 	}
@@ -121,21 +122,13 @@ func helmControllers(r reconcile.Reconciler, concurrency int, pools *pool.Pools)
 	}
 }
 
-// poolQuiet is how long after the last team's Challenge the pools' Helm work
-// waits, poolPatience at most: a burst of claims is served by the API server
-// alone, and a steady stream of them does not starve the pools.
-const (
-	poolQuiet    = 2 * time.Second
-	poolPatience = 10 * time.Second
-)
-
-// whenQuiet runs r once no team has asked for an instance for poolQuiet, or
-// once a request has waited poolPatience (pool.Demand.Hold): a refill's
+// whenQuiet runs r once no team has asked for an instance for controller.Quiet, or
+// once a request has waited controller.Patience (pool.Demand.Hold): a refill's
 // install, a claim's relabelling and a pooled instance's teardown all load
 // the API server that claims wait on.
 func whenQuiet(r reconcile.Reconciler, demand *pool.Demand) reconcile.Reconciler {
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		if wait, _ := demand.Hold(req.String(), poolQuiet, poolPatience); wait > 0 {
+		if wait, _ := demand.Hold(req.String(), controller.Quiet, controller.Patience); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		return r.Reconcile(ctx, req)
@@ -215,7 +208,7 @@ func unlessInstallFailing[T any](mapFunc func(context.Context, T) []reconcile.Re
 // being deleted.
 func tearingDown(cl client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		reqs := ChallengeOfInstanceObject(ctx, obj)
+		reqs := controller.ChallengeOfInstanceObject(ctx, obj)
 		if len(reqs) == 0 {
 			return nil
 		}

@@ -1,4 +1,4 @@
-package controller
+package challenge
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
@@ -237,8 +238,8 @@ func TestInstallsFirst(t *testing.T) {
 }
 
 // TestWhenQuiet: the pools' Helm work is held back while teams ask for
-// instances, until poolQuiet has passed since the last one, or until the
-// request has waited poolPatience; each request's wait is its own, and a
+// instances, until controller.Quiet has passed since the last one, or until the
+// request has waited controller.Patience; each request's wait is its own, and a
 // request run waits afresh the next time. The demand's clock is the test's.
 func TestWhenQuiet(t *testing.T) {
 	// step is one thing that happens, in order: the clock moves on by
@@ -256,40 +257,40 @@ func TestWhenQuiet(t *testing.T) {
 		steps []step
 	}{
 		{"no demand ever: run at once", []step{{req: "a", wantRun: true}}},
-		{"right after a team's request: held back for poolQuiet", []step{{demand: 1, req: "a", wantRequeue: poolQuiet}}},
-		{"held back for what is left of poolQuiet", []step{
-			{demand: 1, req: "a", wantRequeue: poolQuiet},
+		{"right after a team's request: held back for controller.Quiet", []step{{demand: 1, req: "a", wantRequeue: controller.Quiet}}},
+		{"held back for what is left of controller.Quiet", []step{
+			{demand: 1, req: "a", wantRequeue: controller.Quiet},
 			{advance: 1500 * time.Millisecond, req: "a", wantRequeue: 500 * time.Millisecond},
 		}},
 		{"run once quiet", []step{
-			{demand: 1, req: "a", wantRequeue: poolQuiet},
-			{advance: poolQuiet, req: "a", wantRun: true},
+			{demand: 1, req: "a", wantRequeue: controller.Quiet},
+			{advance: controller.Quiet, req: "a", wantRun: true},
 		}},
-		{"a steady stream holds it back poolPatience at most", []step{
-			{demand: 1, req: "a", wantRequeue: poolQuiet},
-			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: poolQuiet},
-			{advance: 7 * time.Second, demand: 1, req: "a", wantRequeue: poolQuiet},
+		{"a steady stream holds it back controller.Patience at most", []step{
+			{demand: 1, req: "a", wantRequeue: controller.Quiet},
+			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: controller.Quiet},
+			{advance: 7 * time.Second, demand: 1, req: "a", wantRequeue: controller.Quiet},
 			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: time.Second}, // 9 s waited: 1 s of patience left
 			{advance: 1 * time.Second, demand: 1, req: "a", wantRun: true},            // 10 s waited
 		}},
 		{"each request waits from when it was first held back", []step{
-			{demand: 1, req: "a", wantRequeue: poolQuiet},
-			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: poolQuiet},
-			{advance: 8 * time.Second, demand: 1, req: "b", wantRequeue: poolQuiet},
+			{demand: 1, req: "a", wantRequeue: controller.Quiet},
+			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: controller.Quiet},
+			{advance: 8 * time.Second, demand: 1, req: "b", wantRequeue: controller.Quiet},
 			{req: "a", wantRequeue: time.Second},
 			{advance: 1 * time.Second, demand: 1, req: "a", wantRun: true},
-			{req: "b", wantRequeue: poolQuiet},
+			{req: "b", wantRequeue: controller.Quiet},
 		}},
 		{"a request run waits afresh when it comes back", []step{
-			{demand: 1, req: "a", wantRequeue: poolQuiet},
+			{demand: 1, req: "a", wantRequeue: controller.Quiet},
 			{advance: 9 * time.Second, demand: 1, req: "a", wantRequeue: time.Second},
 			{advance: 1 * time.Second, demand: 1, req: "a", wantRun: true},
-			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: poolQuiet},
+			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: controller.Quiet},
 		}},
 		{"a request run when quiet forgets its wait", []step{
-			{demand: 1, req: "a", wantRequeue: poolQuiet},
+			{demand: 1, req: "a", wantRequeue: controller.Quiet},
 			{advance: 9 * time.Second, req: "a", wantRun: true},
-			{advance: 5 * time.Second, demand: 1, req: "a", wantRequeue: poolQuiet},
+			{advance: 5 * time.Second, demand: 1, req: "a", wantRequeue: controller.Quiet},
 		}},
 	}
 	for _, tt := range tests {
