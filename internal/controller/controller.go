@@ -1,9 +1,9 @@
 // Package controller holds what the operator's controllers share across
 // the kinds they reconcile (how a Challenge is found from its template or
 // from an object of its instance, the server-side apply of a status, the
-// settling of a template's reconciles), and the controllers of the warm
-// pools and of the templates; the Challenge's own are in its subpackage
-// challenge.
+// settling of a template's reconciles), and the controllers of the
+// templates; those of a Challenge and of the warm pools are in its
+// subpackages challenge and challengepool.
 package controller
 
 import (

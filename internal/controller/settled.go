@@ -10,18 +10,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// templateSettle is how long a template's own reconcile waits after a
+// TemplateSettle is how long a template's own reconcile waits after a
 // change to one of its instances, gathering the changes that follow: a
 // burst of 500 starts or claims changes its instances thousands of times,
 // and each reconcile lists all of them. A template's status is that much
 // behind its instances at most; an instance's own status never waits.
-const templateSettle = time.Second
+const TemplateSettle = time.Second
 
-// settled enqueues the requests mapFn gives for an event after settle, the
+// Settled enqueues the requests mapFn gives for an event after settle, the
 // earliest of those pending winning (both of controller-runtime's queues
 // keep an item once, at its earliest time): a template is reconciled at
 // most once per settle however many of its instances change meanwhile.
-func settled(mapFn handler.MapFunc, settle time.Duration) handler.EventHandler {
+func Settled(mapFn handler.MapFunc, settle time.Duration) handler.EventHandler {
 	mapped := handler.EnqueueRequestsFromMapFunc(mapFn)
 	delay := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) delayedQueue {
 		return delayedQueue{TypedRateLimitingInterface: q, after: settle}

@@ -37,7 +37,7 @@ func TestSettledDelaysEveryRequest(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	q := &delayRecordingQueue{after: map[reconcile.Request][]time.Duration{}}
-	h := settled(templateOf, time.Second)
+	h := Settled(templateOf, time.Second)
 	of := func(i int, template string) *ctfv1alpha1.Challenge {
 		return &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("team-", i), Namespace: "ctf"},
 			Spec: ctfv1alpha1.ChallengeSpec{Template: template}}
@@ -64,7 +64,7 @@ func TestSettledBurstIsOneItem(t *testing.T) {
 	ctx := context.Background()
 	q := priorityqueue.New[reconcile.Request]("settled-test")
 	defer q.ShutDown()
-	h := settled(templateOf, 100*time.Millisecond)
+	h := Settled(templateOf, 100*time.Millisecond)
 	for i := range 100 {
 		h.Create(ctx, event.CreateEvent{Object: &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("team-", i), Namespace: "ctf"},
 			Spec: ctfv1alpha1.ChallengeSpec{Template: "web"}}}, q)

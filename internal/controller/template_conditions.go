@@ -161,7 +161,7 @@ func (r *TemplateConditionsReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("challengetemplate-conditions").
 		For(&ctfv1alpha1.ChallengeTemplate{}).
-		Watches(&ctfv1alpha1.Challenge{}, settled(templateOf, templateSettle), builder.WithPredicates(outcomeChanged)).
+		Watches(&ctfv1alpha1.Challenge{}, Settled(templateOf, TemplateSettle), builder.WithPredicates(outcomeChanged)).
 		Complete(r)
 }
 

@@ -49,7 +49,7 @@ func (r *TemplateStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Its count depends on no field of the template, and its status
 		// changes with every instance.
 		For(&ctfv1alpha1.ChallengeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&ctfv1alpha1.Challenge{}, settled(templateOf, templateSettle)).
+		Watches(&ctfv1alpha1.Challenge{}, Settled(templateOf, TemplateSettle)).
 		Complete(r)
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/containment"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/controller/challenge"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challengepool"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
@@ -83,7 +84,7 @@ type Options struct {
 	// FlagCodec seals the teams' perTeam flags; nil refuses them.
 	FlagCodec *flagtag.Codec
 	// FlagWriterImage runs `write-flags` in a claimed pooled instance's pods
-	// (controller.FlagDeliveryReconciler): the operator's own image.
+	// (challengepool.FlagDeliveryReconciler): the operator's own image.
 	FlagWriterImage string
 }
 
@@ -234,10 +235,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	// A template's status has one writer; its controllers hand it each part.
 	templateStatus := &controller.TemplateStatusWriter{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	if features.Pools {
-		if err := (&controller.PoolReconciler{Pools: pools, Status: templateStatus, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+		if err := (&challengepool.PoolReconciler{Pools: pools, Status: templateStatus, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		delivery := &controller.FlagDeliveryReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Pools: pools, Codec: opts.FlagCodec,
+		delivery := &challengepool.FlagDeliveryReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Pools: pools, Codec: opts.FlagCodec,
 			Image: opts.FlagWriterImage, MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
 		if err := delivery.SetupWithManager(mgr); err != nil {
 			return err

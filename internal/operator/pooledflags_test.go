@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challengepool"
 	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
@@ -160,7 +160,7 @@ func TestPooledPerTeamFlags(t *testing.T) {
 		pod := pods.Items[0]
 		g.Expect(pod.Status.ContainerStatuses).To(HaveEach(HaveField("RestartCount", BeZero())), "nothing restarted")
 		writer := pod.Spec.EphemeralContainers[0]
-		g.Expect(writer.Name).To(Equal("flags-" + controller.FlagClaim(ch.UID) + "-0"))
+		g.Expect(writer.Name).To(Equal("flags-" + challengepool.FlagClaim(ch.UID) + "-0"))
 		g.Expect(writer.Image).To(Equal(flagWriterImage))
 		g.Expect(writer.Args).To(Equal([]string{"write-flags", "--file", "/run/challenge-flags/flags-web/web.txt=FLAG_0:0444:" + hex.EncodeToString(sum[:])}))
 		g.Expect(writer.Env).To(Equal([]corev1.EnvVar{{Name: "FLAG_0", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -190,10 +190,10 @@ func TestPooledPerTeamFlags(t *testing.T) {
 		if team == "team-second" {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&pod), &pod)).To(Succeed())
 			g.Expect(pod.Spec.EphemeralContainers).To(HaveLen(2), "a failed writer is followed by another")
-			g.Expect(pod.Spec.EphemeralContainers[1].Name).To(Equal("flags-" + controller.FlagClaim(ch.UID) + "-1"))
+			g.Expect(pod.Spec.EphemeralContainers[1].Name).To(Equal("flags-" + challengepool.FlagClaim(ch.UID) + "-1"))
 		}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&pooled), &pooled)).To(Succeed())
-		g.Expect(pooled.Annotations).To(HaveKeyWithValue(ctfv1alpha1.FlagsDeliveredAnnotation, controller.FlagClaim(ch.UID)))
+		g.Expect(pooled.Annotations).To(HaveKeyWithValue(ctfv1alpha1.FlagsDeliveredAnnotation, challengepool.FlagClaim(ch.UID)))
 		body, _ := ctfflag.BodyOf("CTF{%s}", flag)
 		verdict, owner := codec.Verify("pooled-flags", "web", team, body)
 		g.Expect(verdict).To(Equal(flagtag.Correct), "the team's own flag")
@@ -321,7 +321,7 @@ func TestPooledFlagsWritersAllFail(t *testing.T) {
 	pooled, pod := claimDelivering(t, ch)
 	fail := map[string]bool{}
 	for i := range 5 {
-		fail[fmt.Sprintf("flags-%s-%d", controller.FlagClaim(ch.UID), i)] = true
+		fail[fmt.Sprintf("flags-%s-%d", challengepool.FlagClaim(ch.UID), i)] = true
 	}
 	got := &ctfv1alpha1.Challenge{}
 	g.Eventually(func(g Gomega) {
@@ -373,11 +373,11 @@ func TestPooledFlagsFollowAReplacedPod(t *testing.T) {
 		g.Expect(k8s.List(ctx, &pods, client.InNamespace(poolNamespace), client.MatchingLabels{ctfv1alpha1.InstanceLabel: pooled.Name})).To(Succeed())
 		g.Expect(pods.Items).To(ConsistOf(And(
 			HaveField("UID", Not(Equal(pod.UID))),
-			HaveField("Spec.EphemeralContainers", ConsistOf(HaveField("Name", "flags-"+controller.FlagClaim(ch.UID)+"-0"))))))
+			HaveField("Spec.EphemeralContainers", ConsistOf(HaveField("Name", "flags-"+challengepool.FlagClaim(ch.UID)+"-0"))))))
 	}, timeout, interval).Should(Succeed())
 
 	got := eventuallyRunning(t, ch, nil)
 	g.Expect(got.Status.Endpoint).NotTo(BeNil())
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&pooled), &pooled)).To(Succeed())
-	g.Expect(pooled.Annotations).To(HaveKeyWithValue(ctfv1alpha1.FlagsDeliveredAnnotation, controller.FlagClaim(ch.UID)))
+	g.Expect(pooled.Annotations).To(HaveKeyWithValue(ctfv1alpha1.FlagsDeliveredAnnotation, challengepool.FlagClaim(ch.UID)))
 }

@@ -25,6 +25,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challengepool"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
@@ -122,13 +123,13 @@ func helmControllers(r reconcile.Reconciler, concurrency int, pools *pool.Pools)
 	}
 }
 
-// whenQuiet runs r once no team has asked for an instance for controller.Quiet, or
-// once a request has waited controller.Patience (pool.Demand.Hold): a refill's
+// whenQuiet runs r once no team has asked for an instance for challengepool.Quiet, or
+// once a request has waited challengepool.Patience (pool.Demand.Hold): a refill's
 // install, a claim's relabelling and a pooled instance's teardown all load
 // the API server that claims wait on.
 func whenQuiet(r reconcile.Reconciler, demand *pool.Demand) reconcile.Reconciler {
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		if wait, _ := demand.Hold(req.String(), controller.Quiet, controller.Patience); wait > 0 {
+		if wait, _ := demand.Hold(req.String(), challengepool.Quiet, challengepool.Patience); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		return r.Reconcile(ctx, req)

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challengepool"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
 
@@ -238,8 +238,8 @@ func TestInstallsFirst(t *testing.T) {
 }
 
 // TestWhenQuiet: the pools' Helm work is held back while teams ask for
-// instances, until controller.Quiet has passed since the last one, or until the
-// request has waited controller.Patience; each request's wait is its own, and a
+// instances, until challengepool.Quiet has passed since the last one, or until the
+// request has waited challengepool.Patience; each request's wait is its own, and a
 // request run waits afresh the next time. The demand's clock is the test's.
 func TestWhenQuiet(t *testing.T) {
 	// step is one thing that happens, in order: the clock moves on by
@@ -257,40 +257,40 @@ func TestWhenQuiet(t *testing.T) {
 		steps []step
 	}{
 		{"no demand ever: run at once", []step{{req: "a", wantRun: true}}},
-		{"right after a team's request: held back for controller.Quiet", []step{{demand: 1, req: "a", wantRequeue: controller.Quiet}}},
-		{"held back for what is left of controller.Quiet", []step{
-			{demand: 1, req: "a", wantRequeue: controller.Quiet},
+		{"right after a team's request: held back for challengepool.Quiet", []step{{demand: 1, req: "a", wantRequeue: challengepool.Quiet}}},
+		{"held back for what is left of challengepool.Quiet", []step{
+			{demand: 1, req: "a", wantRequeue: challengepool.Quiet},
 			{advance: 1500 * time.Millisecond, req: "a", wantRequeue: 500 * time.Millisecond},
 		}},
 		{"run once quiet", []step{
-			{demand: 1, req: "a", wantRequeue: controller.Quiet},
-			{advance: controller.Quiet, req: "a", wantRun: true},
+			{demand: 1, req: "a", wantRequeue: challengepool.Quiet},
+			{advance: challengepool.Quiet, req: "a", wantRun: true},
 		}},
-		{"a steady stream holds it back controller.Patience at most", []step{
-			{demand: 1, req: "a", wantRequeue: controller.Quiet},
-			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: controller.Quiet},
-			{advance: 7 * time.Second, demand: 1, req: "a", wantRequeue: controller.Quiet},
+		{"a steady stream holds it back challengepool.Patience at most", []step{
+			{demand: 1, req: "a", wantRequeue: challengepool.Quiet},
+			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: challengepool.Quiet},
+			{advance: 7 * time.Second, demand: 1, req: "a", wantRequeue: challengepool.Quiet},
 			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: time.Second}, // 9 s waited: 1 s of patience left
 			{advance: 1 * time.Second, demand: 1, req: "a", wantRun: true},            // 10 s waited
 		}},
 		{"each request waits from when it was first held back", []step{
-			{demand: 1, req: "a", wantRequeue: controller.Quiet},
-			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: controller.Quiet},
-			{advance: 8 * time.Second, demand: 1, req: "b", wantRequeue: controller.Quiet},
+			{demand: 1, req: "a", wantRequeue: challengepool.Quiet},
+			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: challengepool.Quiet},
+			{advance: 8 * time.Second, demand: 1, req: "b", wantRequeue: challengepool.Quiet},
 			{req: "a", wantRequeue: time.Second},
 			{advance: 1 * time.Second, demand: 1, req: "a", wantRun: true},
-			{req: "b", wantRequeue: controller.Quiet},
+			{req: "b", wantRequeue: challengepool.Quiet},
 		}},
 		{"a request run waits afresh when it comes back", []step{
-			{demand: 1, req: "a", wantRequeue: controller.Quiet},
+			{demand: 1, req: "a", wantRequeue: challengepool.Quiet},
 			{advance: 9 * time.Second, demand: 1, req: "a", wantRequeue: time.Second},
 			{advance: 1 * time.Second, demand: 1, req: "a", wantRun: true},
-			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: controller.Quiet},
+			{advance: 1 * time.Second, demand: 1, req: "a", wantRequeue: challengepool.Quiet},
 		}},
 		{"a request run when quiet forgets its wait", []step{
-			{demand: 1, req: "a", wantRequeue: controller.Quiet},
+			{demand: 1, req: "a", wantRequeue: challengepool.Quiet},
 			{advance: 9 * time.Second, req: "a", wantRun: true},
-			{advance: 5 * time.Second, demand: 1, req: "a", wantRequeue: controller.Quiet},
+			{advance: 5 * time.Second, demand: 1, req: "a", wantRequeue: challengepool.Quiet},
 		}},
 	}
 	for _, tt := range tests {

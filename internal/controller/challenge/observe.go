@@ -24,7 +24,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challengepool"
 	"github.com/challenge-operator/challenge-operator/internal/endpoint"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
@@ -133,7 +133,7 @@ func (o *Observer) Observe(ctx context.Context, ch *ctfv1alpha1.Challenge) (life
 	if ref != nil {
 		// Nobody connects before the team's flags are in every pod: no
 		// endpoint yet, nor while a pod that came since waits for them.
-		obs.FlagsPending, obs.FlagsFailed = controller.ClaimFlags(tmpl, inst, ch.UID, pods.Items)
+		obs.FlagsPending, obs.FlagsFailed = challengepool.ClaimFlags(tmpl, inst, ch.UID, pods.Items)
 		if obs.FlagsPending || obs.FlagsFailed != "" {
 			return obs, nil
 		}

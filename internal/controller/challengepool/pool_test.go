@@ -1,4 +1,4 @@
-package controller_test
+package challengepool_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challengepool"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
@@ -27,7 +28,7 @@ type poolUnderTest struct {
 	demand   *pool.Demand
 	recorder *events.FakeRecorder
 	tmpl     *ctfv1alpha1.ChallengeTemplate
-	r        *controller.PoolReconciler
+	r        *challengepool.PoolReconciler
 }
 
 // startPool starts an API server with the pool's namespace ("pool") and
@@ -50,7 +51,7 @@ func startPool(t *testing.T, name string, spec *ctfv1alpha1.PoolSpec, now *time.
 	// status controller does.
 	g.Expect(cl.Create(ctx, tmpl)).To(Succeed())
 	p := &poolUnderTest{cl: cl, demand: &pool.Demand{Now: func() time.Time { return *now }}, recorder: events.NewFakeRecorder(100), tmpl: tmpl}
-	p.r = &controller.PoolReconciler{
+	p.r = &challengepool.PoolReconciler{
 		Pools:    &pool.Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: p.demand},
 		Status:   &controller.TemplateStatusWriter{Client: cl, Live: cl},
 		Live:     cl,

@@ -1,4 +1,8 @@
-package controller
+// Package challengepool holds the controllers of the warm pools: the one
+// that keeps each template's pool of unclaimed Challenges at its target
+// (and writes the template's status.pool), and the one that delivers a
+// team's flags into the pooled Challenge it claimed.
+package challengepool
 
 import (
 	"context"
@@ -19,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
@@ -39,7 +44,7 @@ const (
 type PoolReconciler struct {
 	Pools *pool.Pools
 	// Status reads the template and writes its status.pool.
-	Status *TemplateStatusWriter
+	Status *controller.TemplateStatusWriter
 	// Live reads a claimant the cache does not hold, before its pooled
 	// instance is deleted as an orphan: it may be too new to be cached.
 	Live     client.Reader
@@ -230,8 +235,8 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("challenge-pool").
 		// Its spec only: the template's status changes with every instance.
 		For(&ctfv1alpha1.ChallengeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&ctfv1alpha1.Challenge{}, settled(r.templateOfPooled, templateSettle)).
-		WatchesRawSource(source.Channel(demand, settled(named, templateSettle))).
+		Watches(&ctfv1alpha1.Challenge{}, controller.Settled(r.templateOfPooled, controller.TemplateSettle)).
+		WatchesRawSource(source.Channel(demand, controller.Settled(named, controller.TemplateSettle))).
 		Complete(r)
 }
 

@@ -1,4 +1,4 @@
-package controller
+package challengepool
 
 import (
 	"cmp"
@@ -19,12 +19,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/ctfflag"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
@@ -368,8 +369,8 @@ func (r *FlagDeliveryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inPool := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return r.Pools.Holds(o.GetNamespace()) }))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("flag-delivery").
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
+		WithOptions(ctrlcontroller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		For(&ctfv1alpha1.Challenge{}, inPool).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(ChallengeOfInstanceObject), inPool).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(controller.ChallengeOfInstanceObject), inPool).
 		Complete(r)
 }
