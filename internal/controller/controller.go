@@ -1,9 +1,10 @@
 // Package controller holds what the operator's controllers share across
-// the kinds they reconcile (how a Challenge is found from its template or
-// from an object of its instance, the server-side apply of a status, the
-// settling of a template's reconciles), and the controllers of the
-// templates; those of a Challenge and of the warm pools are in its
-// subpackages challenge and challengepool.
+// the kinds they reconcile: how a Challenge is found from its template or
+// from an object of its instance, the server-side apply of a status, and
+// the settling of a template's reconciles. The controllers themselves are
+// in a subpackage per kind: challenge (a Challenge: its Helm seam, status,
+// expiry, teardown), challengepool (the warm pools and their pooled
+// Challenges) and challengetemplate (a ChallengeTemplate's status).
 package controller
 
 import (

@@ -29,6 +29,12 @@ func (q *delayRecordingQueue) AddAfter(r reconcile.Request, d time.Duration) {
 	q.after[r] = append(q.after[r], d)
 }
 
+// ofTemplate maps a Challenge to its template, as the templates'
+// controllers do.
+func ofTemplate(_ context.Context, obj client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: obj.(*ctfv1alpha1.Challenge).Spec.Template}}}
+}
+
 // TestSettledDelaysEveryRequest: every event of a template's instances,
 // of every kind, enqueues the template after the settle and never at once,
 // so that the queue, which keeps an item once at its earliest time, runs
@@ -37,7 +43,7 @@ func TestSettledDelaysEveryRequest(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	q := &delayRecordingQueue{after: map[reconcile.Request][]time.Duration{}}
-	h := Settled(templateOf, time.Second)
+	h := Settled(ofTemplate, time.Second)
 	of := func(i int, template string) *ctfv1alpha1.Challenge {
 		return &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("team-", i), Namespace: "ctf"},
 			Spec: ctfv1alpha1.ChallengeSpec{Template: template}}
@@ -64,7 +70,7 @@ func TestSettledBurstIsOneItem(t *testing.T) {
 	ctx := context.Background()
 	q := priorityqueue.New[reconcile.Request]("settled-test")
 	defer q.ShutDown()
-	h := Settled(templateOf, 100*time.Millisecond)
+	h := Settled(ofTemplate, 100*time.Millisecond)
 	for i := range 100 {
 		h.Create(ctx, event.CreateEvent{Object: &ctfv1alpha1.Challenge{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("team-", i), Namespace: "ctf"},
 			Spec: ctfv1alpha1.ChallengeSpec{Template: "web"}}}, q)

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challengetemplate"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
@@ -92,7 +92,7 @@ func TestAChangedStaticFlagStaysCorrectWhereItIsServed(t *testing.T) {
 		g.Expect(k8s.List(ctx, &list)).To(Succeed())
 		var notes []string
 		for _, e := range list.Items {
-			if e.Regarding.Name == tmpl && e.Reason == controller.ReasonStaticFlagChanged {
+			if e.Regarding.Name == tmpl && e.Reason == challengetemplate.ReasonStaticFlagChanged {
 				notes = append(notes, e.Note)
 			}
 		}

@@ -27,9 +27,9 @@ import (
 	"github.com/challenge-operator/challenge-operator/internal/action"
 	"github.com/challenge-operator/challenge-operator/internal/admission"
 	"github.com/challenge-operator/challenge-operator/internal/containment"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/controller/challenge"
 	"github.com/challenge-operator/challenge-operator/internal/controller/challengepool"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challengetemplate"
 	"github.com/challenge-operator/challenge-operator/internal/flagtag"
 	"github.com/challenge-operator/challenge-operator/internal/identity"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
@@ -233,7 +233,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	// A template's status has one writer; its controllers hand it each part.
-	templateStatus := &controller.TemplateStatusWriter{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
+	templateStatus := &challengetemplate.TemplateStatusWriter{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	if features.Pools {
 		if err := (&challengepool.PoolReconciler{Pools: pools, Status: templateStatus, Live: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 			return err
@@ -248,23 +248,23 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	// Secrets as the render does: within the admin's namespaces, marked.
 	organiserSecrets := organisersecret.Reader{Client: mgr.GetAPIReader(), Namespaces: opts.Values.FlagSecretNamespaces}
 	if opts.FlagCodec != nil {
-		static := &controller.StaticFlagsReconciler{Client: mgr.GetClient(), Status: templateStatus, Organiser: organiserSecrets, Live: mgr.GetAPIReader(), Codec: opts.FlagCodec, Recorder: recorder}
+		static := &challengetemplate.StaticFlagsReconciler{Client: mgr.GetClient(), Status: templateStatus, Organiser: organiserSecrets, Live: mgr.GetAPIReader(), Codec: opts.FlagCodec, Recorder: recorder}
 		if err := static.SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}
 	checker := wiring.translator.Translator
-	solver := &controller.SolverCheckReconciler{Client: mgr.GetClient(), Status: templateStatus, Live: mgr.GetAPIReader(), Organiser: organiserSecrets,
+	solver := &challengetemplate.SolverCheckReconciler{Client: mgr.GetClient(), Status: templateStatus, Live: mgr.GetAPIReader(), Organiser: organiserSecrets,
 		Codec: opts.FlagCodec, Canaries: canaries, IngressNamespaces: opts.Values.IngressFromNamespaces, DNSNamespace: opts.Values.EffectiveDNSNamespace(),
 		NamespacePerInstance: features.NamespacePerInstance, Limits: limits, Recorder: recorder}
 	if err := solver.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	conditions := &controller.TemplateConditionsReconciler{Client: mgr.GetClient(), Status: templateStatus, Check: checker.CheckTemplate, Canaries: canaries, Recorder: recorder}
+	conditions := &challengetemplate.TemplateConditionsReconciler{Client: mgr.GetClient(), Status: templateStatus, Check: checker.CheckTemplate, Canaries: canaries, Recorder: recorder}
 	if err := conditions.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&controller.TemplateStatusReconciler{Client: mgr.GetClient(), Status: templateStatus}).SetupWithManager(mgr)
+	return (&challengetemplate.TemplateStatusReconciler{Client: mgr.GetClient(), Status: templateStatus}).SetupWithManager(mgr)
 }
 
 // teamBudget is the team budget of opts, priced by the values the

@@ -24,6 +24,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challengetemplate"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 )
@@ -44,7 +45,7 @@ const (
 type PoolReconciler struct {
 	Pools *pool.Pools
 	// Status reads the template and writes its status.pool.
-	Status *controller.TemplateStatusWriter
+	Status *challengetemplate.TemplateStatusWriter
 	// Live reads a claimant the cache does not hold, before its pooled
 	// instance is deleted as an orphan: it may be too new to be cached.
 	Live     client.Reader

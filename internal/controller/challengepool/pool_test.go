@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/controller/challengepool"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challengetemplate"
 	"github.com/challenge-operator/challenge-operator/internal/pool"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 )
@@ -53,7 +53,7 @@ func startPool(t *testing.T, name string, spec *ctfv1alpha1.PoolSpec, now *time.
 	p := &poolUnderTest{cl: cl, demand: &pool.Demand{Now: func() time.Time { return *now }}, recorder: events.NewFakeRecorder(100), tmpl: tmpl}
 	p.r = &challengepool.PoolReconciler{
 		Pools:    &pool.Pools{Namespace: "pool", Reader: cl, Client: cl, Demand: p.demand},
-		Status:   &controller.TemplateStatusWriter{Client: cl, Live: cl},
+		Status:   &challengetemplate.TemplateStatusWriter{Client: cl, Live: cl},
 		Live:     cl,
 		Recorder: p.recorder,
 	}

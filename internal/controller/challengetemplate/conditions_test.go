@@ -1,4 +1,4 @@
-package controller
+package challengetemplate
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/containment"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/organisersecret"
 )
 
@@ -51,7 +52,7 @@ func TestARefusedStatusWriteDoesNothing(t *testing.T) {
 	canary.Status.Phase = ctfv1alpha1.PhaseRunning
 	tmpl.Status.Health = &ctfv1alpha1.TemplateHealth{Canary: canary.Name, NextCanaryAt: ptr.To(metav1.NewTime(time.Now().Add(time.Minute)))}
 	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tmpl, canary).WithStatusSubresource(tmpl, canary).
-		WithIndex(&ctfv1alpha1.Challenge{}, TemplateField, func(o client.Object) []string { return []string{o.(*ctfv1alpha1.Challenge).Spec.Template} }).
+		WithIndex(&ctfv1alpha1.Challenge{}, controller.TemplateField, func(o client.Object) []string { return []string{o.(*ctfv1alpha1.Challenge).Spec.Template} }).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
 			return apierrors.NewConflict(schema.GroupResource{Group: ctfv1alpha1.GroupVersion.Group, Resource: "challengetemplates"}, "web", nil)
 		}}).Build()

@@ -1,4 +1,9 @@
-package controller
+// Package challengetemplate holds the controllers that reconcile a
+// ChallengeTemplate's status, each writing its part through the one status
+// writer (TemplateStatusWriter): the count of its instances, its
+// conditions and health (with a Degraded template's canaries), its solver
+// check, and its static flags' digests.
+package challengetemplate
 
 import (
 	"context"
@@ -16,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 )
 
 // TemplateStatusFieldManager owns every field of a ChallengeTemplate's
@@ -232,7 +238,7 @@ func (w *TemplateStatusWriter) apply(ctx context.Context, tmpl *ctfv1alpha1.Chal
 	}
 	from := tmpl.ResourceVersion
 	want := tmpl.Status.DeepCopy()
-	if err := ApplyStatusOf(ctx, w.Client, tmpl, "ChallengeTemplate", &tmpl.Status, TemplateStatusFieldManager); err != nil {
+	if err := controller.ApplyStatusOf(ctx, w.Client, tmpl, "ChallengeTemplate", &tmpl.Status, TemplateStatusFieldManager); err != nil {
 		return err
 	}
 	if err := w.dropShared(ctx, tmpl, want); err != nil {
@@ -262,7 +268,7 @@ func (w *TemplateStatusWriter) dropEmptied(ctx context.Context, tmpl *ctfv1alpha
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(applied, &first.Status); err != nil {
 		return err
 	}
-	if err := ApplyStatusOf(ctx, w.Client, first, "ChallengeTemplate", &first.Status, TemplateStatusFieldManager); err != nil {
+	if err := controller.ApplyStatusOf(ctx, w.Client, first, "ChallengeTemplate", &first.Status, TemplateStatusFieldManager); err != nil {
 		return err
 	}
 	w.record(first, tmpl.ResourceVersion)

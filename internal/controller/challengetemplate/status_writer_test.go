@@ -1,4 +1,4 @@
-package controller_test
+package challengetemplate_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
-	"github.com/challenge-operator/challenge-operator/internal/controller"
+	"github.com/challenge-operator/challenge-operator/internal/controller/challengetemplate"
 	"github.com/challenge-operator/challenge-operator/test/controlplane"
 	"github.com/challenge-operator/challenge-operator/test/harness"
 )
@@ -49,7 +49,7 @@ func TestATemplateStatusHasOneOwner(t *testing.T) {
 	ctx := context.Background()
 	_, cl := controlplane.StartAPIServer(t)
 	read := statusTemplate(t, cl, "owned")
-	w := &controller.TemplateStatusWriter{Client: cl}
+	w := &challengetemplate.TemplateStatusWriter{Client: cl}
 	stale := func() *ctfv1alpha1.ChallengeTemplate { return read.DeepCopy() }
 
 	g.Expect(w.Set(ctx, stale(), func(st *ctfv1alpha1.ChallengeTemplateStatus) { st.ActiveInstances = 3 })).To(Succeed())
@@ -60,10 +60,10 @@ func TestATemplateStatusHasOneOwner(t *testing.T) {
 		st.StaticFlags = []ctfv1alpha1.StaticFlagDigest{{Name: "main", Digest: "d1"}}
 	})).To(Succeed())
 	var wrote []bool
-	accept := func(_ context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) (controller.TemplateDecision, error) {
+	accept := func(_ context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) (challengetemplate.TemplateDecision, error) {
 		apimeta.SetStatusCondition(&tmpl.Status.Conditions, condition("Accepted"))
 		tmpl.Status.ObservedGeneration = tmpl.Generation
-		return controller.TemplateDecision{Then: func(_ context.Context, written bool) error {
+		return challengetemplate.TemplateDecision{Then: func(_ context.Context, written bool) error {
 			wrote = append(wrote, written)
 			return nil
 		}}, nil
@@ -76,9 +76,9 @@ func TestATemplateStatusHasOneOwner(t *testing.T) {
 
 	// A template's health emptied (its failures gone) is stored empty.
 	for _, health := range []ctfv1alpha1.TemplateHealth{{Failures: 2, Canary: "web-canary"}, {}} {
-		_, err := w.Decide(ctx, client.ObjectKeyFromObject(read), nil, func(_ context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) (controller.TemplateDecision, error) {
+		_, err := w.Decide(ctx, client.ObjectKeyFromObject(read), nil, func(_ context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) (challengetemplate.TemplateDecision, error) {
 			tmpl.Status.Health = &health
-			return controller.TemplateDecision{}, nil
+			return challengetemplate.TemplateDecision{}, nil
 		})
 		g.Expect(err).NotTo(HaveOccurred())
 	}
@@ -91,7 +91,7 @@ func TestATemplateStatusHasOneOwner(t *testing.T) {
 	g.Expect(got.Status.StaticFlags).To(HaveLen(1))
 	g.Expect(apimeta.IsStatusConditionTrue(got.Status.Conditions, "Accepted")).To(BeTrue())
 	g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
-	g.Expect(statusOwners(g, cl, read)).To(ConsistOf(controller.TemplateStatusFieldManager + " Apply"))
+	g.Expect(statusOwners(g, cl, read)).To(ConsistOf(challengetemplate.TemplateStatusFieldManager + " Apply"))
 }
 
 // TestTheWriterDropsWhatAnEarlierVersionWrote: an earlier version wrote a
@@ -113,11 +113,11 @@ func TestTheWriterDropsWhatAnEarlierVersionWrote(t *testing.T) {
 		StaticFlags:     []ctfv1alpha1.StaticFlagDigest{{Name: "main", Digest: "d1"}, {Name: "bonus", Digest: "d2"}},
 	}
 	g.Expect(cl.Status().Patch(ctx, tmpl, patch, client.FieldOwner("manager"))).To(Succeed())
-	w := &controller.TemplateStatusWriter{Client: cl, Live: cl}
+	w := &challengetemplate.TemplateStatusWriter{Client: cl, Live: cl}
 
-	_, err := w.Decide(ctx, client.ObjectKeyFromObject(tmpl), nil, func(_ context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) (controller.TemplateDecision, error) {
+	_, err := w.Decide(ctx, client.ObjectKeyFromObject(tmpl), nil, func(_ context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) (challengetemplate.TemplateDecision, error) {
 		apimeta.RemoveStatusCondition(&tmpl.Status.Conditions, "Stalled")
-		return controller.TemplateDecision{}, nil
+		return challengetemplate.TemplateDecision{}, nil
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	read, err := w.Read(ctx, client.ObjectKeyFromObject(tmpl), nil)

@@ -1,4 +1,4 @@
-package controller
+package challengetemplate
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 )
 
 // TemplateStatusReconciler keeps ChallengeTemplate.status.activeInstances true.
@@ -30,7 +31,7 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	var list ctfv1alpha1.ChallengeList
 	// Read-only, so the cache's own objects: a copy of each would cost the
 	// whole template's instances at every change of any of them.
-	if err := r.Client.List(ctx, &list, client.MatchingFields{TemplateField: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingFields{controller.TemplateField: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	var active int32
@@ -49,7 +50,7 @@ func (r *TemplateStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Its count depends on no field of the template, and its status
 		// changes with every instance.
 		For(&ctfv1alpha1.ChallengeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&ctfv1alpha1.Challenge{}, Settled(templateOf, TemplateSettle)).
+		Watches(&ctfv1alpha1.Challenge{}, controller.Settled(templateOf, controller.TemplateSettle)).
 		Complete(r)
 }
 

@@ -1,4 +1,4 @@
-package controller
+package challengetemplate
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	ctfv1alpha1 "github.com/challenge-operator/challenge-operator/api/v1alpha1"
 	"github.com/challenge-operator/challenge-operator/internal/containment"
+	"github.com/challenge-operator/challenge-operator/internal/controller"
 	"github.com/challenge-operator/challenge-operator/internal/lifecycle"
 	"github.com/challenge-operator/challenge-operator/internal/metrics"
 )
@@ -71,7 +72,7 @@ func (r *TemplateConditionsReconciler) Reconcile(ctx context.Context, req ctrl.R
 func (r *TemplateConditionsReconciler) decide(ctx context.Context, tmpl *ctfv1alpha1.ChallengeTemplate) (TemplateDecision, error) {
 	var list ctfv1alpha1.ChallengeList
 	// Read-only: the cache's own objects.
-	if err := r.Client.List(ctx, &list, client.MatchingFields{TemplateField: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingFields{controller.TemplateField: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return TemplateDecision{}, err
 	}
 	health := containment.Decide(tmpl, list.Items, r.Canaries, r.now())
@@ -161,7 +162,7 @@ func (r *TemplateConditionsReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("challengetemplate-conditions").
 		For(&ctfv1alpha1.ChallengeTemplate{}).
-		Watches(&ctfv1alpha1.Challenge{}, Settled(templateOf, TemplateSettle), builder.WithPredicates(outcomeChanged)).
+		Watches(&ctfv1alpha1.Challenge{}, controller.Settled(templateOf, controller.TemplateSettle), builder.WithPredicates(outcomeChanged)).
 		Complete(r)
 }
 
