@@ -397,19 +397,6 @@ func (h *Harness) EventuallyGone(t *testing.T, obj client.Object, within time.Du
 	}, within, Interval).Should(gomega.BeTrue(), why)
 }
 
-// NewChallenge returns a valid Challenge without a template: it is
-// builders.Challenge, which the suites call directly; it stays for the
-// branches under way that still call it.
-func NewChallenge(ns, name, participant string) *ctfv1alpha1.Challenge {
-	return builders.Challenge(ns, name, participant)
-}
-
-// FromTemplate returns a Challenge instantiating a template: it is
-// builders.FromTemplate, kept as NewChallenge is.
-func FromTemplate(ns, name, participant, template string) *ctfv1alpha1.Challenge {
-	return builders.FromTemplate(ns, name, participant, template)
-}
-
 // Template creates builders.Template(name, mutate), deleted when the test
 // ends.
 func (h *Harness) Template(t *testing.T, name string, mutate func(*ctfv1alpha1.ChallengeTemplateSpec)) *ctfv1alpha1.ChallengeTemplate {
