@@ -36,8 +36,9 @@ func deliverNamedFlags(vals map[string]any, tmpl *ctfv1alpha1.ChallengeTemplate,
 		key, value := NamedFlagKey(f.Name), flags[f.Name]
 		if FilledAtClaim(tmpl, f) {
 			// The container mounts the flag's directory, empty until a team
-			// claims the instance; the Secret holds the value the writer
-			// copies in then (internal/flagdelivery).
+			// claims the instance; the writer then copies in the team's
+			// value from the claim's own Secret (identity.ClaimFlagSecret,
+			// internal/controller/challengepool's flag delivery).
 			ctr["flagDirs"] = append(listOf(ctr, "flagDirs"), map[string]any{"volume": FlagDirVolume(f), "path": FlagDir(f)})
 			vals["secretData"] = append(listOf(vals, "secretData"), secretEntry(key, value))
 			continue
