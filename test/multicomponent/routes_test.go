@@ -114,7 +114,7 @@ func TestRouteOnAGatewayNobodyAllowed(t *testing.T) {
 	g.Expect(h.Client.Create(ctx, ch)).To(Succeed())
 	got := h.EventuallyPhase(t, ch, ctfv1alpha1.PhaseError)
 	g.Expect(got.Status.Reason).To(Equal("PolicyViolation"))
-	g.Expect(got.Status.Message).To(ContainSubstring("Gateway kube-system/internal is not one of --gateways (gateways/ctf)"))
+	g.Expect(got.Status.Message).To(ContainSubstring("Gateway kube-system/internal is not one of --gateways (gateways/ctf, gateways-admin/admin)"))
 	var routes gatewayv1.TLSRouteList
 	g.Expect(h.Client.List(ctx, &routes, client.InNamespace(ns))).To(Succeed())
 	g.Expect(routes.Items).To(BeEmpty(), "nothing applied")
