@@ -55,15 +55,6 @@ func sidecarFilePrefix(workload, sidecar string) string {
 	return workload + "." + sidecar + "."
 }
 
-// templateSidecars are the primary workload's sidecars of tmpl, none
-// without a template.
-func templateSidecars(tmpl *ctfv1alpha1.ChallengeTemplate) []ctfv1alpha1.Sidecar {
-	if tmpl == nil {
-		return nil
-	}
-	return tmpl.Spec.Sidecars
-}
-
 // podPorts are the ports of a workload's pod in its values (the primary's
 // or a component's): its main container's, then its sidecars', which share
 // its network namespace and so its unprivileged-port sysctl.

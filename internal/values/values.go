@@ -230,7 +230,7 @@ func enforcedValues(c *ctfv1alpha1.Challenge, tmpl *ctfv1alpha1.ChallengeTemplat
 	if err != nil {
 		return nil, err
 	}
-	sidecars, err := sidecarsFor(identity.PrimaryWorkload, templateSidecars(tmpl), hostVars, podSecurity.ExtendedResources, instanceSecret(c, tmpl))
+	sidecars, err := sidecarsFor(workloads[0].workloadName(), workloads[0].sidecars, hostVars, podSecurity.ExtendedResources, instanceSecret(c, tmpl))
 	if err != nil {
 		return nil, err
 	}
